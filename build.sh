@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the evaluation image <challenge>-evaluation with that challenge's ground truth baked in.
+#
+#   ./build.sh <challenge> [extra docker build arguments...]
+#
+# Environment (each passed to the Dockerfile only when set and non-empty):
+#   BASE_IMAGE        base image instead of python:3.11-slim (CI: local/bookworm-python)
+#   PIP_INSTALL_ARGS  pip arguments, e.g. "--no-index --find-links /opt/app/build" with ./wheels/ filled
+set -euo pipefail
+cd "$(dirname "$0")"
+
+die() { echo "build.sh: $*" >&2; exit 2; }
+
+challenge="${1:-}"
+[ -n "$challenge" ] || die "usage: ./build.sh <challenge>   (one of: $(ls ground-truth 2>/dev/null | tr '\n' ' '))"
+shift
+# Docker image names must be lower case; this also keeps odd characters out of paths.
+[[ "$challenge" =~ ^[a-z0-9][a-z0-9._-]*$ ]] || die "invalid challenge name '$challenge' (use lower-case letters, digits, . _ -)"
+[ -d "ground-truth/$challenge" ] \
+    || die "no ground truth for '$challenge': folder ground-truth/$challenge/ not found (have: $(ls ground-truth 2>/dev/null | tr '\n' ' '))"
+
+image="$challenge-evaluation"
+args=(--tag "$image" --build-arg "CHALLENGE=$challenge")
+if [ -n "${BASE_IMAGE:-}" ]; then args+=(--build-arg "BASE_IMAGE=$BASE_IMAGE"); fi
+if [ -n "${PIP_INSTALL_ARGS:-}" ]; then args+=(--build-arg "PIP_INSTALL_ARGS=$PIP_INSTALL_ARGS"); fi
+
+# grand-challenge.org runs linux/amd64 only. On other hosts (e.g. Apple silicon) cross-build with buildx.
+if [ "$(uname -m)" != x86_64 ]; then
+    if docker buildx version >/dev/null 2>&1; then
+        echo "Building $image for linux/amd64 with buildx (host is $(uname -m))"
+        exec docker buildx build --platform linux/amd64 --load "${args[@]}" "$@" .
+    fi
+    echo "WARNING: host is $(uname -m) and docker buildx is missing: the image will not be linux/amd64" \
+         "and export.sh will refuse it." >&2
+fi
+
+echo "Building $image"
+exec docker build "${args[@]}" "$@" .

@@ -1,0 +1,105 @@
+"""python -m evaluation [CHALLENGE] [--input DIR] [--output DIR] [--ground-truth DIR] [--seed N] [--workers N]
+
+Exit 0 with a complete metrics.json; exit 1 for an invalid submission, with no metrics.json and
+one sentence for the participant as the last stderr line; another non-zero exit, saying it is
+not the participant's fault, when the ground truth, the setup or our own code fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from evaluation import __version__
+from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EvaluationError, SetupError, SubmissionError
+from evaluation.framework import available_challenges, default_workers, log
+from evaluation.grand_challenge import INPUT_DIR, OUTPUT_DIR, resolve_ground_truth_dir, write_metrics
+
+CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
+MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
+
+
+def _parser(names: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation",
+        description="Evaluate a grand-challenge.org submission and write metrics.json.",
+        epilog=f"Challenges: {', '.join(names)}. The default challenge is ${CHALLENGE_ENV} (set in the image).",
+    )
+    parser.add_argument("challenge", nargs="?", help="challenge to evaluate (default: $%s)" % CHALLENGE_ENV)
+    parser.add_argument("--input", type=Path, default=INPUT_DIR, help="submission folder (default: %(default)s)")
+    parser.add_argument("--output", type=Path, default=OUTPUT_DIR, help="where metrics.json goes (default: %(default)s)")
+    parser.add_argument("--ground-truth", type=Path, default=None,
+                        help="ground-truth folder (default: /opt/ml/input/data/ground_truth when not empty, "
+                             "else /opt/app/ground-truth)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of any random resampling (default: the setting)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes scoring cases (default: $EVALUATION_WORKERS, else the CPU count)")
+    parser.add_argument("--list", action="store_true", help="list the challenges and their settings, then exit")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def _print_list(challenges) -> None:
+    for name, cls in challenges.items():
+        print(f"{name}: {cls.title}")
+        for setting, default, doc in cls.settings_class.describe():
+            print(f"    {setting} = {default!r}: {doc}")
+
+
+def _fail(message: str, code: int) -> int:
+    sys.stdout.flush()
+    text = " ".join(message.split())
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 3] + "..."
+    print(text, file=sys.stderr, flush=True)
+    return code
+
+
+def run(args: argparse.Namespace, challenges) -> int:
+    name = args.challenge or os.environ.get(CHALLENGE_ENV, "").strip()
+    if not name:
+        return _fail(f"No challenge given: name one ({', '.join(challenges)}) or set {CHALLENGE_ENV}.", EXIT_USAGE)
+    if name not in challenges:
+        return _fail(f"Unknown challenge {name!r}; known challenges: {', '.join(challenges)}.", EXIT_USAGE)
+    challenge = challenges[name]
+    started = time.perf_counter()
+    log(f"evaluation {__version__}: {challenge.title}")
+
+    ground_truth_dir = resolve_ground_truth_dir(args.ground_truth, name)
+    log(f"Ground truth: {ground_truth_dir}; input: {args.input}; output: {args.output}")
+    settings = challenge.settings_class.from_ground_truth(ground_truth_dir)
+    if args.seed is not None:
+        if "seed" not in settings.as_dict():
+            log(f"Note: --seed has no effect, {name} draws nothing at random.")
+        else:
+            settings = settings.replace(seed=args.seed)
+    evaluation = challenge(ground_truth_dir, settings)
+    if not args.input.is_dir():
+        raise SetupError(f"The input folder {args.input} does not exist.")
+    metrics = evaluation.evaluate(args.input, default_workers(args.workers))
+    path = write_metrics(args.output, metrics, challenge.ranked_paths)
+    log(f"Wrote {path} in {time.perf_counter() - started:.2f} s.")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    challenges = available_challenges()
+    args = _parser(list(challenges)).parse_args(argv)
+    if args.list:
+        _print_list(challenges)
+        return EXIT_OK
+    try:
+        return run(args, challenges)
+    except SubmissionError as error:
+        return _fail(error.message, error.exit_code)
+    except EvaluationError as error:
+        return _fail(f"The evaluation could not run, through no fault of the submission: {error.message} "
+                     f"(please tell the challenge organizers).", error.exit_code)
+    except Exception as error:  # a bug of ours: full trace for the organizers, one line for everyone
+        traceback.print_exc()
+        return _fail(f"Internal error of the evaluation, not caused by the submission: {type(error).__name__}: "
+                     f"{error} (please tell the challenge organizers).", EXIT_INTERNAL)

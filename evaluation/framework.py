@@ -1,0 +1,220 @@
+"""The base class every challenge subclasses, and the run that drives it.
+
+evalutils' idea, built for predictions.json: the challenge loads and validates its ground
+truth, says how to read one case of a submission (`load_prediction`), scores it
+(`score_case`, in a worker process) and assembles the leaderboard values (`score_aggregates`).
+The run matches submission cases to ground-truth cases (missing, extra and duplicate cases are
+rejected before any scoring), streams cases through a process pool so that memory does not
+grow with the number of cases, and stops at the first bad case, naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+from evaluation import __version__
+from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.grand_challenge import (
+    Case,
+    Job,
+    case_id_of_job,
+    read_case_mapping,
+    read_predictions,
+)
+from evaluation.settings import Settings
+
+WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those
+
+
+def log(message: str) -> None:
+    """Progress for the organizers' log (stdout); participants see only stderr's last line."""
+    print(message, flush=True)
+
+
+class Evaluation:
+    """A challenge: subclass, set the class attributes, implement the hooks."""
+
+    name: ClassVar[str] = ""  # on the command line, e.g. "rare26"
+    title: ClassVar[str] = ""
+    settings_class: ClassVar[type[Settings]] = Settings
+    case_label: ClassVar[str] = "Case"  # how messages name a case ("Stack", "Patient")
+    ranked_paths: ClassVar[tuple[str, ...]] = ()  # leaderboard paths: always finite numbers
+
+    def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
+        self.ground_truth_dir = ground_truth_dir
+        self.settings = settings if settings is not None else self.settings_class.from_ground_truth(ground_truth_dir)
+        self.case_mapping = read_case_mapping(ground_truth_dir)
+        self.ground_truth: dict[str, Any] = self.load_ground_truth(ground_truth_dir)
+        if not self.ground_truth:
+            raise SetupError(f"The ground truth in {ground_truth_dir} has no cases.")
+
+    # ---- hooks ---------------------------------------------------------------------------
+
+    def load_ground_truth(self, directory: Path) -> dict[str, Any]:
+        """{case id: what score_case needs of that case}; keep it light (paths rather than
+        images) since it is shared with every worker. Raise SetupError on a bad ground truth."""
+        raise NotImplementedError
+
+    def case_input_socket(self) -> str | None:
+        """The input socket whose image name is the case id (None: the job's only image)."""
+        return None
+
+    def file_cases(self, input_dir: Path) -> list[tuple[str, Any]]:
+        """A predictions-file phase (no predictions.json): the (case id, source) pairs found in
+        /input. By default the challenge takes algorithm submissions only."""
+        raise SubmissionError("This phase evaluates algorithm jobs, but the input has no predictions.json; "
+                              "submit an algorithm, not a predictions file.")
+
+    def load_prediction(self, case: Case, ground_truth: Any) -> Any:
+        """Read and validate one case's prediction; raise SubmissionError naming the case."""
+        raise NotImplementedError
+
+    def score_case(self, case: Case, prediction: Any, ground_truth: Any) -> Any:
+        """Per-case result (small: it is kept until the end). Default: the prediction itself."""
+        return prediction
+
+    def score_aggregates(self, results: dict[str, Any]) -> dict[str, Any]:
+        """The metrics.json content from every case's result, keyed by case id in sorted order."""
+        raise NotImplementedError
+
+    @classmethod
+    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
+        """Write a synthetic ground truth (out_dir/ground-truth) and a submission scored against
+        it (out_dir/input), the same for the same seed (see evaluation.synthetic)."""
+        raise NotImplementedError
+
+    # ---- the run -------------------------------------------------------------------------
+
+    def cases(self, input_dir: Path) -> list[Case]:
+        """The submission's cases, matched one to one with the ground truth, sorted by case id."""
+        jobs = read_predictions(input_dir)
+        if jobs is None:
+            pairs = [(case_id, None, source) for case_id, source in self.file_cases(input_dir)]
+            log(f"Predictions-file phase: {len(pairs)} case(s) found in the input.")
+        else:
+            log(f"predictions.json lists {len(jobs)} job(s).")
+            socket = self.case_input_socket()
+            pairs = [(case_id_of_job(job, socket, self.case_mapping), job, None) for job in jobs]
+        self.check_case_ids([case_id for case_id, _, _ in pairs])
+        cases = [Case(case_id=c, input_dir=input_dir, job=job, source=source, label=self.case_label)
+                 for c, job, source in pairs]
+        return sorted(cases, key=lambda case: case.case_id)
+
+    def check_case_ids(self, found: list[str]) -> None:
+        """Duplicate, unknown and missing cases, all named in one sentence, before any scoring."""
+        label = self.case_label.lower()
+        counts = Counter(found)
+        problems = []
+        duplicates = sorted(c for c, n in counts.items() if n > 1)
+        if duplicates:
+            problems.append(f"more than one prediction for {label} {id_list(duplicates)}")
+        extra = sorted(set(counts) - set(self.ground_truth))
+        if extra:
+            problems.append(f"{len(extra)} {label}(s) not in the test set ({id_list(extra)})")
+        missing = sorted(set(self.ground_truth) - set(counts))
+        if missing:
+            problems.append(f"no prediction for {len(missing)} {label}(s) of the test set ({id_list(missing)})")
+        if problems:
+            raise SubmissionError(f"The submission does not match the test set: {'; '.join(problems)}.")
+
+    def evaluate(self, input_dir: Path, workers: int = 1) -> dict[str, Any]:
+        """Score every case and return the metrics.json content."""
+        cases = self.cases(input_dir)
+        log(f"Scoring {len(cases)} case(s) with {workers} worker(s).")
+        results = dict(self._score_all(cases, workers))
+        log("Computing aggregates.")
+        metrics = self.score_aggregates(results)
+        metrics["settings"] = self.settings.as_dict()
+        metrics["evaluation"] = {"challenge": self.name, "version": __version__}
+        return metrics
+
+    def score_one(self, case: Case) -> Any:
+        ground_truth = self.ground_truth[case.case_id]
+        prediction = self.load_prediction(case, ground_truth)
+        return self.score_case(case, prediction, ground_truth)
+
+    def _score_all(self, cases: list[Case], workers: int) -> Iterator[tuple[str, Any]]:
+        if workers <= 1 or len(cases) <= 1:
+            for case in cases:
+                yield case.case_id, self.score_one(case)
+            return
+        yield from _score_in_pool(self, cases, workers)
+
+
+# The evaluation object reaches workers once, by fork, not once per case.
+_WORKER_EVALUATION: Evaluation | None = None
+
+
+def _init_worker(evaluation: Evaluation) -> None:
+    global _WORKER_EVALUATION
+    _WORKER_EVALUATION = evaluation
+
+
+def _score_in_worker(case: Case) -> Any:
+    return _WORKER_EVALUATION.score_one(case)
+
+
+def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> Iterator[tuple[str, Any]]:
+    """Cases in sorted order through a pool with a bounded window of cases in flight, so memory
+    stays flat however many cases there are. Results are taken in case order, so the bad case
+    reported is always the first bad one in that order, whatever the timing."""
+    import multiprocessing
+
+    window = 2 * workers
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                             initargs=(evaluation,)) as pool:
+        pending: list[tuple[Case, Future]] = []
+        queue = iter(cases)
+        try:
+            for case in queue:
+                pending.append((case, pool.submit(_score_in_worker, case)))
+                if len(pending) >= window:
+                    done_case, future = pending.pop(0)
+                    yield done_case.case_id, future.result()
+            for done_case, future in pending:
+                yield done_case.case_id, future.result()
+        except BaseException:
+            for _, future in pending:
+                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def default_workers(requested: int | None) -> int:
+    """--workers, else EVALUATION_WORKERS, else the CPUs this process may use."""
+    if requested is not None:
+        return max(1, requested)
+    env = os.environ.get(WORKERS_ENV, "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise SetupError(f"{WORKERS_ENV} must be a whole number, not {env!r}.") from None
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def available_challenges() -> dict[str, type[Evaluation]]:
+    """Every Evaluation subclass with a name in the modules of evaluation.challenges."""
+    import importlib
+    import pkgutil
+
+    import evaluation.challenges as package
+
+    found: dict[str, type[Evaluation]] = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, Evaluation) and obj.name and obj.__module__ == module.__name__:
+                if obj.name in found:
+                    print(f"warning: challenge {obj.name} is declared twice", file=sys.stderr)
+                found[obj.name] = obj
+    return dict(sorted(found.items()))

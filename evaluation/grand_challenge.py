@@ -1,0 +1,438 @@
+"""The grand-challenge.org evaluation contract, and nothing about any challenge.
+
+What the platform gives us (../shared/specs/grand-challenge.md): /input/predictions.json listing
+the submission's algorithm jobs with their outputs under /input/<job pk>/output/, or, in a
+predictions-file phase, the participant's CSV or unpacked ZIP in /input; the ground truth baked
+into the image or uploaded on the phase. What it wants back: /output/metrics.json, valid JSON,
+every leaderboard value a finite number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from evaluation.errors import SetupError, SubmissionError
+
+INPUT_DIR = Path("/input")
+OUTPUT_DIR = Path("/output")
+UPLOADED_GROUND_TRUTH_DIR = Path("/opt/ml/input/data/ground_truth")  # phase upload (newer way)
+BAKED_GROUND_TRUTH_DIR = Path("/opt/app/ground-truth")  # built into the image (evalutils way)
+
+CONFIG_FILE = "config.json"  # settings of the phase, next to the ground truth
+CASE_MAPPING_FILE = "case-mapping.json"  # optional {input image name: case id}
+RESERVED_GROUND_TRUTH_FILES = frozenset({CONFIG_FILE, CASE_MAPPING_FILE})
+
+# Extensions stripped from an input image name to get the case id. The platform stores every
+# image as .mha but keeps the organizer's original name (possibly .nii.gz), so only known
+# suffixes are removed: "case.v2" stays "case.v2".
+_IMAGE_EXTENSIONS = (
+    ".nii.gz", ".ome.tiff", ".ome.tif", ".tar.gz", ".mha", ".mhd", ".nii", ".nrrd", ".tif",
+    ".tiff", ".png", ".jpg", ".jpeg", ".bmp", ".dcm", ".svs", ".ndpi", ".mrxs", ".scn", ".vsi",
+    ".h5", ".hdf5", ".json", ".csv", ".npy", ".npz", ".zip", ".gz", ".mp4", ".avi",
+)
+IMAGE_OUTPUT_SUFFIXES = (".mha", ".tif", ".tiff")
+_PK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def strip_extension(name: str) -> str:
+    """`100433_00001_0000.nii.gz` -> `100433_00001_0000`; unknown suffixes are kept."""
+    lower = name.lower()
+    for extension in _IMAGE_EXTENSIONS:
+        if lower.endswith(extension) and len(name) > len(extension):
+            return name[: -len(extension)]
+    return name
+
+
+def resolve_ground_truth_dir(explicit: Path | None, challenge: str) -> Path:
+    """--ground-truth, else the phase's uploaded ground truth when present, else the baked one.
+
+    An uploaded tarball often keeps its top folder: `<dir>/<challenge>/` is used when it exists.
+    """
+    if explicit is not None:
+        directory = explicit
+    elif UPLOADED_GROUND_TRUTH_DIR.is_dir() and any(UPLOADED_GROUND_TRUTH_DIR.iterdir()):
+        directory = UPLOADED_GROUND_TRUTH_DIR
+    else:
+        directory = BAKED_GROUND_TRUTH_DIR
+    if (directory / challenge).is_dir():
+        directory = directory / challenge
+    if not directory.is_dir():
+        raise SetupError(f"The ground-truth folder {directory} does not exist.")
+    return directory
+
+
+def ground_truth_files(directory: Path, suffix: str) -> list[Path]:
+    """The ground-truth files ending in `suffix`, leaving out config.json and the case mapping."""
+    return sorted(
+        path for path in directory.iterdir()
+        if path.is_file() and path.name.lower().endswith(suffix) and path.name not in RESERVED_GROUND_TRUTH_FILES
+    )
+
+
+def single_ground_truth_file(directory: Path, suffix: str) -> Path:
+    """The one ground-truth file ending in `suffix`; anything else is the organizer's error."""
+    found = ground_truth_files(directory, suffix)
+    if len(found) != 1:
+        names = ", ".join(p.name for p in found) or "none"
+        raise SetupError(f"The ground-truth folder {directory} must hold exactly one {suffix} file (besides "
+                         f"{CONFIG_FILE} and {CASE_MAPPING_FILE}); found {names}.")
+    return found[0]
+
+
+def read_json_file(path: Path, what: str, error=SubmissionError) -> Any:
+    """Parse a JSON file; `what` names it in the one-line error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{what}: the file {path.name} is missing.") from None
+    except UnicodeDecodeError:
+        raise error(f"{what}: {path.name} is not UTF-8 text.") from None
+    except OSError as e:
+        raise error(f"{what}: {path.name} cannot be read ({e.strerror}).") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error(f"{what}: {path.name} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno}).") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths the submission names must stay inside /input.
+
+
+def resolve_inside(root: Path, *parts: str, what: str) -> Path:
+    """root/parts, refusing absolute parts, `..` and symlinks that lead out of root."""
+    for part in parts:
+        if not isinstance(part, str) or not part:
+            raise SubmissionError(f"{what}: the path {part!r} is empty or not text.")
+        pure = Path(part)
+        if pure.is_absolute() or "\\" in part or ".." in pure.parts:
+            raise SubmissionError(f"{what}: the path {part!r} leaves the input folder; only plain relative paths are allowed.")
+    real_root = Path(os.path.realpath(root))
+    candidate = real_root.joinpath(*parts)
+    real = Path(os.path.realpath(candidate))
+    if real != real_root and real_root not in real.parents:
+        raise SubmissionError(f"{what}: {'/'.join(parts)} is a link that leads out of the input folder.")
+    return real
+
+
+def list_submission_files(root: Path) -> list[Path]:
+    """Every regular file below root (an unpacked ZIP), in a stable order, skipping archive debris
+    (__MACOSX, dot files) and refusing links that lead out of root."""
+    real_root = Path(os.path.realpath(root))
+    found = []
+    for directory, subdirs, files in os.walk(real_root):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d != "__MACOSX")
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(directory) / name
+            relative = path.relative_to(real_root).as_posix()
+            found.append(resolve_inside(real_root, relative, what=f"Submission file {relative}"))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# predictions.json
+
+
+_DURATION = re.compile(
+    r"^P(?:(?P<days>\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(?P<hours>\d+(?:\.\d+)?)H)?(?:(?P<minutes>\d+(?:\.\d+)?)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
+)
+
+
+def parse_iso_duration(text: Any) -> float | None:
+    """'P0DT00H10M22.910000S' -> 622.91 seconds; None for null or an unreadable value."""
+    if not isinstance(text, str):
+        return None
+    match = _DURATION.match(text.strip())
+    if not match or text.strip() in ("P", "PT"):
+        return None
+    parts = {k: float(v) for k, v in match.groupdict().items() if v is not None}
+    return (parts.get("days", 0.0) * 86400 + parts.get("hours", 0.0) * 3600
+            + parts.get("minutes", 0.0) * 60 + parts.get("seconds", 0.0))
+
+
+def _parse_timestamp(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class SocketValue:
+    """One input or output of a job: its socket and where its content is."""
+
+    slug: str
+    kind: str
+    super_kind: str
+    relative_path: str
+    image_name: str | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Job:
+    pk: str
+    inputs: dict[str, SocketValue]
+    outputs: dict[str, SocketValue]
+    exec_duration_seconds: float | None = None
+    invoke_duration_seconds: float | None = None
+    started_to_completed_seconds: float | None = None
+
+    @property
+    def interface_key(self) -> tuple[str, ...]:
+        """A phase can have several interfaces; a job's is its sorted input slugs."""
+        return tuple(sorted(self.inputs))
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """The algorithm's processing time: exec_duration, else completed_at - started_at."""
+        if self.exec_duration_seconds is not None:
+            return self.exec_duration_seconds
+        return self.started_to_completed_seconds
+
+
+def _socket_value(raw: Any, where: str) -> SocketValue:
+    if not isinstance(raw, dict):
+        raise SetupError(f"predictions.json: {where} is not an object.")
+    socket = raw.get("socket") or raw.get("interface")  # files before 2025-12 have only "interface"
+    if not isinstance(socket, dict) or not isinstance(socket.get("slug"), str):
+        raise SetupError(f"predictions.json: {where} has no socket (or interface) with a slug.")
+    image = raw.get("image")
+    image_name = image.get("name") if isinstance(image, dict) else None
+    return SocketValue(
+        slug=socket["slug"],
+        kind=str(socket.get("kind") or ""),
+        super_kind=str(socket.get("super_kind") or ""),
+        relative_path=str(socket.get("relative_path") or ""),
+        image_name=image_name if isinstance(image_name, str) else None,
+        value=raw.get("value"),
+    )
+
+
+def parse_predictions(document: Any) -> list[Job]:
+    """The jobs of predictions.json, in file order, in both the old and the new shape."""
+    if not isinstance(document, list):
+        raise SetupError("predictions.json must be a list of algorithm jobs.")
+    jobs = []
+    for index, raw in enumerate(document):
+        if not isinstance(raw, dict):
+            raise SetupError(f"predictions.json: job {index} is not an object.")
+        pk = raw.get("pk")
+        if not isinstance(pk, str) or not _PK.match(pk):
+            raise SetupError(f"predictions.json: job {index} has no usable pk ({pk!r}).")
+        values = {}
+        for direction in ("inputs", "outputs"):
+            entries = raw.get(direction) or []
+            if not isinstance(entries, list):
+                raise SetupError(f"predictions.json: the {direction} of job {pk} are not a list.")
+            by_slug = {}
+            for n, entry in enumerate(entries):
+                socket_value = _socket_value(entry, f"{direction[:-1]} {n} of job {pk}")
+                by_slug[socket_value.slug] = socket_value
+            values[direction] = by_slug
+        started, completed = _parse_timestamp(raw.get("started_at")), _parse_timestamp(raw.get("completed_at"))
+        elapsed = None
+        if started is not None and completed is not None and (started.tzinfo is None) == (completed.tzinfo is None):
+            elapsed = (completed - started).total_seconds()
+        jobs.append(Job(
+            pk=pk, inputs=values["inputs"], outputs=values["outputs"],
+            exec_duration_seconds=parse_iso_duration(raw.get("exec_duration")),
+            invoke_duration_seconds=parse_iso_duration(raw.get("invoke_duration")),
+            started_to_completed_seconds=elapsed,
+        ))
+    return jobs
+
+
+def read_predictions(input_dir: Path) -> list[Job] | None:
+    """The jobs of /input/predictions.json, or None in a predictions-file phase (no such file)."""
+    path = input_dir / "predictions.json"
+    if not path.is_file():
+        return None
+    return parse_predictions(read_json_file(path, "predictions.json", error=SetupError))
+
+
+# ---------------------------------------------------------------------------------------------
+# One case of the submission, and reading its outputs.
+
+
+@dataclass(frozen=True)
+class Case:
+    """A test case of the submission: an algorithm job, or what a predictions-file phase gave
+    for that case (a path, a row: the challenge decides)."""
+
+    case_id: str
+    input_dir: Path
+    job: Job | None = None
+    source: Any = None
+    label: str = "Case"  # how messages name a case: "Stack", "Patient", "Slide"
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} {self.case_id}"
+
+    def _output(self, slug: str) -> SocketValue:
+        if self.job is None:
+            raise SetupError(f"{self.name}: output {slug!r} asked of a predictions-file submission.")
+        output = self.job.outputs.get(slug)
+        if output is None:
+            found = ", ".join(sorted(self.job.outputs)) or "none"
+            raise SubmissionError(f"{self.name}: the algorithm produced no output {slug!r} (outputs found: {found}).")
+        return output
+
+    def output_path(self, slug: str) -> Path:
+        output = self._output(slug)
+        return resolve_inside(self.input_dir, self.job.pk, "output", output.relative_path,
+                              what=f"{self.name}, output {slug!r}")
+
+    def read_json(self, slug: str) -> Any:
+        """A JSON output (File or Value kind). The file is the truth: `value` is only a fallback
+        for Value outputs, as the platform writes their file too."""
+        output = self._output(slug)
+        path = self.output_path(slug)
+        if not path.exists() and output.super_kind == "Value" and output.value is not None:
+            return output.value
+        return read_json_file(path, f"{self.name}, output {slug!r}")
+
+    def image_file(self, slug: str) -> Path:
+        """The single image in an Image output's folder, whatever name the platform gave it."""
+        folder = self.output_path(slug)
+        if not folder.is_dir():
+            raise SubmissionError(f"{self.name}: the image output {slug!r} is missing.")
+        images = sorted(p for p in folder.iterdir() if p.name.lower().endswith(IMAGE_OUTPUT_SUFFIXES))
+        if len(images) != 1:
+            raise SubmissionError(f"{self.name}: the image output {slug!r} must hold exactly one .mha, .tif or "
+                                  f".tiff file; found {len(images)}.")
+        output = self._output(slug)
+        return resolve_inside(self.input_dir, self.job.pk, "output", output.relative_path, images[0].name,
+                              what=f"{self.name}, output {slug!r}")
+
+
+def case_id_of_job(job: Job, socket_slug: str | None, mapping: dict[str, str]) -> str:
+    """The case id of a job: its input image's name (socket `socket_slug`, or the only image
+    input), extension stripped; the ground truth's case mapping overrides."""
+    if socket_slug is not None:
+        value = job.inputs.get(socket_slug)
+        if value is None:
+            found = ", ".join(sorted(job.inputs)) or "none"
+            raise SubmissionError(f"Job {job.pk} has no input {socket_slug!r} (inputs: {found}); was the algorithm "
+                                  f"built for this phase's interface?")
+    else:
+        images = [v for v in job.inputs.values() if v.image_name is not None]
+        if len(images) != 1:
+            raise SetupError(f"Job {job.pk} has {len(images)} image inputs: the challenge must name the socket "
+                             f"that identifies the case.")
+        value = images[0]
+    if not value.image_name:
+        raise SetupError(f"predictions.json: input {value.slug!r} of job {job.pk} has no image name.")
+    name = value.image_name
+    if name in mapping:
+        return mapping[name]
+    stem = strip_extension(name)
+    return mapping.get(stem, stem)
+
+
+def read_case_mapping(ground_truth_dir: Path) -> dict[str, str]:
+    """Optional case-mapping.json: {input image name (with or without extension): case id}."""
+    path = ground_truth_dir / CASE_MAPPING_FILE
+    if not path.is_file():
+        return {}
+    mapping = read_json_file(path, CASE_MAPPING_FILE, error=SetupError)
+    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        raise SetupError(f"{CASE_MAPPING_FILE} must be a JSON object mapping input image names to case ids (strings).")
+    return mapping
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics.json
+
+
+@dataclass(frozen=True)
+class Undefined:
+    """A metric that has no value for this submission: written as null, with `reason` in notes."""
+
+    reason: str
+
+
+@dataclass
+class _Cleaner:
+    ranked_paths: frozenset[str]
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def clean(self, value: Any, path: str) -> Any:
+        if isinstance(value, Undefined):
+            self.notes[path] = value.reason
+            return None
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"metrics.json key {key!r} at {path or 'top level'} is not a string")
+                out[key] = self.clean(item, f"{path}.{key}" if path else key)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [self.clean(item, f"{path}[{n}]") for n, item in enumerate(value)]
+        if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy scalars and arrays
+            return self.clean(value.tolist(), path)
+        if isinstance(value, float) and not math.isfinite(value):
+            self.notes[path] = "not a finite number"
+            return None
+        if value is None or isinstance(value, (str, bool, int, float)):
+            return value
+        raise TypeError(f"metrics.json value at {path} has type {type(value).__name__}")
+
+
+def _lookup(document: dict, path: str) -> Any:
+    value: Any = document
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def metrics_json(metrics: dict, ranked_paths: Iterable[str] = ()) -> str:
+    """The metrics.json text: plain JSON, never NaN or Infinity (undefined values are null with a
+    note under "notes"), every ranked path a finite number, the same bytes for the same dict."""
+    cleaner = _Cleaner(frozenset(ranked_paths))
+    document = cleaner.clean(metrics, "")
+    if cleaner.notes:
+        document["notes"] = {**document.get("notes", {}), **cleaner.notes}
+    for path in cleaner.ranked_paths:
+        value = _lookup(document, path)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            # A leaderboard silently drops a submission whose ranked value is not a number.
+            raise ValueError(f"ranked metrics.json path {path} is {value!r}, not a finite number")
+    return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def write_metrics(output_dir: Path, metrics: dict, ranked_paths: Iterable[str] = ()) -> Path:
+    """Write metrics.json atomically: a reader sees the whole file or none."""
+    text = metrics_json(metrics, ranked_paths)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    target = output_dir / "metrics.json"
+    fd, temporary = tempfile.mkstemp(prefix=".metrics-", suffix=".json", dir=output_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return target

@@ -1,0 +1,34 @@
+"""Seeded bootstrap draws, as rows of multiplicities for `resampled_ranking_metrics`, and the
+percentile summary of a bootstrap distribution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def draws_to_counts(draws: np.ndarray, n_items: int) -> np.ndarray:
+    """(resamples x draws) item indices -> (resamples x n_items) multiplicities."""
+    draws = np.asarray(draws, dtype=np.int64)
+    rows = draws.shape[0]
+    flat = (draws + n_items * np.arange(rows)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * n_items).reshape(rows, n_items)
+
+
+def positives_per_resample(n_negative: int, negatives_per_positive: int) -> int:
+    """How many positives a resample draws to reach the simulated prevalence, at least one
+    (RARE26: max(1, int(n_ndbe / 100)))."""
+    return max(1, n_negative // negatives_per_positive)
+
+
+def draw_with_replacement(rng: np.random.Generator, n_items: int, repetitions: int, size: int) -> np.ndarray:
+    """(repetitions x size) indices drawn uniformly with replacement from range(n_items)."""
+    if n_items < 1:
+        raise ValueError("nothing to draw from")
+    return rng.integers(0, n_items, size=(repetitions, size))
+
+
+def percentile_summary(values: np.ndarray, level: float = 95.0) -> tuple[float, float, float]:
+    """Median and the central `level`% interval (numpy's default linear interpolation)."""
+    tail = (100.0 - level) / 2.0
+    lower, upper = np.percentile(values, [tail, 100.0 - tail])
+    return float(np.median(values)), float(lower), float(upper)

@@ -1,0 +1,93 @@
+"""Writing synthetic submissions as the platform lays them out, for tests, examples and benchmarks.
+
+Each challenge's `synthesize` makes its ground truth and a submission from a seed with these
+helpers; `python -m evaluation.synthetic CHALLENGE --out DIR` runs it:
+
+    DIR/ground-truth/   what goes in ground-truth/<challenge>/
+    DIR/input/          what the platform mounts at /input
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def job_pk(rng: np.random.Generator) -> str:
+    """A UUID4-shaped job pk, reproducible from the generator."""
+    return str(uuid.UUID(bytes=rng.bytes(16), version=4))
+
+
+def socket(slug: str, kind: str, super_kind: str, relative_path: str) -> dict[str, Any]:
+    return {"slug": slug, "kind": kind, "super_kind": super_kind, "relative_path": relative_path}
+
+
+def image_input(slug: str, image_name: str, relative_path: str, pk: int = 0) -> dict[str, Any]:
+    return {"pk": pk, "file": None, "value": None, "image": {"pk": f"image-{pk}", "name": image_name},
+            "socket": socket(slug, "Image", "Image", relative_path)}
+
+
+def file_output(slug: str, relative_path: str, kind: str = "Anything", pk: int = 0) -> dict[str, Any]:
+    return {"pk": pk, "image": None, "value": None, "file": f"https://example.invalid/{relative_path}",
+            "socket": socket(slug, kind, "File", relative_path)}
+
+
+def job(pk: str, inputs: list[dict], outputs: list[dict], seconds: float = 60.0) -> dict[str, Any]:
+    minutes, rest = divmod(seconds, 60)
+    return {"pk": pk, "inputs": inputs, "outputs": outputs, "status": "Succeeded",
+            "exec_duration": f"P0DT00H{int(minutes):02d}M{rest:09.6f}S", "invoke_duration": None}
+
+
+def legacy_shape(jobs: list[dict]) -> list[dict]:
+    """The pre-2025 predictions.json: `interface` instead of `socket`, timestamps, no durations."""
+    converted = []
+    for entry in jobs:
+        entry = json.loads(json.dumps(entry))
+        for value in entry["inputs"] + entry["outputs"]:
+            value["interface"] = value.pop("socket")
+        entry.pop("exec_duration", None)
+        entry.pop("invoke_duration", None)
+        entry["started_at"] = "2024-11-29T10:31:25.691799Z"
+        entry["completed_at"] = "2024-11-29T10:32:25.691799Z"
+        converted.append(entry)
+    return converted
+
+
+def write_json(path: Path, content: Any, indent: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content, indent=indent) + "\n", encoding="utf-8")
+
+
+def write_output(input_dir: Path, pk: str, relative_path: str, content: Any) -> None:
+    write_json(input_dir / pk / "output" / relative_path, content)
+
+
+def write_predictions(input_dir: Path, jobs: list[dict]) -> None:
+    write_json(input_dir / "predictions.json", jobs, indent=2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from evaluation.framework import available_challenges
+
+    challenges = available_challenges()
+    parser = argparse.ArgumentParser(prog="python -m evaluation.synthetic",
+                                     description="Write a synthetic ground truth and submission for a challenge.")
+    parser.add_argument("challenge", choices=sorted(challenges))
+    parser.add_argument("--out", type=Path, required=True, help="folder to write ground-truth/ and input/ into")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cases", type=int, default=None, help="number of cases (challenge default if omitted)")
+    args = parser.parse_args(argv)
+    options = {} if args.cases is None else {"cases": args.cases}
+    challenges[args.challenge].synthesize(args.out, seed=args.seed, **options)
+    print(f"wrote {args.out / 'ground-truth'} and {args.out / 'input'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

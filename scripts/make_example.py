@@ -1,0 +1,64 @@
+"""Regenerate a challenge's bundled example: ground-truth/<challenge>/, test/<challenge>/input/,
+test/<challenge>/expected_metrics.json and the invalid submissions under test/<challenge>/invalid/.
+
+    python scripts/make_example.py rare26
+
+expected_metrics.json is what this version writes; tests/test_examples.py checks it against an
+independent computation, and ./test.sh checks the image reproduces it byte for byte.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evaluation.framework import available_challenges  # noqa: E402
+
+
+def _rare26_invalid(input_dir: Path) -> dict[str, tuple[str, object]]:
+    """name -> (relative output file to replace, new JSON content)."""
+    predictions = json.loads((input_dir / "predictions.json").read_text())
+    first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
+    path = f"{first['pk']}/output/stacked-neoplastic-lesion-likelihoods.json"
+    scores = json.loads((input_dir / path).read_text())
+    with_string = list(scores)
+    with_string[5] = "0.5"
+    return {"wrong-length": (path, scores[:-1]), "string-likelihood": (path, with_string)}
+
+
+INVALID = {"rare26": _rare26_invalid}
+
+
+def main(challenge: str) -> None:
+    cls = available_challenges()[challenge]
+    example = ROOT / "test" / challenge
+    ground_truth = ROOT / "ground-truth" / challenge
+    for folder in (example, ground_truth):
+        shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        cls.synthesize(Path(scratch), seed=0)
+        shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
+        shutil.copytree(Path(scratch) / "input", example / "input")
+    run = [sys.executable, "-m", "evaluation", challenge, "--input", str(example / "input"),
+           "--ground-truth", str(ground_truth)]
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(run + ["--output", out], check=True, cwd=ROOT)
+        shutil.copy(Path(out) / "metrics.json", example / "expected_metrics.json")
+    for name, (relative, content) in INVALID.get(challenge, lambda _: {})(example / "input").items():
+        case = example / "invalid" / name
+        shutil.copytree(example / "input", case / "input")
+        (case / "input" / relative).write_text(json.dumps(content) + "\n")
+        with tempfile.TemporaryDirectory() as out:
+            result = subprocess.run(run[:5] + [str(case / "input")] + run[6:] + ["--output", out],
+                                    capture_output=True, text=True, cwd=ROOT)
+        assert result.returncode == 1, result.stderr
+        (case / "expected_error.txt").write_text(result.stderr.strip().splitlines()[-1] + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

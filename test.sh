@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Builds <challenge>-evaluation (./build.sh) and runs it the way grand-challenge.org does:
+#   1. on the bundled example test/<challenge>/input/: the metrics.json written must equal
+#      test/<challenge>/expected_metrics.json byte for byte;
+#   2. on every invalid submission test/<challenge>/invalid/<name>/input/ (if any): exit code 1,
+#      no metrics.json, and the last non-empty stderr line (what the participant sees) must equal
+#      test/<challenge>/invalid/<name>/expected_error.txt.
+#
+#   ./test.sh <challenge>        (BASE_IMAGE / PIP_INSTALL_ARGS are passed on to build.sh)
+set -euo pipefail
+cd "$(dirname "$0")"
+root="$PWD"
+
+die() { echo "test.sh: $*" >&2; exit 2; }
+
+challenge="${1:-}"
+[ -n "$challenge" ] || die "usage: ./test.sh <challenge>   (one of: $(ls test 2>/dev/null | tr '\n' ' '))"
+expected="test/$challenge/expected_metrics.json"
+[ -d "test/$challenge/input" ] || die "no example submission: folder test/$challenge/input/ not found"
+[ -f "$expected" ] || die "no expected result: $expected not found"
+
+./build.sh "$challenge"
+image="$challenge-evaluation"
+
+# The platform refuses images that run as root; check before relying on the image's USER below.
+user="$(docker image inspect --format '{{.Config.User}}' "$image")"
+case "$user" in
+    "" | root | 0 | 0:* | root:*) die "image $image runs as root (USER '$user'); grand-challenge.org requires a non-root USER" ;;
+esac
+
+tmp="$(mktemp -d)"
+cleanup() {
+    # Files written by the container belong to uid 1000; if we cannot delete them as ourselves,
+    # let the image's own user do it.
+    if ! rm -rf "$tmp" 2>/dev/null; then
+        docker run --rm --network none -v "$tmp:/scratch" --entrypoint rm "$image" -rf /scratch/out >/dev/null 2>&1 || true
+        rm -rf "$tmp" || echo "test.sh: could not remove $tmp" >&2
+    fi
+}
+trap cleanup EXIT
+
+# run_image <input folder> <output folder>: the restrictions of a grand-challenge.org evaluation run.
+run_image() {
+    docker run --rm \
+        --network none \
+        --read-only --tmpfs /tmp \
+        --cap-drop ALL --security-opt no-new-privileges \
+        --memory 8g --memory-swap 8g \
+        --pids-limit 256 --shm-size 128m \
+        -v "$root/$1:/input:ro" \
+        -v "$2:/output" \
+        "$image"
+}
+
+# new_output <name>: an empty output folder the image's user (uid 1000) can write to.
+new_output() {
+    mkdir -p "$tmp/out/$1"
+    chmod 0777 "$tmp/out/$1"
+    echo "$tmp/out/$1"
+}
+
+# ---- 1. the bundled example ------------------------------------------------------------------------
+echo
+echo "== $image on test/$challenge/input =="
+out="$(new_output example)"
+start=$SECONDS
+status=0
+run_image "test/$challenge/input" "$out" || status=$?
+echo "(container exited with $status after $((SECONDS - start)) s)"
+if [ "$status" -ne 0 ]; then
+    echo "FAIL: $image exited with $status on the example submission" >&2
+    exit 1
+fi
+if [ ! -f "$out/metrics.json" ]; then
+    echo "FAIL: $image exited with 0 but wrote no /output/metrics.json" >&2
+    exit 1
+fi
+echo "-- metrics.json --"
+cat "$out/metrics.json"
+echo
+if cmp -s "$expected" "$out/metrics.json"; then
+    echo "OK: metrics.json equals $expected byte for byte"
+else
+    echo "FAIL: metrics.json differs from $expected (diff expected -> actual):" >&2
+    diff -u --label "$expected" --label metrics.json "$expected" "$out/metrics.json" >&2 || true
+    # diff says nothing when only the final newline or invisible bytes differ
+    cmp "$expected" "$out/metrics.json" >&2 || true
+    exit 1
+fi
+
+# ---- 2. invalid submissions (optional) -------------------------------------------------------------
+failures=0
+checked=0
+for case_dir in "test/$challenge"/invalid/*/; do
+    [ -d "$case_dir" ] || continue           # no invalid/ folder: the glob stays unexpanded
+    case_dir="${case_dir%/}"
+    name="$(basename "$case_dir")"
+    checked=$((checked + 1))
+    echo
+    echo "== $image on $case_dir/input (invalid submission) =="
+    if [ ! -d "$case_dir/input" ] || [ ! -f "$case_dir/expected_error.txt" ]; then
+        echo "FAIL: $case_dir needs both input/ and expected_error.txt" >&2
+        failures=$((failures + 1))
+        continue
+    fi
+    out="$(new_output "invalid-$name")"
+    status=0
+    run_image "$case_dir/input" "$out" >"$tmp/stdout-$name" 2>"$tmp/stderr-$name" || status=$?
+    # What the participant sees: the last non-empty stderr line, compared with surrounding blanks trimmed.
+    trim() { sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//'; }
+    got="$(awk 'NF { last = $0 } END { print last }' "$tmp/stderr-$name" | trim)"
+    want="$(tr -d '\r' <"$case_dir/expected_error.txt" | awk 'NF' | trim)"
+    problems=()
+    [ "$status" -eq 1 ] || problems+=("exit code $status, expected 1")
+    [ ! -e "$out/metrics.json" ] || problems+=("metrics.json was written")
+    [ "$got" = "$want" ] || problems+=("last stderr line differs")
+    if [ ${#problems[@]} -eq 0 ]; then
+        echo "OK: exit 1, no metrics.json, stderr ends with: $got"
+    else
+        failures=$((failures + 1))
+        {
+            echo "FAIL: $name: $(IFS=';'; echo "${problems[*]}")"
+            echo "  expected last stderr line: $want"
+            echo "  actual last stderr line:   $got"
+            echo "  -- stdout (last 20 lines) --"; tail -n 20 "$tmp/stdout-$name" | sed 's/^/  /'
+            echo "  -- stderr (last 20 lines) --"; tail -n 20 "$tmp/stderr-$name" | sed 's/^/  /'
+        } >&2
+    fi
+done
+
+echo
+if [ "$failures" -ne 0 ]; then
+    echo "test.sh $challenge: FAILED ($failures of $checked invalid submission(s) misbehaved)" >&2
+    exit 1
+fi
+echo "test.sh $challenge: OK (example matches expected_metrics.json; $checked invalid submission(s) rejected as expected)"
