@@ -1,0 +1,283 @@
+"""RARE26 end to end: the official procedure recomputed independently with scikit-learn on the
+same draws, the 13 official keys, reproducibility, and every bad input of rare26.md."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
+
+from evaluation.challenges.rare26 import Rare26
+from tests.cli_runner import evaluate  # noqa: F401  (fixture)
+
+OFFICIAL_KEYS = [
+    "Score",
+    "PPV@90RECALL", "PPV@90RECALL 95% CI Lower Bound", "PPV@90RECALL 95% CI Upper Bound",
+    "AUROC", "AUROC 95% CI Lower Bound", "AUROC 95% CI Upper Bound",
+    "AUPRC", "AUPRC 95% CI Lower Bound", "AUPRC 95% CI Upper Bound",
+    "AUROC Full Dataset", "AUPRC Full Dataset", "PPV@90RECALL Full Dataset",
+]
+OUTPUT = "stacked-neoplastic-lesion-likelihoods"
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rare26")
+    Rare26.synthesize(root, seed=7, cases=6)
+    return root
+
+
+def copy_dataset(dataset, tmp_path):
+    shutil.copytree(dataset, tmp_path / "data")
+    return tmp_path / "data" / "input", tmp_path / "data" / "ground-truth"
+
+
+def load_arrays(input_dir, ground_truth_dir):
+    """Labels, scores and patients read straight from the files, stacks in sorted order."""
+    metadata = json.loads(next(ground_truth_dir.glob("*.json")).read_text())
+    jobs = json.loads((input_dir / "predictions.json").read_text())
+    by_stack = {job["inputs"][0]["image"]["name"]: job["pk"] for job in jobs}
+    y, s, patients = [], [], []
+    for stack in sorted(metadata, key=lambda name: name.rsplit(".", 1)[0]):
+        y += [0 if frame["class"] == "ndbe" else 1 for frame in metadata[stack]]
+        patients += [frame["patient_id"] for frame in metadata[stack]]
+        s += json.loads((input_dir / by_stack[stack] / "output" / f"{OUTPUT}.json").read_text())
+    return np.array(y), np.array(s, dtype=float), np.array(patients)
+
+
+def sklearn_metrics(y, s):
+    precision, recall, _ = precision_recall_curve(y, s)
+    return roc_auc_score(y, s), average_precision_score(y, s), np.interp(0.9, recall[::-1], precision[::-1])
+
+
+def summary(values):
+    return np.median(values), np.percentile(values, 2.5), np.percentile(values, 97.5)
+
+
+def reference_image_level(y, s, seed, repetitions=1000, ratio=100):
+    """The official loop: all NDBE plus max(1, int(n_ndbe / 100)) neoplasia images drawn with
+    replacement, sklearn per repetition; draws as documented (default_rng(seed).integers)."""
+    rng = np.random.default_rng(seed)
+    neo, ndbe = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    draws = rng.integers(0, len(neo), size=(repetitions, max(1, int(len(ndbe) / ratio))))
+    return np.array([sklearn_metrics(y[np.r_[ndbe, neo[d]]], s[np.r_[ndbe, neo[d]]]) for d in draws])
+
+
+def reference_patient_level(y, s, patients, seed, repetitions=1000, sample_size=10, ratio=100):
+    """The RARE25 pack loop: patients labelled by any neoplasia frame, drawn with replacement."""
+    rng = np.random.default_rng(seed)
+    names = sorted(set(patients))
+    neo = [p for p in names if y[patients == p].any()]
+    ndbe = [p for p in names if not y[patients == p].any()]
+    neo_draws = rng.integers(0, len(neo), size=(repetitions, sample_size))
+    ndbe_draws = rng.integers(0, len(ndbe), size=(repetitions, sample_size * ratio))
+    images_of = {p: np.flatnonzero(patients == p) for p in names}
+    rows = []
+    for r in range(repetitions):
+        chosen = [neo[i] for i in neo_draws[r]] + [ndbe[i] for i in ndbe_draws[r]]
+        index = np.concatenate([images_of[p] for p in chosen])
+        rows.append(sklearn_metrics(y[index], s[index]))
+    return np.array(rows)
+
+
+def assert_matches_reference(metrics, boot, y, s):
+    auroc, auprc, ppv = sklearn_metrics(y, s)
+    assert metrics["AUROC Full Dataset"] == pytest.approx(auroc, abs=1e-12)
+    assert metrics["AUPRC Full Dataset"] == pytest.approx(auprc, abs=1e-12)
+    assert metrics["PPV@90RECALL Full Dataset"] == pytest.approx(ppv, abs=1e-12)
+    for column, name in ((2, "PPV@90RECALL"), (0, "AUROC"), (1, "AUPRC")):
+        median, lower, upper = summary(boot[:, column])
+        assert metrics[name] == pytest.approx(median, abs=1e-12)
+        assert metrics[f"{name} 95% CI Lower Bound"] == pytest.approx(lower, abs=1e-12)
+        assert metrics[f"{name} 95% CI Upper Bound"] == pytest.approx(upper, abs=1e-12)
+    assert metrics["Score"] == metrics["PPV@90RECALL"]
+
+
+def test_image_level_equals_official_loop(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    (ground_truth / "config.json").write_text(json.dumps({"repetitions": 400}))
+    run = evaluate("rare26", input_dir, ground_truth, "--seed", 123)
+    assert run.code == 0, run.stderr
+    y, s, _ = load_arrays(input_dir, ground_truth)
+    assert_matches_reference(run.metrics, reference_image_level(y, s, 123, repetitions=400), y, s)
+    assert run.metrics["counts"]["neoplasia_images_per_repetition"] == max(1, int((y == 0).sum() / 100))
+
+
+def test_patient_level_equals_rare25_pack_loop(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    (ground_truth / "config.json").write_text(json.dumps({"sampling": "patient", "repetitions": 200}))
+    run = evaluate("rare26", input_dir, ground_truth, "--seed", 5)
+    assert run.code == 0, run.stderr
+    y, s, patients = load_arrays(input_dir, ground_truth)
+    assert_matches_reference(run.metrics, reference_patient_level(y, s, patients, 5, repetitions=200), y, s)
+    assert run.metrics["settings"]["sampling"] == "patient"
+
+
+def test_official_keys_at_top_level_all_finite_numbers(dataset, evaluate):
+    metrics = evaluate("rare26", dataset / "input", dataset / "ground-truth").metrics
+    assert list(metrics)[:13] == OFFICIAL_KEYS
+    for key in OFFICIAL_KEYS:
+        assert isinstance(metrics[key], float) and np.isfinite(metrics[key]), key
+    assert metrics["settings"]["seed"] == 2026 and metrics["settings"]["repetitions"] == 1000
+    assert metrics["evaluation"]["challenge"] == "rare26"
+
+
+def test_same_seed_same_bytes_other_seed_other_numbers(dataset, evaluate):
+    runs = [evaluate("rare26", dataset / "input", dataset / "ground-truth", "--seed", seed, "--workers", workers)
+            for seed, workers in ((9, 1), (9, 2), (10, 1))]
+    texts = [(run.output / "metrics.json").read_bytes() for run in runs]
+    assert texts[0] == texts[1]
+    assert runs[0].metrics["AUROC 95% CI Lower Bound"] != runs[2].metrics["AUROC 95% CI Lower Bound"]
+
+
+def test_scores_outside_unit_interval_and_monotone_transforms_change_nothing(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    before = evaluate("rare26", input_dir, ground_truth).metrics
+    for path in input_dir.glob(f"*/output/{OUTPUT}.json"):
+        values = json.loads(path.read_text())
+        path.write_text(json.dumps([10 * v - 4 for v in values]))  # strictly increasing, outside [0, 1]
+    after = evaluate("rare26", input_dir, ground_truth).metrics
+    for key in OFFICIAL_KEYS:
+        assert after[key] == pytest.approx(before[key], abs=1e-12)
+
+
+# --- bad input: exit 1, no metrics.json, one sentence naming the stack -----------------------
+
+
+def first_output(input_dir):
+    jobs = json.loads((input_dir / "predictions.json").read_text())
+    job = min(jobs, key=lambda j: j["inputs"][0]["image"]["name"])
+    stack = job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+    return stack, input_dir / job["pk"] / "output" / f"{OUTPUT}.json"
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda v: {"scores": v}, "the output '" + OUTPUT + "' must be a JSON array of {n} numbers (one likelihood per frame), found an object"),
+    (lambda v: v[:-1], "expected {n} likelihoods (one per frame), found {m}"),
+    (lambda v: v + [0.5], "expected {n} likelihoods (one per frame), found {p}"),
+    (lambda v: v[:3] + [True] + v[4:], "the likelihood at index 3 is true; every likelihood must be a finite number"),
+    (lambda v: v[:3] + ["0.5"] + v[4:], 'the likelihood at index 3 is "0.5"; every likelihood must be a finite number'),
+    (lambda v: v[:3] + [None] + v[4:], "the likelihood at index 3 is null; every likelihood must be a finite number"),
+    (lambda v: v[:3] + [[0.5]] + v[4:], "the likelihood at index 3 is [0.5]; every likelihood must be a finite number"),
+])
+def test_bad_likelihoods_are_rejected(dataset, evaluate, tmp_path, mutate, expected):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    stack, path = first_output(input_dir)
+    values = json.loads(path.read_text())
+    path.write_text(json.dumps(mutate(values)))
+    run = evaluate("rare26", input_dir, ground_truth)
+    n = len(values)
+    assert run.code == 1
+    assert not run.wrote_metrics
+    assert run.last_error_line == f"Stack {stack}: " + expected.format(n=n, m=n - 1, p=n + 1) + "."
+
+
+@pytest.mark.parametrize("token, shown", [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity"),
+                                          ("1e999", "Infinity")])
+def test_non_finite_likelihoods_are_rejected(dataset, evaluate, tmp_path, token, shown):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    stack, path = first_output(input_dir)
+    values = json.loads(path.read_text())
+    path.write_text("[" + ", ".join(map(str, values[:7])) + f", {token}, " + ", ".join(map(str, values[8:])) + "]")
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == f"Stack {stack}: the likelihood at index 7 is {shown}; every likelihood must be a finite number."
+
+
+def test_output_not_json_or_missing(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    stack, path = first_output(input_dir)
+    path.write_text("[0.1, 0.2,")
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line.startswith(f"Stack {stack}, output '{OUTPUT}': {OUTPUT}.json is not valid JSON (")
+    path.unlink()
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == f"Stack {stack}, output '{OUTPUT}': the file {OUTPUT}.json is missing."
+
+
+def edit_jobs(input_dir, change):
+    path = input_dir / "predictions.json"
+    path.write_text(json.dumps(change(json.loads(path.read_text()))))
+
+
+def test_missing_extra_and_duplicate_stacks_are_named(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    jobs = json.loads((input_dir / "predictions.json").read_text())
+    names = sorted(job["inputs"][0]["image"]["name"].rsplit(".", 1)[0] for job in jobs)
+
+    edit_jobs(input_dir, lambda jobs: sorted(jobs, key=lambda j: j["inputs"][0]["image"]["name"])[1:])
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == (f"The submission does not match the test set: no prediction for 1 stack(s) "
+                                   f"of the test set ({names[0]}).")
+
+    def rename_and_duplicate(jobs):
+        jobs = json.loads(json.dumps(jobs))
+        jobs[0]["inputs"][0]["image"]["name"] = "unknown_stack.tiff"
+        jobs.append(json.loads(json.dumps(jobs[1])))
+        return jobs
+
+    shutil.rmtree(tmp_path / "data")
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    edit_jobs(input_dir, rename_and_duplicate)
+    duplicated = jobs[1]["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+    missing = jobs[0]["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == (f"The submission does not match the test set: more than one prediction for stack "
+                                   f"{duplicated}; 1 stack(s) not in the test set (unknown_stack); no prediction for "
+                                   f"1 stack(s) of the test set ({missing}).")
+
+
+# --- the ground truth is the organizer's: exit 3, not the participant's fault ----------------
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda gt: (gt / "extra.json").write_text("{}"), "must hold exactly one .json file"),
+    (lambda gt: next(gt.glob("*.json")).write_text("[1, 2]"), "must be a non-empty object mapping stack names"),
+    (lambda gt: next(gt.glob("*.json")).write_text(json.dumps({"a.tiff": [{"class": "ndbe"}]})),
+     "must hold both NDBE and neoplasia frames"),
+    (lambda gt: next(gt.glob("*.json")).write_text(json.dumps({"a.tiff": [{"class": "neo"}], "a.mha": [{"class": "ndbe"}]})),
+     "two stacks are named a once extensions are removed"),
+    (lambda gt: (gt / "config.json").write_text(json.dumps({"sampling": "frames"})),
+     "setting 'sampling' is 'frames'; it must be one of 'image', 'patient'"),
+    (lambda gt: (gt / "config.json").write_text(json.dumps({"repetition": 10})), "unknown setting(s) 'repetition'"),
+])
+def test_ground_truth_problems_are_not_the_participants_fault(dataset, evaluate, tmp_path, change, expected):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    change(ground_truth)
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line.startswith("The evaluation could not run, through no fault of the submission: ")
+    assert expected in run.last_error_line
+
+
+def test_stack_names_match_with_or_without_extension_and_through_a_mapping(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    reference = evaluate("rare26", input_dir, ground_truth).metrics
+
+    def rename(jobs):
+        for n, job in enumerate(jobs):
+            job["inputs"][0]["image"]["name"] = f"upload_{n}.mha"
+        return jobs
+
+    original = {f"upload_{n}.mha": job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+                for n, job in enumerate(json.loads((input_dir / "predictions.json").read_text()))}
+    edit_jobs(input_dir, rename)
+    assert evaluate("rare26", input_dir, ground_truth).code == 1  # unknown names without a mapping
+    (ground_truth / "case-mapping.json").write_text(json.dumps(original))
+    mapped = evaluate("rare26", input_dir, ground_truth).metrics
+    assert {k: mapped[k] for k in OFFICIAL_KEYS} == {k: reference[k] for k in OFFICIAL_KEYS}
+
+
+def test_legacy_predictions_json_scores_the_same(dataset, evaluate, tmp_path):
+    from evaluation import synthetic
+
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    reference = evaluate("rare26", input_dir, ground_truth).metrics
+    edit_jobs(input_dir, synthetic.legacy_shape)
+    legacy = evaluate("rare26", input_dir, ground_truth).metrics
+    assert legacy == reference
