@@ -137,10 +137,11 @@ class Rare26(Evaluation):
         settings = self.settings
         rng = np.random.default_rng(settings.seed)
         if settings.sampling == "image":
-            boot, extra = self._image_level(rng, y_true, y_score)
+            boot, extra = image_level_bootstrap(y_true, y_score, rng, settings.repetitions, settings.imbalance_ratio)
         else:
             patients = np.concatenate([np.asarray(self.ground_truth[c].patients, dtype=object) for c in case_ids])
-            boot, extra = self._patient_level(rng, y_true, y_score, patients)
+            boot, extra = patient_level_bootstrap(y_true, y_score, patients, rng, settings.repetitions,
+                                                  settings.patient_sample_size, settings.imbalance_ratio)
         log(f"Bootstrap: {settings.repetitions} repetitions, {settings.sampling}-level sampling, seed {settings.seed}.")
 
         ppv, auroc, auprc = (percentile_summary(boot[k]) for k in ("ppv_at_recall", "auroc", "average_precision"))
@@ -162,53 +163,6 @@ class Rare26(Evaluation):
             "counts": {"stacks": len(case_ids), "images": int(len(y_true)), "ndbe_images": n_ndbe,
                        "neoplasia_images": int(len(y_true) - n_ndbe), **extra},
         }
-
-    def _image_level(self, rng, y_true, y_score):
-        """RARE26 official: every repetition keeps all NDBE images and draws
-        max(1, int(n_ndbe / ratio)) neoplasia images uniformly with replacement."""
-        settings = self.settings
-        positives = np.flatnonzero(y_true == 1)
-        per_resample = positives_per_resample(int((y_true == 0).sum()), settings.imbalance_ratio)
-        draws = draw_with_replacement(rng, len(positives), settings.repetitions, per_resample)
-        ndbe_counts = (y_true == 0).astype(np.int64)
-
-        def counts(block):
-            rows = np.tile(ndbe_counts, (len(block), 1))
-            rows[:, positives] = draws_to_counts(block, len(positives))
-            return rows
-
-        return self._resampled(y_true, y_score, draws, counts), {"neoplasia_images_per_repetition": per_resample}
-
-    def _patient_level(self, rng, y_true, y_score, patients):
-        """RARE25 pack: draw neoplasia patients (any neoplasia frame) and NDBE patients with
-        replacement, sample_size and sample_size * ratio of them, and take all their images."""
-        settings = self.settings
-        names, patient_of_image = np.unique(patients.astype(str), return_inverse=True)
-        is_neoplasia = np.zeros(len(names), dtype=bool)
-        is_neoplasia[patient_of_image[y_true == 1]] = True
-        neoplasia_patients, ndbe_patients = np.flatnonzero(is_neoplasia), np.flatnonzero(~is_neoplasia)
-        if len(ndbe_patients) == 0:
-            raise SetupError("The 'patient' sampling needs at least one patient without neoplasia frames.")
-        n_neo, n_ndbe = settings.patient_sample_size, settings.patient_sample_size * settings.imbalance_ratio
-        draws = np.hstack([
-            neoplasia_patients[draw_with_replacement(rng, len(neoplasia_patients), settings.repetitions, n_neo)],
-            ndbe_patients[draw_with_replacement(rng, len(ndbe_patients), settings.repetitions, n_ndbe)],
-        ])
-
-        def counts(block):
-            return draws_to_counts(block, len(names))[:, patient_of_image]
-
-        extra = {"patients": len(names), "neoplasia_patients": int(is_neoplasia.sum()),
-                 "neoplasia_patients_per_repetition": n_neo, "ndbe_patients_per_repetition": n_ndbe}
-        return self._resampled(y_true, y_score, draws, counts), extra
-
-    @staticmethod
-    def _resampled(y_true, y_score, draws, counts_of):
-        """The three metrics of every repetition, turning draws into counts block by block."""
-        parts = [resampled_ranking_metrics(y_true, y_score, counts_of(draws[start:start + REPETITIONS_PER_BLOCK]),
-                                           TARGET_RECALL)
-                 for start in range(0, len(draws), REPETITIONS_PER_BLOCK)]
-        return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
     # ---- synthetic data ------------------------------------------------------------------
 
@@ -255,3 +209,52 @@ class Rare26(Evaluation):
         order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
         synthetic.write_predictions(input_dir, [jobs[i] for i in order])
 
+
+def image_level_bootstrap(y_true, y_score, rng, repetitions: int, imbalance_ratio: int):
+    """RARE26 official: every repetition keeps all NDBE images and draws
+    max(1, int(n_ndbe / ratio)) neoplasia images uniformly with replacement
+    (draws: rng.integers over the neoplasia images, in data order, one row per repetition)."""
+    positives = np.flatnonzero(y_true == 1)
+    per_resample = positives_per_resample(int((y_true == 0).sum()), imbalance_ratio)
+    draws = draw_with_replacement(rng, len(positives), repetitions, per_resample)
+    ndbe_counts = (y_true == 0).astype(np.int64)
+
+    def counts(block):
+        rows = np.tile(ndbe_counts, (len(block), 1))
+        rows[:, positives] = draws_to_counts(block, len(positives))
+        return rows
+
+    return _resampled(y_true, y_score, draws, counts), {"neoplasia_images_per_repetition": per_resample}
+
+
+def patient_level_bootstrap(y_true, y_score, patients, rng, repetitions: int, sample_size: int, imbalance_ratio: int):
+    """RARE25 pack: patients are neoplastic when any of their frames is; every repetition draws
+    sample_size neoplasia patients, then sample_size * ratio NDBE patients, with replacement
+    (patients in sorted order), and takes all images of each drawn patient."""
+    names, patient_of_image = np.unique(np.asarray(patients).astype(str), return_inverse=True)
+    is_neoplasia = np.zeros(len(names), dtype=bool)
+    is_neoplasia[patient_of_image[y_true == 1]] = True
+    neoplasia_patients, ndbe_patients = np.flatnonzero(is_neoplasia), np.flatnonzero(~is_neoplasia)
+    if len(ndbe_patients) == 0:
+        raise SetupError("The 'patient' sampling needs at least one patient without neoplasia frames.")
+    n_neo, n_ndbe = sample_size, sample_size * imbalance_ratio
+    draws = np.hstack([
+        neoplasia_patients[draw_with_replacement(rng, len(neoplasia_patients), repetitions, n_neo)],
+        ndbe_patients[draw_with_replacement(rng, len(ndbe_patients), repetitions, n_ndbe)],
+    ])
+
+    def counts(block):
+        return draws_to_counts(block, len(names))[:, patient_of_image]
+
+    extra = {"patients": len(names), "neoplasia_patients": int(is_neoplasia.sum()),
+             "neoplasia_patients_per_repetition": n_neo, "ndbe_patients_per_repetition": n_ndbe}
+    return _resampled(y_true, y_score, draws, counts), extra
+
+
+def _resampled(y_true, y_score, draws, counts_of):
+    """The three metrics of every repetition, turning draws into counts block by block so that
+    memory stays bounded however many repetitions and images."""
+    parts = [resampled_ranking_metrics(y_true, y_score, counts_of(draws[start:start + REPETITIONS_PER_BLOCK]),
+                                       TARGET_RECALL)
+             for start in range(0, len(draws), REPETITIONS_PER_BLOCK)]
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
