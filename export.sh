@@ -8,6 +8,7 @@ cd "$(dirname "$0")"
 
 die() { echo "export.sh: $*" >&2; exit 2; }
 
+command -v docker >/dev/null || die "docker not found: install Docker (https://docs.docker.com/get-docker/)"
 challenge="${1:-}"
 [ -n "$challenge" ] || die "usage: ./export.sh <challenge>"
 image="$challenge-evaluation"
@@ -21,6 +22,8 @@ platform="$(docker image inspect --format '{{.Os}}/{{.Architecture}}' "$image")"
 echo "Saving $image ($platform) to $file"
 # Write next to the target and rename, so an interrupted export never leaves a truncated upload behind.
 trap 'rm -f "$file.partial"' EXIT
-docker save "$image" | gzip -6 >"$file.partial"
+# pigz compresses on all cores when available; the result is ordinary gzip either way.
+if command -v pigz >/dev/null; then gz=(pigz -6); else gz=(gzip -6); fi
+docker save "$image" | "${gz[@]}" >"$file.partial"
 mv "$file.partial" "$file"
 echo "Wrote $file ($(du -h "$file" | cut -f1)); upload it as a new method of the phase on grand-challenge.org"

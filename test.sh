@@ -13,8 +13,9 @@ root="$PWD"
 
 die() { echo "test.sh: $*" >&2; exit 2; }
 
+command -v docker >/dev/null || die "docker not found: install Docker (https://docs.docker.com/get-docker/)"
 challenge="${1:-}"
-[ -n "$challenge" ] || die "usage: ./test.sh <challenge>   (one of: $(ls test 2>/dev/null | tr '\n' ' '))"
+[ -n "$challenge" ] || die "usage: ./test.sh <challenge>   (one of: $(ls test 2>/dev/null | paste -sd ' ' -))"
 expected="test/$challenge/expected_metrics.json"
 [ -d "test/$challenge/input" ] || die "no example submission: folder test/$challenge/input/ not found"
 [ -f "$expected" ] || die "no expected result: $expected not found"
@@ -119,7 +120,7 @@ for case_dir in "test/$challenge"/invalid/*/; do
     else
         failures=$((failures + 1))
         {
-            echo "FAIL: $name: $(IFS=';'; echo "${problems[*]}")"
+            echo "FAIL: $name: $(printf '%s; ' "${problems[@]}" | sed 's/; $//')"
             echo "  expected last stderr line: $want"
             echo "  actual last stderr line:   $got"
             echo "  -- stdout (last 20 lines) --"; tail -n 20 "$tmp/stdout-$name" | sed 's/^/  /'

@@ -23,6 +23,18 @@ CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
 
 
+def _whole_number(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
+        return value
+    return parse
+
+
 def _parser(names: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m evaluation",
@@ -35,8 +47,8 @@ def _parser(names: list[str]) -> argparse.ArgumentParser:
     parser.add_argument("--ground-truth", type=Path, default=None,
                         help="ground-truth folder (default: /opt/ml/input/data/ground_truth when not empty, "
                              "else /opt/app/ground-truth)")
-    parser.add_argument("--seed", type=int, default=None, help="seed of any random resampling (default: the setting)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--seed", type=_whole_number(0), default=None, help="seed of any random resampling (default: the setting)")
+    parser.add_argument("--workers", type=_whole_number(1), default=None,
                         help="processes scoring cases (default: $EVALUATION_WORKERS, else the CPU count)")
     parser.add_argument("--list", action="store_true", help="list the challenges and their settings, then exit")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -87,12 +99,12 @@ def run(args: argparse.Namespace, challenges) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    challenges = available_challenges()
-    args = _parser(list(challenges)).parse_args(argv)
-    if args.list:
-        _print_list(challenges)
-        return EXIT_OK
-    try:
+    try:  # a challenge module that fails to import is our bug too, not an invalid submission (exit 1)
+        challenges = available_challenges()
+        args = _parser(list(challenges)).parse_args(argv)
+        if args.list:
+            _print_list(challenges)
+            return EXIT_OK
         return run(args, challenges)
     except SubmissionError as error:
         return _fail(error.message, error.exit_code)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
@@ -164,26 +164,39 @@ def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> I
     stays flat however many cases there are. Results are taken in case order, so the bad case
     reported is always the first bad one in that order, whatever the timing."""
     import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
 
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_init_worker, initargs=(evaluation,))
+    except OSError as error:  # no usable /dev/shm for the pool's locks: score in this process
+        log(f"No process pool ({error}); scoring in one process.")
+        for case in cases:
+            yield case.case_id, evaluation.score_one(case)
+        return
     window = 2 * workers
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                             initargs=(evaluation,)) as pool:
-        pending: list[tuple[Case, Future]] = []
-        queue = iter(cases)
+    pending: deque[tuple[Case, Future]] = deque()
+
+    def take_oldest() -> tuple[str, Any]:
+        case, future = pending[0]
         try:
-            for case in queue:
+            result = future.result()
+        except BrokenProcessPool:
+            raise SetupError(f"A scoring process died while scoring {case.name}, most likely killed for "
+                             f"exceeding the memory limit.") from None
+        pending.popleft()
+        return case.case_id, result
+
+    with pool:
+        try:
+            for case in cases:
                 pending.append((case, pool.submit(_score_in_worker, case)))
                 if len(pending) >= window:
-                    done_case, future = pending.pop(0)
-                    yield done_case.case_id, future.result()
-            for done_case, future in pending:
-                yield done_case.case_id, future.result()
-        except BaseException:
-            for _, future in pending:
-                future.cancel()
+                    yield take_oldest()
+            while pending:
+                yield take_oldest()
+        finally:
             pool.shutdown(wait=True, cancel_futures=True)
-            raise
 
 
 def default_workers(requested: int | None) -> int:

@@ -29,6 +29,8 @@ BAKED_GROUND_TRUTH_DIR = Path("/opt/app/ground-truth")  # built into the image (
 CONFIG_FILE = "config.json"  # settings of the phase, next to the ground truth
 CASE_MAPPING_FILE = "case-mapping.json"  # optional {input image name: case id}
 RESERVED_GROUND_TRUTH_FILES = frozenset({CONFIG_FILE, CASE_MAPPING_FILE})
+# Files the platform itself puts in /input, never part of a participant's upload.
+PLATFORM_INPUT_FILES = frozenset({"predictions.json", "inputs.json"})
 
 # Extensions stripped from an input image name to get the case id. The platform stores every
 # image as .mha but keeps the organizer's original name (possibly .nii.gz), so only known
@@ -125,17 +127,19 @@ def resolve_inside(root: Path, *parts: str, what: str) -> Path:
 
 def list_submission_files(root: Path) -> list[Path]:
     """Every regular file below root (an unpacked ZIP), in a stable order, skipping archive debris
-    (__MACOSX, dot files) and refusing links that lead out of root."""
+    (__MACOSX, dot files) and the platform's own inputs.json, and refusing links that lead out
+    of root."""
     real_root = Path(os.path.realpath(root))
     found = []
     for directory, subdirs, files in os.walk(real_root):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d != "__MACOSX")
         for name in sorted(files):
-            if name.startswith("."):
+            if name.startswith(".") or (directory == str(real_root) and name in PLATFORM_INPUT_FILES):
                 continue
             path = Path(directory) / name
             relative = path.relative_to(real_root).as_posix()
-            found.append(resolve_inside(real_root, relative, what=f"Submission file {relative}"))
+            resolve_inside(real_root, relative, what=f"Submission file {relative}")  # refuses links out
+            found.append(path)  # the name the submission gave, not a link target's
     return found
 
 
@@ -294,6 +298,8 @@ class Case:
 
     def output_path(self, slug: str) -> Path:
         output = self._output(slug)
+        if not output.relative_path:
+            raise SetupError(f"predictions.json: output {slug!r} of job {self.job.pk} has no relative_path.")
         return resolve_inside(self.input_dir, self.job.pk, "output", output.relative_path,
                               what=f"{self.name}, output {slug!r}")
 
@@ -311,7 +317,7 @@ class Case:
         folder = self.output_path(slug)
         if not folder.is_dir():
             raise SubmissionError(f"{self.name}: the image output {slug!r} is missing.")
-        images = sorted(p for p in folder.iterdir() if p.name.lower().endswith(IMAGE_OUTPUT_SUFFIXES))
+        images = sorted(p for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(IMAGE_OUTPUT_SUFFIXES))
         if len(images) != 1:
             raise SubmissionError(f"{self.name}: the image output {slug!r} must hold exactly one .mha, .tif or "
                                   f".tiff file; found {len(images)}.")

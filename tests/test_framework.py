@@ -1,0 +1,484 @@
+"""The Evaluation base class and its run, with toy challenges declared here (not in
+evaluation/challenges/, so the command line never sees them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluation import __version__, framework, synthetic
+from evaluation.errors import SetupError, SubmissionError, id_list, EvaluationError
+from evaluation.framework import Evaluation, available_challenges, default_workers
+from evaluation.grand_challenge import (
+    Case,
+    list_submission_files,
+    metrics_json,
+    read_json_file,
+    single_ground_truth_file,
+    write_metrics,
+)
+from evaluation.settings import Settings, setting
+
+TOY_INPUT = "toy-image"
+TOY_OUTPUT = "toy-value"
+
+
+@dataclass(frozen=True)
+class ToySettings(Settings):
+    scale: float = setting(1.0, minimum=0.0, doc="multiplies every error")
+
+
+class Toy(Evaluation):
+    """Ground truth: truth.json {case id: number}. A case's prediction: a number, or
+    {"value": number, "sleep": seconds} to make that case slow."""
+
+    name = "toy"
+    title = "Toy challenge of the tests"
+    settings_class = ToySettings
+    case_label = "Patient"
+    ranked_paths = ("aggregates.mean_error",)
+    calls: Path | None = None  # a file recording score_case calls, one line each, across processes
+
+    def load_ground_truth(self, directory):
+        path = single_ground_truth_file(directory, ".json")
+        return {key: float(value) for key, value in read_json_file(path, "truth", error=SetupError).items()}
+
+    def case_input_socket(self):
+        return TOY_INPUT
+
+    def load_prediction(self, case, ground_truth):
+        if case.job is not None:
+            content = case.read_json(TOY_OUTPUT)
+        else:
+            content = read_json_file(case.source, case.name)
+        if isinstance(content, dict):
+            time.sleep(content.get("sleep", 0))
+            content = content.get("value")
+        if isinstance(content, bool) or not isinstance(content, (int, float)):
+            raise SubmissionError(f"{case.name}: the value must be a number, found {content!r}.")
+        return float(content)
+
+    def score_case(self, case, prediction, ground_truth):
+        if self.calls is not None:
+            with open(self.calls, "a") as handle:
+                handle.write(f"{case.case_id} {os.getpid()}\n")
+        return {"error": abs(prediction - ground_truth) * self.settings.scale, "prediction": prediction}
+
+    def score_aggregates(self, results):
+        errors = [result["error"] for result in results.values()]
+        return {"aggregates": {"mean_error": float(np.mean(errors)), "cases": len(errors)}, "cases": results}
+
+
+class FileToy(Toy):
+    """A predictions-file phase: <case id>.json files, at any depth of the unpacked ZIP."""
+
+    name = "toy-files"
+
+    def file_cases(self, input_dir):
+        return [(path.name[: -len(".json")], path) for path in list_submission_files(input_dir)
+                if path.name.endswith(".json")]
+
+
+def make_toy(root: Path, truth: dict, predictions: dict, *, suffix=".nii.gz", seed=0, legacy=False):
+    """ground-truth/truth.json and an input/ with one job per prediction, in shuffled order.
+    Returns (ground-truth dir, input dir, {case id: job pk})."""
+    rng = np.random.default_rng(seed)
+    gt, inp = root / "ground-truth", root / "input"
+    synthetic.write_json(gt / "truth.json", truth)
+    jobs, pks = [], {}
+    for case_id, content in predictions.items():
+        pk = synthetic.job_pk(rng)
+        pks[case_id] = pk
+        jobs.append(synthetic.job(pk, [synthetic.image_input(TOY_INPUT, case_id + suffix, "images/toy")],
+                                  [synthetic.file_output(TOY_OUTPUT, "toy-value.json")]))
+        synthetic.write_output(inp, pk, "toy-value.json", content)
+    jobs = [jobs[i] for i in rng.permutation(len(jobs))]
+    synthetic.write_predictions(inp, synthetic.legacy_shape(jobs) if legacy else jobs)
+    return gt, inp, pks
+
+
+def truth_and_predictions(n, seed=1):
+    rng = np.random.default_rng(seed)
+    truth = {f"c{i:02d}": round(float(rng.uniform(0, 10)), 3) for i in range(n)}
+    predictions = {c: round(v + float(rng.normal()), 3) for c, v in truth.items()}
+    return truth, predictions
+
+
+def expected_mean_error(truth, predictions, scale=1.0):
+    return sum(abs(predictions[c] - truth[c]) * scale for c in truth) / len(truth)
+
+
+def calls_of(path: Path) -> list[str]:
+    return path.read_text().split("\n")[:-1] if path.exists() else []
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def test_toy_challenges_are_not_picked_up():
+    challenges = available_challenges()
+    assert "toy" not in challenges and "toy-files" not in challenges
+    assert "rare26" in challenges  # the scan does find evaluation/challenges/
+    assert all(cls.__module__.startswith("evaluation.challenges.") for cls in challenges.values())
+    assert list(challenges) == sorted(challenges)
+
+
+def test_evaluate_scores_every_case(tmp_path):
+    truth, predictions = truth_and_predictions(6)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    metrics = Toy(gt).evaluate(inp)
+    assert metrics["aggregates"]["mean_error"] == pytest.approx(expected_mean_error(truth, predictions))
+    assert metrics["aggregates"]["cases"] == len(truth)
+    assert list(metrics["cases"]) == sorted(truth)  # results in case order, whatever the job order
+    assert {c: r["prediction"] for c, r in metrics["cases"].items()} == predictions
+    assert metrics["settings"] == {"scale": 1.0}
+    assert metrics["evaluation"] == {"challenge": "toy", "version": __version__}
+
+
+def test_cases_sorted_and_matched_to_jobs(tmp_path):
+    truth, predictions = truth_and_predictions(5)
+    gt, inp, pks = make_toy(tmp_path, truth, predictions)
+    cases = Toy(gt).cases(inp)
+    assert [c.case_id for c in cases] == sorted(truth)
+    assert all(c.job.pk == pks[c.case_id] for c in cases)
+    assert all(c.label == "Patient" and c.name == f"Patient {c.case_id}" for c in cases)
+
+
+@pytest.mark.parametrize("suffix", [".nii.gz", ".mha", ".tif", ""])
+def test_legacy_shape_gives_the_same_metrics(tmp_path, suffix):
+    truth, predictions = truth_and_predictions(4)
+    new = make_toy(tmp_path / "new", truth, predictions, suffix=suffix)
+    old = make_toy(tmp_path / "old", truth, predictions, suffix=suffix, legacy=True)
+    assert "interface" in json.loads((old[1] / "predictions.json").read_text())[0]["inputs"][0]
+    assert metrics_json(Toy(new[0]).evaluate(new[1])) == metrics_json(Toy(old[0]).evaluate(old[1]))
+
+
+def test_config_json_settings_are_used_and_echoed(tmp_path):
+    truth, predictions = truth_and_predictions(3)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    synthetic.write_json(gt / "config.json", {"scale": 2})
+    metrics = Toy(gt).evaluate(inp)
+    assert metrics["settings"] == {"scale": 2.0}
+    assert metrics["aggregates"]["mean_error"] == pytest.approx(expected_mean_error(truth, predictions, 2.0))
+    written = json.loads(write_metrics(tmp_path / "out", metrics, Toy.ranked_paths).read_text())
+    assert written["settings"] == {"scale": 2.0}
+
+
+def test_explicit_settings_override_config_json(tmp_path):
+    truth, predictions = truth_and_predictions(2)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    synthetic.write_json(gt / "config.json", {"scale": 2})
+    assert Toy(gt, ToySettings(scale=3.0)).evaluate(inp)["settings"] == {"scale": 3.0}
+
+
+def test_case_mapping_overrides_image_names(tmp_path):
+    truth = {"patient-1": 1.0, "patient-2": 2.0}
+    gt, inp, _ = make_toy(tmp_path, {}, {"scan_a": 1.5, "scan_b": 2.5}, suffix=".nii.gz")
+    synthetic.write_json(gt / "truth.json", truth)
+    synthetic.write_json(gt / "case-mapping.json", {"scan_a.nii.gz": "patient-1", "scan_b": "patient-2"})
+    metrics = Toy(gt).evaluate(inp)
+    assert {c: r["prediction"] for c, r in metrics["cases"].items()} == {"patient-1": 1.5, "patient-2": 2.5}
+
+
+def test_empty_ground_truth_is_a_setup_error(tmp_path):
+    synthetic.write_json(tmp_path / "truth.json", {})
+    with pytest.raises(SetupError, match="no cases"):
+        Toy(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Missing, extra and duplicate cases: rejected before any scoring
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    calls = tmp_path / "calls.log"
+    monkeypatch.setattr(Toy, "calls", calls)
+    return calls
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_missing_case_rejected_before_scoring(tmp_path, recorded, workers):
+    truth, predictions = truth_and_predictions(5)
+    del predictions["c03"]
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    with pytest.raises(SubmissionError) as error:
+        Toy(gt).evaluate(inp, workers=workers)
+    assert "no prediction for 1 patient(s) of the test set (c03)" in str(error.value)
+    assert calls_of(recorded) == []
+
+
+def test_extra_case_rejected_before_scoring(tmp_path, recorded):
+    truth, predictions = truth_and_predictions(3)
+    predictions["intruder"] = 1.0
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    with pytest.raises(SubmissionError) as error:
+        Toy(gt).evaluate(inp, workers=2)
+    assert "1 patient(s) not in the test set (intruder)" in str(error.value)
+    assert calls_of(recorded) == []
+
+
+def test_duplicate_case_rejected_before_scoring(tmp_path, recorded):
+    truth, predictions = truth_and_predictions(3)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    # A second job for c01, input named with another extension: same case id.
+    jobs = json.loads((inp / "predictions.json").read_text())
+    synthetic.write_output(inp, "dup-job", "toy-value.json", 0.0)
+    jobs.append(synthetic.job("dup-job", [synthetic.image_input(TOY_INPUT, "c01.mha", "images/toy")],
+                              [synthetic.file_output(TOY_OUTPUT, "toy-value.json")]))
+    synthetic.write_predictions(inp, jobs)
+    with pytest.raises(SubmissionError) as error:
+        Toy(gt).evaluate(inp, workers=1)
+    assert "more than one prediction for patient c01" in str(error.value)
+    assert "not in the test set" not in str(error.value) and "no prediction for" not in str(error.value)
+    assert calls_of(recorded) == []
+
+
+def test_all_problems_named_in_one_line(tmp_path, recorded):
+    truth = {f"t{i:02d}": 1.0 for i in range(15)}
+    predictions = {f"x{i:02d}": 1.0 for i in range(12)}
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    with pytest.raises(SubmissionError) as error:
+        Toy(gt).evaluate(inp)
+    message = str(error.value)
+    assert "\n" not in message
+    expected_extra = ", ".join(f"x{i:02d}" for i in range(10)) + " and 2 more"
+    expected_missing = ", ".join(f"t{i:02d}" for i in range(10)) + " and 5 more"
+    assert f"12 patient(s) not in the test set ({expected_extra})" in message
+    assert f"no prediction for 15 patient(s) of the test set ({expected_missing})" in message
+    assert "t10" not in message and "x10" not in message
+    assert calls_of(recorded) == []
+
+
+def test_empty_predictions_json_names_every_missing_case(tmp_path):
+    truth, predictions = truth_and_predictions(3)
+    gt, inp, _ = make_toy(tmp_path, truth, {})
+    with pytest.raises(SubmissionError, match=r"no prediction for 3 patient\(s\) of the test set \(c00, c01, c02\)"):
+        Toy(gt).evaluate(inp)
+
+
+def test_job_without_the_case_socket(tmp_path, recorded):
+    truth, predictions = truth_and_predictions(2)
+    gt, inp, pks = make_toy(tmp_path, truth, predictions)
+    jobs = json.loads((inp / "predictions.json").read_text())
+    jobs[0]["inputs"][0]["socket"]["slug"] = "other-image"
+    synthetic.write_predictions(inp, jobs)
+    with pytest.raises(SubmissionError) as error:
+        Toy(gt).evaluate(inp)
+    assert jobs[0]["pk"] in str(error.value) and TOY_INPUT in str(error.value)
+    assert calls_of(recorded) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The process pool
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_results_identical_whatever_the_worker_count(tmp_path, recorded, workers):
+    truth, predictions = truth_and_predictions(9, seed=4)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    evaluation = Toy(gt)
+    single = metrics_json(evaluation.evaluate(inp, workers=1), Toy.ranked_paths)
+    recorded.unlink()
+    pooled = metrics_json(evaluation.evaluate(inp, workers=workers), Toy.ranked_paths)
+    assert pooled == single
+    calls = [line.split() for line in calls_of(recorded)]
+    assert sorted(case for case, _ in calls) == sorted(truth)  # every case scored exactly once
+    assert str(os.getpid()) not in {pid for _, pid in calls}  # in worker processes
+
+
+def test_more_workers_than_cases(tmp_path):
+    truth, predictions = truth_and_predictions(2)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    metrics = Toy(gt).evaluate(inp, workers=8)
+    assert metrics["aggregates"]["mean_error"] == pytest.approx(expected_mean_error(truth, predictions))
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_first_bad_case_in_case_order_is_named(tmp_path, workers):
+    truth, predictions = truth_and_predictions(10)
+    # c03 is bad and slow, so later bad cases finish (and fail) first in a pool.
+    predictions["c03"] = {"value": "three", "sleep": 0.3}
+    predictions["c05"] = "five"
+    predictions["c08"] = None
+    predictions["c09"] = {"value": True}
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    with pytest.raises(SubmissionError) as error:
+        Toy(gt).evaluate(inp, workers=workers)
+    assert str(error.value) == "Patient c03: the value must be a number, found 'three'."
+
+
+def test_bad_output_file_named_from_a_worker(tmp_path):
+    truth, predictions = truth_and_predictions(4)
+    gt, inp, pks = make_toy(tmp_path, truth, predictions)
+    (inp / pks["c02"] / "output" / "toy-value.json").write_text("{not json")
+    (inp / pks["c03"] / "output" / "toy-value.json").unlink()
+    with pytest.raises(SubmissionError) as error:
+        Toy(gt).evaluate(inp, workers=2)
+    assert str(error.value).startswith("Patient c02, output 'toy-value': toy-value.json is not valid JSON")
+
+
+class Exploding(Toy):
+    def score_case(self, case, prediction, ground_truth):
+        if case.case_id == "c02":
+            raise ZeroDivisionError("bug in score_case")
+        return super().score_case(case, prediction, ground_truth)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_internal_errors_keep_their_type_through_the_pool(tmp_path, workers):
+    truth, predictions = truth_and_predictions(4)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    with pytest.raises(ZeroDivisionError, match="bug in score_case"):
+        Exploding(gt).evaluate(inp, workers=workers)
+
+
+# ---------------------------------------------------------------------------------------------
+# Predictions-file phase
+
+
+def test_default_refuses_a_predictions_file_phase(tmp_path, recorded):
+    truth, _ = truth_and_predictions(2)
+    synthetic.write_json(tmp_path / "gt" / "truth.json", truth)
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "predictions.csv").write_text("case,value\nc00,1\n")
+    with pytest.raises(SubmissionError, match="no predictions.json; submit an algorithm"):
+        Toy(tmp_path / "gt").evaluate(tmp_path / "input")
+    assert calls_of(recorded) == []
+
+
+def write_files(root: Path, files: dict):
+    for relative, content in files.items():
+        synthetic.write_json(root / relative, content)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_predictions_file_phase_with_the_hook(tmp_path, workers):
+    truth, predictions = truth_and_predictions(4)
+    gt, inp = tmp_path / "gt", tmp_path / "input"
+    synthetic.write_json(gt / "truth.json", truth)
+    write_files(inp, {"c00.json": predictions["c00"], "sub/c01.json": predictions["c01"],
+                      "sub/deeper/c02.json": predictions["c02"], "submission/c03.json": predictions["c03"],
+                      "__MACOSX/sub/c01.json": "debris", "sub/.c00.json": "hidden", ".extra.json": 0,
+                      "README.txt": "not a case"})
+    metrics = FileToy(gt).evaluate(inp, workers=workers)
+    assert {c: r["prediction"] for c, r in metrics["cases"].items()} == predictions
+    assert metrics["evaluation"]["challenge"] == "toy-files"
+    cases = FileToy(gt).cases(inp)
+    assert [c.job for c in cases] == [None] * 4
+    assert cases[1].source.relative_to(os.path.realpath(inp)).as_posix() == "sub/c01.json"
+
+
+def test_predictions_file_phase_duplicates_and_missing(tmp_path, recorded):
+    truth, predictions = truth_and_predictions(3)
+    gt, inp = tmp_path / "gt", tmp_path / "input"
+    synthetic.write_json(gt / "truth.json", truth)
+    write_files(inp, {"a/c00.json": 1, "b/c00.json": 2, "c01.json": 3})
+    with pytest.raises(SubmissionError) as error:
+        FileToy(gt).evaluate(inp)
+    assert "more than one prediction for patient c00" in str(error.value)
+    assert "(c02)" in str(error.value)
+    assert calls_of(recorded) == []
+
+
+def test_predictions_file_phase_link_out_is_refused(tmp_path, recorded):
+    truth, predictions = truth_and_predictions(2)
+    gt, inp = tmp_path / "gt", tmp_path / "input"
+    synthetic.write_json(gt / "truth.json", truth)
+    write_files(inp, {"c00.json": 1})
+    (inp / "c01.json").symlink_to(gt / "truth.json")  # reading the ground truth through a link
+    with pytest.raises(SubmissionError, match="c01.json is a link that leads out of the input folder"):
+        FileToy(gt).evaluate(inp)
+    assert calls_of(recorded) == []
+
+
+def test_predictions_file_phase_link_inside_keeps_its_name(tmp_path):
+    truth, predictions = truth_and_predictions(2)
+    gt, inp = tmp_path / "gt", tmp_path / "input"
+    synthetic.write_json(gt / "truth.json", truth)
+    write_files(inp, {"c00.json": predictions["c00"], "store/blob.txt": predictions["c01"]})
+    (inp / "c01.json").symlink_to(inp / "store" / "blob.txt")
+    metrics = FileToy(gt).evaluate(inp)
+    assert metrics["cases"]["c01"]["prediction"] == predictions["c01"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Workers and messages
+
+
+def test_default_workers(monkeypatch):
+    assert default_workers(3) == 3
+    assert default_workers(0) == 1
+    assert default_workers(-2) == 1
+    monkeypatch.setenv("EVALUATION_WORKERS", " 5 ")
+    assert default_workers(None) == 5
+    assert default_workers(2) == 2  # the command line wins
+    monkeypatch.setenv("EVALUATION_WORKERS", "0")
+    assert default_workers(None) == 1
+    monkeypatch.setenv("EVALUATION_WORKERS", "many")
+    with pytest.raises(SetupError, match="EVALUATION_WORKERS must be a whole number, not 'many'"):
+        default_workers(None)
+    monkeypatch.setenv("EVALUATION_WORKERS", "")
+    assert default_workers(None) == len(os.sched_getaffinity(0))
+    monkeypatch.delenv("EVALUATION_WORKERS")
+    assert default_workers(None) == len(os.sched_getaffinity(0))
+
+
+def test_workers_env_name_avoids_the_stripped_prefix():
+    assert not framework.WORKERS_ENV.startswith("GRAND_CHALLENGE_")
+
+
+def test_errors_are_one_line():
+    error = SubmissionError("Case a:\n  expected 3 values,\tfound 2.  ")
+    assert error.message == str(error) == "Case a: expected 3 values, found 2."
+    assert isinstance(error, EvaluationError)
+    assert (SubmissionError.exit_code, SetupError.exit_code, EvaluationError.exit_code) == (1, 3, 4)
+
+
+def test_id_list():
+    assert id_list([]) == ""
+    assert id_list(["a", "b"]) == "a, b"
+    assert id_list(range(10)) == "0, 1, 2, 3, 4, 5, 6, 7, 8, 9"
+    assert id_list(range(11)) == "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 1 more"
+    assert id_list([f"c{i}" for i in range(1000)], limit=3) == "c0, c1, c2 and 997 more"
+
+
+def test_case_name_uses_the_label(tmp_path):
+    assert Case(case_id="42", input_dir=tmp_path, label="Slide").name == "Slide 42"
+
+
+# ---------------------------------------------------------------------------------------------
+# A worker that dies, and the platform's own files in a predictions-file phase
+
+
+class Dying(Toy):
+    def score_case(self, case, prediction, ground_truth):
+        if case.case_id == "c01" and os.getpid() != self.parent:
+            os._exit(137)  # as the kernel's OOM killer would end it
+        return super().score_case(case, prediction, ground_truth)
+
+
+def test_a_killed_worker_is_named_and_not_the_participants_fault(tmp_path):
+    truth, predictions = truth_and_predictions(4)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    evaluation = Dying(gt)
+    evaluation.parent = os.getpid()
+    with pytest.raises(SetupError, match=r"^A scoring process died while scoring Patient c01, most likely killed "
+                                         r"for exceeding the memory limit\.$"):
+        evaluation.evaluate(inp, workers=2)
+
+
+def test_platform_inputs_json_is_not_a_submission_file(tmp_path):
+    truth, predictions = truth_and_predictions(2)
+    gt, inp = tmp_path / "gt", tmp_path / "input"
+    synthetic.write_json(gt / "truth.json", truth)
+    write_files(inp, {"c00.json": predictions["c00"], "c01.json": predictions["c01"], "inputs.json": [],
+                      "sub/inputs.json": 5})
+    names = [p.relative_to(os.path.realpath(inp)).as_posix() for p in list_submission_files(inp)]
+    assert names == ["c00.json", "c01.json", "sub/inputs.json"]  # only the platform's top-level file is left out
