@@ -32,9 +32,10 @@ esac
 tmp="$(mktemp -d)"
 cleanup() {
     # Files written by the container belong to uid 1000; if we cannot delete them as ourselves,
-    # let the image's own user do it.
+    # let the image's own user empty the (world-writable) output folders first.
     if ! rm -rf "$tmp" 2>/dev/null; then
-        docker run --rm --network none -v "$tmp:/scratch" --entrypoint rm "$image" -rf /scratch/out >/dev/null 2>&1 || true
+        docker run --rm --network none -v "$tmp/out:/scratch" --entrypoint sh "$image" \
+            -c 'rm -rf /scratch/*/* /scratch/*/.[!.]*' >/dev/null 2>&1 || true
         rm -rf "$tmp" || echo "test.sh: could not remove $tmp" >&2
     fi
 }
