@@ -24,7 +24,10 @@ fi
 # Reinstall only when the requirements changed since the last install.
 stamp="$venv/.installed-$(basename "$requirements")"
 if [ ! -f "$stamp" ] || ! cmp -s "$stamp" <(cat "$root"/requirements*.txt); then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    # Exactly the pins, as the image installs them: a dependency missing from the files fails here.
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$requirements"
+    "$venv/bin/python" -m pip check --disable-pip-version-check >/dev/null \
+        || { "$venv/bin/python" -m pip check >&2; echo "Pin every dependency named above in $(basename "$requirements")." >&2; exit 1; }
     cat "$root"/requirements*.txt > "$stamp"
 fi
 PYTHON="$venv/bin/python"
