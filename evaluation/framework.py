@@ -21,7 +21,6 @@ from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     Case,
-    Job,
     case_id_of_job,
     read_case_mapping,
     read_predictions,

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from evaluation.framework import available_challenges
-from tests.cli_runner import evaluate  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGES = sorted(available_challenges())

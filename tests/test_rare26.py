@@ -9,7 +9,6 @@ import pytest
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
 from evaluation.challenges.rare26 import Rare26
-from tests.cli_runner import evaluate  # noqa: F401  (fixture)
 
 OFFICIAL_KEYS = [
     "Score",
