@@ -9,18 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-die() { echo "build.sh: $*" >&2; exit 2; }
-
-command -v docker >/dev/null || die "docker not found: install Docker (https://docs.docker.com/get-docker/)"
-challenge="${1:-}"
-[ -n "$challenge" ] || die "usage: ./build.sh <challenge>   (one of: $(ls ground-truth 2>/dev/null | paste -sd ' ' -))"
+source scripts/docker-common.sh
+docker_script_start build.sh "$@"
 shift
-# Docker image names must be lower case; this also keeps odd characters out of paths.
-[[ "$challenge" =~ ^[a-z0-9][a-z0-9._-]*$ ]] || die "invalid challenge name '$challenge' (use lower-case letters, digits, . _ -)"
 [ -d "ground-truth/$challenge" ] \
     || die "no ground truth for '$challenge': folder ground-truth/$challenge/ not found (have: $(ls ground-truth 2>/dev/null | paste -sd ' ' -))"
 
-image="$challenge-evaluation"
 args=(--tag "$image" --build-arg "CHALLENGE=$challenge")
 if [ -n "${BASE_IMAGE:-}" ]; then args+=(--build-arg "BASE_IMAGE=$BASE_IMAGE"); fi
 if [ -n "${PIP_INSTALL_ARGS:-}" ]; then args+=(--build-arg "PIP_INSTALL_ARGS=$PIP_INSTALL_ARGS"); fi

@@ -6,12 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-die() { echo "export.sh: $*" >&2; exit 2; }
-
-command -v docker >/dev/null || die "docker not found: install Docker (https://docs.docker.com/get-docker/)"
-challenge="${1:-}"
-[ -n "$challenge" ] || die "usage: ./export.sh <challenge>"
-image="$challenge-evaluation"
+source scripts/docker-common.sh
+docker_script_start export.sh "$@"
 file="$image.tar.gz"
 
 docker image inspect "$image" >/dev/null 2>&1 || die "image $image not found: run ./build.sh $challenge first"

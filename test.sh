@@ -11,17 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root="$PWD"
 
-die() { echo "test.sh: $*" >&2; exit 2; }
-
-command -v docker >/dev/null || die "docker not found: install Docker (https://docs.docker.com/get-docker/)"
-challenge="${1:-}"
-[ -n "$challenge" ] || die "usage: ./test.sh <challenge>   (one of: $(ls test 2>/dev/null | paste -sd ' ' -))"
+source scripts/docker-common.sh
+docker_script_start test.sh "$@"
 expected="test/$challenge/expected_metrics.json"
 [ -d "test/$challenge/input" ] || die "no example submission: folder test/$challenge/input/ not found"
 [ -f "$expected" ] || die "no expected result: $expected not found"
 
 ./build.sh "$challenge"
-image="$challenge-evaluation"
 
 # The platform refuses images that run as root; check before relying on the image's USER below.
 user="$(docker image inspect --format '{{.Config.User}}' "$image")"

@@ -1,0 +1,16 @@
+# Sourced by build.sh, test.sh and export.sh: the checks they share.
+#   docker_script_start <script name> "$@"   sets $challenge (first argument, shifted off by the
+#   caller) and $image, after checking Docker is there and the challenge name is usable.
+
+die() { echo "$script_name: $*" >&2; exit 2; }
+
+docker_script_start() {
+    script_name="$1"
+    challenge="${2:-}"
+    command -v docker >/dev/null || die "docker not found: install Docker (https://docs.docker.com/get-docker/)"
+    [ -n "$challenge" ] || die "usage: ./$script_name <challenge>   (one of: $(ls ground-truth 2>/dev/null | paste -sd ' ' -))"
+    # Docker image names must be lower case; this also keeps odd characters out of paths.
+    [[ "$challenge" =~ ^[a-z0-9][a-z0-9._-]*$ ]] \
+        || die "invalid challenge name '$challenge' (use lower-case letters, digits, . _ -)"
+    image="$challenge-evaluation"
+}
