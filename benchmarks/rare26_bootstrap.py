@@ -11,7 +11,6 @@ memory the vectorised run allocated (tracemalloc). Not a timed test: run it, rea
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -19,8 +18,8 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
+from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
 from evaluation.challenges.rare26 import Rare26, image_level_bootstrap, patient_level_bootstrap
 
 
@@ -30,43 +29,7 @@ def synthetic_arrays(stacks: int, seed: int):
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         Rare26.synthesize(root, seed=seed, cases=stacks)
-        metadata = json.loads(next((root / "ground-truth").glob("*.json")).read_text())
-        jobs = json.loads((root / "input" / "predictions.json").read_text())
-        pk = {job["inputs"][0]["image"]["name"]: job["pk"] for job in jobs}
-        y, s, patients = [], [], []
-        for stack in sorted(metadata):
-            y += [frame["class"] != "ndbe" for frame in metadata[stack]]
-            patients += [frame["patient_id"] for frame in metadata[stack]]
-            s += json.loads((root / "input" / pk[stack] / "output" /
-                             "stacked-neoplastic-lesion-likelihoods.json").read_text())
-    return np.array(y, dtype=int), np.array(s), np.array(patients)
-
-
-def official_metrics(y, s):
-    precision, recall, _ = precision_recall_curve(y, s)
-    return roc_auc_score(y, s), average_precision_score(y, s), np.interp(0.9, recall[::-1], precision[::-1])
-
-
-def official_image_level(y, s, seed, repetitions, ratio=100):
-    rng = np.random.default_rng(seed)
-    neo, ndbe = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    draws = rng.integers(0, len(neo), size=(repetitions, max(1, int(len(ndbe) / ratio))))
-    return np.array([official_metrics(y[np.r_[ndbe, neo[d]]], s[np.r_[ndbe, neo[d]]]) for d in draws])
-
-
-def official_patient_level(y, s, patients, seed, repetitions, sample_size=10, ratio=100):
-    rng = np.random.default_rng(seed)
-    names = sorted(set(patients))
-    images_of = {p: np.flatnonzero(patients == p) for p in names}
-    neo = [p for p in names if y[images_of[p]].any()]
-    ndbe = [p for p in names if not y[images_of[p]].any()]
-    neo_draws = rng.integers(0, len(neo), size=(repetitions, sample_size))
-    ndbe_draws = rng.integers(0, len(ndbe), size=(repetitions, sample_size * ratio))
-    rows = []
-    for r in range(repetitions):
-        index = np.concatenate([images_of[neo[i]] for i in neo_draws[r]] + [images_of[ndbe[i]] for i in ndbe_draws[r]])
-        rows.append(official_metrics(y[index], s[index]))
-    return np.array(rows)
+        return load_arrays(root / "input", root / "ground-truth")
 
 
 def timed(function, rounds):

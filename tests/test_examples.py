@@ -40,9 +40,10 @@ def test_invalid_examples_fail_with_their_message(challenge, name, evaluate):
 
 
 def test_rare26_expected_metrics_match_the_official_loop():
-    from tests.test_rare26 import assert_matches_reference, load_arrays, reference_image_level
+    from benchmarks.rare26_official import load_arrays, official_image_level
+    from tests.test_rare26 import assert_matches_reference
 
     expected = json.loads((ROOT / "test" / "rare26" / "expected_metrics.json").read_text())
     y, s, _ = load_arrays(ROOT / "test" / "rare26" / "input", ROOT / "ground-truth" / "rare26")
     seed, repetitions = expected["settings"]["seed"], expected["settings"]["repetitions"]
-    assert_matches_reference(expected, reference_image_level(y, s, seed, repetitions), y, s)
+    assert_matches_reference(expected, official_image_level(y, s, seed, repetitions), y, s)

@@ -6,8 +6,8 @@ import shutil
 
 import numpy as np
 import pytest
-from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
+from benchmarks.rare26_official import load_arrays, official_image_level, official_metrics, official_patient_level
 from evaluation.challenges.rare26 import Rare26
 
 OFFICIAL_KEYS = [
@@ -32,56 +32,12 @@ def copy_dataset(dataset, tmp_path):
     return tmp_path / "data" / "input", tmp_path / "data" / "ground-truth"
 
 
-def load_arrays(input_dir, ground_truth_dir):
-    """Labels, scores and patients read straight from the files, stacks in sorted order."""
-    metadata = json.loads(next(ground_truth_dir.glob("*.json")).read_text())
-    jobs = json.loads((input_dir / "predictions.json").read_text())
-    by_stack = {job["inputs"][0]["image"]["name"]: job["pk"] for job in jobs}
-    y, s, patients = [], [], []
-    for stack in sorted(metadata, key=lambda name: name.rsplit(".", 1)[0]):
-        y += [0 if frame["class"] == "ndbe" else 1 for frame in metadata[stack]]
-        patients += [frame["patient_id"] for frame in metadata[stack]]
-        s += json.loads((input_dir / by_stack[stack] / "output" / f"{OUTPUT}.json").read_text())
-    return np.array(y), np.array(s, dtype=float), np.array(patients)
-
-
-def sklearn_metrics(y, s):
-    precision, recall, _ = precision_recall_curve(y, s)
-    return roc_auc_score(y, s), average_precision_score(y, s), np.interp(0.9, recall[::-1], precision[::-1])
-
-
 def summary(values):
     return np.median(values), np.percentile(values, 2.5), np.percentile(values, 97.5)
 
 
-def reference_image_level(y, s, seed, repetitions=1000, ratio=100):
-    """The official loop: all NDBE plus max(1, int(n_ndbe / 100)) neoplasia images drawn with
-    replacement, sklearn per repetition; draws as documented (default_rng(seed).integers)."""
-    rng = np.random.default_rng(seed)
-    neo, ndbe = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    draws = rng.integers(0, len(neo), size=(repetitions, max(1, int(len(ndbe) / ratio))))
-    return np.array([sklearn_metrics(y[np.r_[ndbe, neo[d]]], s[np.r_[ndbe, neo[d]]]) for d in draws])
-
-
-def reference_patient_level(y, s, patients, seed, repetitions=1000, sample_size=10, ratio=100):
-    """The RARE25 pack loop: patients labelled by any neoplasia frame, drawn with replacement."""
-    rng = np.random.default_rng(seed)
-    names = sorted(set(patients))
-    neo = [p for p in names if y[patients == p].any()]
-    ndbe = [p for p in names if not y[patients == p].any()]
-    neo_draws = rng.integers(0, len(neo), size=(repetitions, sample_size))
-    ndbe_draws = rng.integers(0, len(ndbe), size=(repetitions, sample_size * ratio))
-    images_of = {p: np.flatnonzero(patients == p) for p in names}
-    rows = []
-    for r in range(repetitions):
-        chosen = [neo[i] for i in neo_draws[r]] + [ndbe[i] for i in ndbe_draws[r]]
-        index = np.concatenate([images_of[p] for p in chosen])
-        rows.append(sklearn_metrics(y[index], s[index]))
-    return np.array(rows)
-
-
 def assert_matches_reference(metrics, boot, y, s):
-    auroc, auprc, ppv = sklearn_metrics(y, s)
+    auroc, auprc, ppv = official_metrics(y, s)
     assert metrics["AUROC Full Dataset"] == pytest.approx(auroc, abs=1e-12)
     assert metrics["AUPRC Full Dataset"] == pytest.approx(auprc, abs=1e-12)
     assert metrics["PPV@90RECALL Full Dataset"] == pytest.approx(ppv, abs=1e-12)
@@ -99,7 +55,7 @@ def test_image_level_equals_official_loop(dataset, evaluate, tmp_path):
     run = evaluate("rare26", input_dir, ground_truth, "--seed", 123)
     assert run.code == 0, run.stderr
     y, s, _ = load_arrays(input_dir, ground_truth)
-    assert_matches_reference(run.metrics, reference_image_level(y, s, 123, repetitions=400), y, s)
+    assert_matches_reference(run.metrics, official_image_level(y, s, 123, repetitions=400), y, s)
     assert run.metrics["counts"]["neoplasia_images_per_repetition"] == max(1, int((y == 0).sum() / 100))
 
 
@@ -109,7 +65,7 @@ def test_patient_level_equals_rare25_pack_loop(dataset, evaluate, tmp_path):
     run = evaluate("rare26", input_dir, ground_truth, "--seed", 5)
     assert run.code == 0, run.stderr
     y, s, patients = load_arrays(input_dir, ground_truth)
-    assert_matches_reference(run.metrics, reference_patient_level(y, s, patients, 5, repetitions=200), y, s)
+    assert_matches_reference(run.metrics, official_patient_level(y, s, patients, 5, repetitions=200), y, s)
     assert run.metrics["settings"]["sampling"] == "patient"
 
 
