@@ -87,6 +87,13 @@ class Evaluation:
         it (out_dir/input), the same for the same seed (see evaluation.synthetic)."""
         raise NotImplementedError
 
+    @classmethod
+    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+        """Bad submissions bundled with the example (test/<challenge>/invalid/<name>/), each made
+        from a copy of the valid one in input_dir: {name: {relative path: new bytes, or None to
+        delete the file}}. scripts/make_example.py records the error each one gives."""
+        return {}
+
     # ---- the run -------------------------------------------------------------------------
 
     def cases(self, input_dir: Path) -> list[Case]:

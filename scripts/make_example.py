@@ -7,7 +7,6 @@ expected_metrics.json is what this version writes; tests/test_examples.py checks
 independent computation, and ./test.sh checks the image reproduces it byte for byte.
 """
 
-import json
 import shutil
 import subprocess
 import sys
@@ -18,20 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluation.framework import available_challenges  # noqa: E402
-
-
-def _rare26_invalid(input_dir: Path) -> dict[str, tuple[str, object]]:
-    """name -> (relative output file to replace, new JSON content)."""
-    predictions = json.loads((input_dir / "predictions.json").read_text())
-    first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
-    path = f"{first['pk']}/output/stacked-neoplastic-lesion-likelihoods.json"
-    scores = json.loads((input_dir / path).read_text())
-    with_string = list(scores)
-    with_string[5] = "0.5"
-    return {"wrong-length": (path, scores[:-1]), "string-likelihood": (path, with_string)}
-
-
-INVALID = {"rare26": _rare26_invalid}
 
 
 def main(challenge: str) -> None:
@@ -49,10 +34,16 @@ def main(challenge: str) -> None:
     with tempfile.TemporaryDirectory() as out:
         subprocess.run(run + ["--output", out], check=True, cwd=ROOT)
         shutil.copy(Path(out) / "metrics.json", example / "expected_metrics.json")
-    for name, (relative, content) in INVALID.get(challenge, lambda _: {})(example / "input").items():
+    for name, changes in cls.invalid_examples(example / "input").items():
         case = example / "invalid" / name
         shutil.copytree(example / "input", case / "input")
-        (case / "input" / relative).write_text(json.dumps(content) + "\n")
+        for relative, content in changes.items():
+            target = case / "input" / relative
+            if content is None:
+                target.unlink()
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
         with tempfile.TemporaryDirectory() as out:
             result = subprocess.run(run[:5] + [str(case / "input")] + run[6:] + ["--output", out],
                                     capture_output=True, text=True, cwd=ROOT)

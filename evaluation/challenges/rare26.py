@@ -209,6 +209,18 @@ class Rare26(Evaluation):
         order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
         synthetic.write_predictions(input_dir, [jobs[i] for i in order])
 
+    @classmethod
+    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+        """The first stack's likelihoods one short, and with a string among them."""
+        predictions = json.loads((input_dir / "predictions.json").read_text())
+        first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
+        path = f"{first['pk']}/output/stacked-neoplastic-lesion-likelihoods.json"
+        scores = json.loads((input_dir / path).read_text())
+        with_string = list(scores)
+        with_string[5] = "0.5"
+        return {"wrong-length": {path: (json.dumps(scores[:-1]) + "\n").encode()},
+                "string-likelihood": {path: (json.dumps(with_string) + "\n").encode()}}
+
 
 def image_level_bootstrap(y_true, y_score, rng, repetitions: int, imbalance_ratio: int):
     """RARE26 official: every repetition keeps all NDBE images and draws
