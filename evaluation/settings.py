@@ -15,6 +15,7 @@ into metrics.json.
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,12 @@ def _type_name(kind: Any) -> str:
 def _check_value(name: str, kind: Any, value: Any) -> Any:
     """Type-check one value from config.json against the field's annotation."""
     origin = typing.get_origin(kind)
+    arguments = typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType) and type(None) in arguments:  # `float | None`: null allowed
+        if value is None:
+            return None
+        (kind,) = [a for a in arguments if a is not type(None)]
+        return _check_value(name, kind, value)
     if origin in (list, tuple):
         (item_kind, *_) = typing.get_args(kind) or (Any,)
         if not isinstance(value, list):
@@ -100,7 +107,7 @@ class Settings:
             if choices is not None and value not in choices:
                 raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {value!r}; it must be one of "
                                  f"{', '.join(map(repr, choices))}.")
-            if minimum is not None and value < minimum:
+            if minimum is not None and value is not None and value < minimum:
                 raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {value!r}; it must be at least {minimum}.")
 
     def as_dict(self) -> dict[str, Any]:
