@@ -194,6 +194,8 @@ class Job:
     exec_duration_seconds: float | None = None
     invoke_duration_seconds: float | None = None
     started_to_completed_seconds: float | None = None
+    started_at: datetime | None = None  # older files: a span over several jobs needs the instants
+    completed_at: datetime | None = None
 
     @property
     def interface_key(self) -> tuple[str, ...]:
@@ -255,7 +257,7 @@ def parse_predictions(document: Any) -> list[Job]:
             pk=pk, inputs=values["inputs"], outputs=values["outputs"],
             exec_duration_seconds=parse_iso_duration(raw.get("exec_duration")),
             invoke_duration_seconds=parse_iso_duration(raw.get("invoke_duration")),
-            started_to_completed_seconds=elapsed,
+            started_to_completed_seconds=elapsed, started_at=started, completed_at=completed,
         ))
     return jobs
 
