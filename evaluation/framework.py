@@ -24,6 +24,7 @@ from evaluation.grand_challenge import (
     case_id_of_job,
     read_case_mapping,
     read_predictions,
+    strip_extension,
 )
 from evaluation.settings import Settings
 
@@ -62,6 +63,11 @@ class Evaluation:
     def case_input_socket(self) -> str | None:
         """The input socket whose image name is the case id (None: the job's only image)."""
         return None
+
+    def case_id_from_image_name(self, name: str) -> str:
+        """The case id of a job from its input image's name (the case mapping, if any, takes
+        precedence). Default: the name without its extension."""
+        return strip_extension(name)
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, Any]]:
         """A predictions-file phase (no predictions.json): the (case id, source) pairs found in
@@ -105,7 +111,7 @@ class Evaluation:
         else:
             log(f"predictions.json lists {len(jobs)} job(s).")
             socket = self.case_input_socket()
-            pairs = [(case_id_of_job(job, socket, self.case_mapping), job, None) for job in jobs]
+            pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None) for job in jobs]
         self.check_case_ids([case_id for case_id, _, _ in pairs])
         cases = [Case(case_id=c, input_dir=input_dir, job=job, source=source, label=self.case_label)
                  for c, job, source in pairs]

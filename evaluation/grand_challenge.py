@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from evaluation.errors import SetupError, SubmissionError
 
@@ -328,9 +328,11 @@ class Case:
                               what=f"{self.name}, output {slug!r}")
 
 
-def case_id_of_job(job: Job, socket_slug: str | None, mapping: dict[str, str]) -> str:
+def case_id_of_job(job: Job, socket_slug: str | None, mapping: dict[str, str],
+                   case_id_of_name: Callable[[str], str] = strip_extension) -> str:
     """The case id of a job: its input image's name (socket `socket_slug`, or the only image
-    input), extension stripped; the ground truth's case mapping overrides."""
+    input) turned into an id by `case_id_of_name` (default: extension stripped); the ground
+    truth's case mapping (by full name, then by name without extension) overrides."""
     if socket_slug is not None:
         value = job.inputs.get(socket_slug)
         if value is None:
@@ -349,7 +351,9 @@ def case_id_of_job(job: Job, socket_slug: str | None, mapping: dict[str, str]) -
     if name in mapping:
         return mapping[name]
     stem = strip_extension(name)
-    return mapping.get(stem, stem)
+    if stem in mapping:
+        return mapping[stem]
+    return case_id_of_name(name)
 
 
 def read_case_mapping(ground_truth_dir: Path) -> dict[str, str]:

@@ -28,3 +28,60 @@ def overlap_counts(prediction: np.ndarray, truth: np.ndarray) -> tuple[int, int,
 def dice(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0) -> float:
     """Dice coefficient of two boolean masks of the same shape; `both_empty` if both are empty."""
     return dice_from_counts(*overlap_counts(prediction, truth), both_empty=both_empty)
+
+
+# Words of 8 uint8 voxels scanned per slab: bounded temporaries (~8 MB per array) whatever the volume.
+_WORDS_PER_SLAB = 1 << 20
+
+
+def label_confusion(truth: np.ndarray, prediction: np.ndarray,
+                    box_label: int | None = None) -> tuple[np.ndarray, tuple[slice, ...] | None]:
+    """Voxel counts of every (truth label, predicted label) pair of two uint8 label maps of the
+    same shape, as a (256, 256) array indexed [truth, prediction], in one pass over both maps.
+
+    Only the 8-voxel words where either map is nonzero are looked at, slab by slab, so the cost
+    is one streaming read of both maps plus work proportional to the foreground. With
+    `box_label`, also the bounding box (slices, numpy axis order) of the voxels having that label
+    in either map, or None if neither has it."""
+    truth = np.ascontiguousarray(truth)
+    prediction = np.ascontiguousarray(prediction)
+    if truth.dtype != np.uint8 or prediction.dtype != np.uint8:
+        raise ValueError(f"label maps must be uint8, got {truth.dtype} and {prediction.dtype}")
+    if truth.shape != prediction.shape:
+        raise ValueError(f"label maps differ in shape: {truth.shape} and {prediction.shape}")
+    flat_truth, flat_prediction = truth.reshape(-1), prediction.reshape(-1)
+    n_voxels = flat_truth.size
+    n_words = n_voxels // 8
+    truth_words = flat_truth[: n_words * 8].view(np.uint64)
+    prediction_words = flat_prediction[: n_words * 8].view(np.uint64)
+    counts = np.zeros(256 * 256, dtype=np.int64)
+    low = np.full(truth.ndim, np.iinfo(np.int64).max)
+    high = np.full(truth.ndim, -1)
+    lanes = np.arange(8, dtype=np.int64)
+
+    def add(voxels: np.ndarray, truth_values: np.ndarray, prediction_values: np.ndarray) -> None:
+        keep = (truth_values | prediction_values) != 0  # zero voxels sharing a word with foreground
+        voxels, truth_values, prediction_values = voxels[keep], truth_values[keep], prediction_values[keep]
+        counts[:] += np.bincount(truth_values.astype(np.int64) * 256 + prediction_values, minlength=256 * 256)
+        if box_label is not None:
+            selected = voxels[(truth_values == box_label) | (prediction_values == box_label)]
+            if selected.size:
+                coordinates = np.unravel_index(selected, truth.shape)
+                for axis, values in enumerate(coordinates):
+                    low[axis] = min(low[axis], int(values.min()))
+                    high[axis] = max(high[axis], int(values.max()))
+
+    for start in range(0, n_words, _WORDS_PER_SLAB):
+        stop = min(start + _WORDS_PER_SLAB, n_words)
+        words = np.flatnonzero(truth_words[start:stop] | prediction_words[start:stop]) + start
+        if words.size:
+            voxels = (words[:, None] * 8 + lanes).reshape(-1)
+            add(voxels, truth_words[words].view(np.uint8), prediction_words[words].view(np.uint8))
+    if n_words * 8 < n_voxels:  # the last few voxels that do not fill a word
+        voxels = np.arange(n_words * 8, n_voxels, dtype=np.int64)
+        add(voxels, flat_truth[voxels], flat_prediction[voxels])
+    counts[0] = n_voxels - counts[1:].sum()
+    box = None
+    if high[0] >= 0:
+        box = tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(low, high))
+    return counts.reshape(256, 256), box
