@@ -1,0 +1,356 @@
+"""HECKTOR 2025 Task 1: GTVp and GTVn detection and segmentation in PET/CT
+(../shared/specs/hecktor2025.md, "Task 1").
+
+Per patient, one pass over both label maps gives every label count; GTVn lesions are the
+26-connected components of label 2, matched one to one by IoU > 0.3. Leaderboard values: the mean
+per-patient Dice of GTVp, the aggregated Dice of GTVn (HECKTOR 2022: sums weighted by each
+patient's voxel volume) and the aggregated detection F1 of GTVn (TP, FP, FN summed over the test
+set). The Borda ranking across submissions is computed from these, elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation import synthetic
+from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.grand_challenge import (
+    RESERVED_GROUND_TRUTH_FILES,
+    Case,
+    Undefined,
+    list_submission_files,
+    strip_extension,
+)
+from evaluation.challenges.hecktor2025 import HecktorEvaluation, HecktorSettings, image_inputs, synthetic_patients
+from evaluation.images import Geometry, read_image
+from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
+from evaluation.metrics.overlap import dice_from_counts, label_confusion
+from evaluation.settings import setting
+
+BACKGROUND, GTVP, GTVN = 0, 1, 2
+LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"
+MASK_SUFFIXES = (".nii.gz", ".mha", ".nii", ".nrrd")  # ground truth: <PatientID>.nii.gz or .mha
+
+
+@dataclass(frozen=True)
+class Task1Settings(HecktorSettings):
+    output_socket: str = setting("tumor-lymph-node-segmentation",
+                                 doc="image output read: a label map on the CT grid (0 background, 1 GTVp, 2 GTVn)")
+    geometry_tolerance: float = setting(1e-4, minimum=0.0,
+                                        doc="relative tolerance on spacing, origin and direction (spec: 1e-4); the "
+                                            "size must be equal; masks are never resampled")
+    gtvp_dsc_both_empty: float = setting(1.0, minimum=0.0,
+                                         doc="GTVp Dice of a patient with no GTVp in ground truth nor prediction "
+                                             "(spec: 1.0)")
+    gtvn_dsc_agg_all_empty: float = setting(1.0, minimum=0.0,
+                                            doc="aggregated GTVn Dice when no patient has GTVn in ground truth or "
+                                                "prediction (spec: 1.0)")
+    gtvn_f1_all_zero: float = setting(1.0, minimum=0.0,
+                                      doc="aggregated GTVn F1 when TP, FP and FN are all 0 (spec: 1.0)")
+    lesion_connectivity: int = setting(26, choices=(6, 18, 26),
+                                       doc="voxel connectivity of a lesion (connected component of label 2; spec: 26)")
+    lesion_iou_threshold: float = setting(0.3, minimum=0.0,
+                                          doc="a predicted and a true lesion match when IoU is strictly above this "
+                                              "(spec: 0.3)")
+    lesion_matching: str = setting("greedy", choices=MATCHING_METHODS,
+                                   doc="one-to-one matching: 'greedy' by descending IoU (spec) or 'hungarian' "
+                                       "(largest total IoU)")
+    case_true_volumes: bool = setting(False, doc="also write each patient's ground-truth GTVp/GTVn volumes under "
+                                                 "'case' (participants can read metrics.json: off by default)")
+
+    def check(self) -> None:
+        super().check()
+        for name in ("gtvp_dsc_both_empty", "gtvn_dsc_agg_all_empty", "gtvn_f1_all_zero", "lesion_iou_threshold"):
+            if getattr(self, name) > 1.0:
+                raise SetupError(f"config.json: setting {name!r} is {getattr(self, name)!r}; it must be between 0 "
+                                 f"and 1.")
+
+
+@dataclass(frozen=True)
+class PatientResult:
+    """What one patient leaves for the aggregates: counts, never voxels."""
+
+    gtvp: tuple[int, int, int]  # (|P ∩ G|, |P|, |G|) in voxels
+    gtvn: tuple[int, int, int]
+    voxel_volume: float  # mm³
+    lesions: tuple[int, int, int]  # GTVn (TP, FP, FN)
+
+
+class HecktorTask1(HecktorEvaluation):
+    name = "hecktor2025-task1"
+    title = "HECKTOR 2025 Task 1: GTVp mean Dice, GTVn aggregated Dice and aggregated detection F1 (PET/CT)"
+    settings_class = Task1Settings
+    ranked_paths = ("aggregates.gtvp_dsc_mean", "aggregates.gtvn_dsc_agg", "aggregates.gtvn_f1_agg",
+                    "aggregates.gtvn_tp", "aggregates.gtvn_fp", "aggregates.gtvn_fn")
+
+    # ---- ground truth --------------------------------------------------------------------
+
+    def load_ground_truth(self, directory: Path) -> dict[str, Path]:
+        """{PatientID: path of its label mask}: `<PatientID>.nii.gz` or `.mha`, read per patient
+        in the worker that scores it."""
+        masks: dict[str, Path] = {}
+        for path in sorted(directory.iterdir()):
+            if not path.is_file() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
+                continue
+            if not path.name.lower().endswith(MASK_SUFFIXES):
+                raise SetupError(f"Ground truth {path.name}: expected only <PatientID>.nii.gz or .mha label masks "
+                                 f"(besides config.json and case-mapping.json).")
+            patient = strip_extension(path.name)
+            if patient in masks:
+                raise SetupError(f"Ground truth: patient {patient} has two masks ({masks[patient].name} and {path.name}).")
+            masks[patient] = path
+        return masks
+
+    # ---- one patient ---------------------------------------------------------------------
+
+    def file_cases(self, input_dir: Path) -> list[tuple[str, Path]]:
+        """The 2022-style predictions-file phase: an unpacked ZIP of `<PatientID>.nii.gz` masks
+        (any folder depth)."""
+        found = []
+        for path in list_submission_files(input_dir):
+            if not path.name.lower().endswith(MASK_SUFFIXES):
+                raise SubmissionError(f"The submission file {path.relative_to(input_dir).as_posix()} is not a "
+                                      f"<PatientID>.nii.gz (or .mha) mask; the ZIP must hold only the masks.")
+            found.append((strip_extension(path.name), path))
+        if not found:
+            raise SubmissionError("The submission holds no <PatientID>.nii.gz mask.")
+        return found
+
+    def load_prediction(self, case: Case, ground_truth: Path):
+        """Both label maps as uint8 on the same grid, and the voxel volume; reject another grid
+        (never resampled) or a label outside {0, 1, 2}, naming the case."""
+        path = case.image_file(self.settings.output_socket) if case.job is not None else case.source
+        prediction, prediction_geometry = read_image(path, f"{case.name}, segmentation")
+        truth, truth_geometry = read_image(ground_truth, f"Ground truth {ground_truth.name}", error=SetupError)
+        different = truth_geometry.differences(prediction_geometry, rtol=self.settings.geometry_tolerance)
+        if different:
+            verb = "differs" if len(different) == 1 else "differ"
+            raise SubmissionError(f"{case.name}: the segmentation's {' and '.join(different)} {verb} from the CT's and "
+                                  f"masks are not resampled: expected {truth_geometry.describe()}; found "
+                                  f"{prediction_geometry.describe()}.")
+        prediction = as_label_map(prediction, lambda labels: SubmissionError(
+            f"{case.name}: the segmentation holds label(s) {labels}; only {LABEL_NAMES} are allowed."))
+        truth = as_label_map(truth, lambda labels: SetupError(
+            f"Ground truth {ground_truth.name} holds label(s) {labels}; only {LABEL_NAMES} are allowed."))
+        return truth, prediction, truth_geometry
+
+    def score_case(self, case: Case, prediction, ground_truth: Path) -> PatientResult:
+        truth, predicted, geometry = prediction
+        return score_patient(truth, predicted, geometry, self.settings, case.name, ground_truth.name)
+
+    # ---- the leaderboard -----------------------------------------------------------------
+
+    def score_aggregates(self, results: dict[str, PatientResult]) -> dict[str, Any]:
+        settings = self.settings
+        patients = sorted(results)
+        per_case: dict[str, Any] = {}
+        gtvp_dice = []
+        weighted = np.zeros(3)  # GTVn Σ v|P∩G|, Σ v|P|, Σ v|G| (mm³), in patient order
+        tp = fp = fn = 0
+        for patient in patients:
+            result = results[patient]
+            v = result.voxel_volume
+            dice_p = dice_from_counts(*result.gtvp, both_empty=settings.gtvp_dsc_both_empty)
+            gtvp_dice.append(dice_p)
+            for k in range(3):
+                weighted[k] += result.gtvn[k] * v
+            lesion_tp, lesion_fp, lesion_fn = result.lesions
+            tp, fp, fn = tp + lesion_tp, fp + lesion_fp, fn + lesion_fn
+            entry: dict[str, Any] = {
+                "gtvp_dsc": dice_p,
+                "gtvn_dsc": (dice_from_counts(*result.gtvn) if result.gtvn[1] + result.gtvn[2] else
+                             Undefined("no GTVn in ground truth nor prediction")),
+                "gtvn_tp": lesion_tp,
+                "gtvn_fp": lesion_fp,
+                "gtvn_fn": lesion_fn,
+                "gtvp_volume_predicted_ml": result.gtvp[1] * v / 1000.0,
+                "gtvn_volume_predicted_ml": result.gtvn[1] * v / 1000.0,
+            }
+            if settings.case_true_volumes:
+                entry["gtvp_volume_true_ml"] = result.gtvp[2] * v / 1000.0
+                entry["gtvn_volume_true_ml"] = result.gtvn[2] * v / 1000.0
+            per_case[patient] = entry
+        return {
+            "aggregates": {
+                "gtvp_dsc_mean": float(np.mean(gtvp_dice)),
+                "gtvn_dsc_agg": dice_from_counts(*weighted, both_empty=settings.gtvn_dsc_agg_all_empty),
+                "gtvn_f1_agg": f1_from_counts(tp, fp, fn, all_zero=settings.gtvn_f1_all_zero),
+                "gtvn_tp": tp,
+                "gtvn_fp": fp,
+                "gtvn_fn": fn,
+            },
+            "counts": {
+                "patients": len(patients),
+                "patients_without_gtvp_in_either": sum(1 for p in patients
+                                                       if results[p].gtvp[1] + results[p].gtvp[2] == 0),
+                "gtvn_true_lesions": tp + fn,
+                "gtvn_predicted_lesions": tp + fp,
+            },
+            "case": per_case,
+        }
+
+    # ---- synthetic data ------------------------------------------------------------------
+
+    @classmethod
+    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
+        """Small PET/CT-like label maps (24 x 48 x 48 voxels, anisotropic spacing that differs
+        between patients): an ellipsoidal GTVp (absent in one patient) and 0-3 GTVn nodes; the
+        prediction shifts and resizes them, misses some nodes and adds false ones."""
+        import SimpleITK as sitk
+
+        rng = np.random.default_rng(seed)
+        patients = synthetic_patients(rng, 6 if cases is None else cases)
+        input_dir, ground_truth = out_dir / "input", out_dir / "ground-truth"
+        ground_truth.mkdir(parents=True, exist_ok=True)
+        jobs = []
+        for number, patient in enumerate(patients):
+            spacing = (float(rng.choice([0.98, 1.17])), ) * 2 + (float(rng.choice([2.0, 3.0])),)
+            geometry = Geometry((48, 48, 24), spacing, (-120.0, -110.0, float(rng.uniform(-400, -300))),
+                                (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
+            truth, prediction = synthetic_pair(rng, with_gtvp=number != 1, shape=(24, 48, 48))
+            write_mask(sitk, truth, geometry, ground_truth / f"{patient}.nii.gz")
+            pk = synthetic.job_pk(rng)
+            image_name = f"{synthetic.job_pk(rng)}.mha"
+            relative = "images/tumor-lymph-node-segmentation"
+            write_mask(sitk, prediction, geometry, input_dir / pk / "output" / relative / image_name)
+            output = {"pk": number, "file": None, "value": None, "image": {"pk": f"image-{number}", "name": image_name},
+                      "socket": synthetic.socket("tumor-lymph-node-segmentation", "Segmentation", "Image", relative)}
+            jobs.append(synthetic.job(pk, image_inputs(patient), [output], seconds=float(rng.uniform(60, 300))))
+        order = rng.permutation(len(jobs))
+        synthetic.write_predictions(input_dir, [jobs[i] for i in order])
+
+    @classmethod
+    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+        """The first patient's mask with another spacing, and with a voxel labelled 3."""
+        import SimpleITK as sitk
+
+        jobs = json.loads((input_dir / "predictions.json").read_text())
+        first = min(jobs, key=lambda job: job["inputs"][0]["image"]["name"])
+        folder = input_dir / first["pk"] / "output" / "images" / "tumor-lymph-node-segmentation"
+        (path,) = folder.glob("*.mha")
+        relative = path.relative_to(input_dir).as_posix()
+        image = sitk.ReadImage(str(path))
+        array = sitk.GetArrayFromImage(image)
+        spacing = list(image.GetSpacing())
+        spacing[2] *= 1.5
+        resampled = sitk.GetImageFromArray(array)
+        resampled.CopyInformation(image)
+        resampled.SetSpacing(spacing)
+        stray = array.copy()
+        stray[0, 0, 0] = 3
+        labelled = sitk.GetImageFromArray(stray)
+        labelled.CopyInformation(image)
+        return {"other-spacing": {relative: image_bytes(sitk, resampled)},
+                "stray-label": {relative: image_bytes(sitk, labelled)}}
+
+
+def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry, settings: Task1Settings,
+                  case_name: str = "", truth_name: str = "") -> PatientResult:
+    """Every count of one patient from two uint8 label maps on one grid: one pass for the label
+    counts (and the box around label 2), then lesion matching inside that box only."""
+    confusion, box = label_confusion(truth, prediction, box_label=GTVN)
+    stray_predicted = [label for label in range(3, 256) if confusion[:, label].any()]
+    if stray_predicted:
+        raise SubmissionError(f"{case_name}: the segmentation holds label(s) "
+                              f"{labels_with_counts(stray_predicted, confusion.sum(axis=0))}; only {LABEL_NAMES} are "
+                              f"allowed.")
+    stray_true = [label for label in range(3, 256) if confusion[label].any()]
+    if stray_true:
+        raise SetupError(f"Ground truth {truth_name} holds label(s) "
+                         f"{labels_with_counts(stray_true, confusion.sum(axis=1))}; only {LABEL_NAMES} are allowed.")
+
+    def counts(label):
+        return int(confusion[label, label]), int(confusion[:, label].sum()), int(confusion[label, :].sum())
+
+    lesions = (0, 0, 0)
+    if box is not None:
+        found = lesion_detection_counts(truth[box] == GTVN, prediction[box] == GTVN, settings.lesion_connectivity,
+                                        settings.lesion_iou_threshold, settings.lesion_matching)
+        lesions = (found.true_positives, found.false_positives, found.false_negatives)
+    return PatientResult(counts(GTVP), counts(GTVN), geometry.voxel_volume, lesions)
+
+
+def labels_with_counts(labels: list[int], voxels: np.ndarray) -> str:
+    return id_list(f"{label} ({voxel_count(int(voxels[label]))})" for label in labels)
+
+
+def voxel_count(n: int) -> str:
+    return f"{n} voxel" if n == 1 else f"{n} voxels"
+
+
+def as_label_map(array: np.ndarray, error) -> np.ndarray:
+    """The map as uint8 when every value is a whole number in 0-255 (labels above 2 are found by
+    the counting pass); else `error(description of the bad values)` is raised."""
+    if array.dtype == np.uint8:
+        return array
+    if array.dtype == bool:
+        return array.view(np.uint8)
+    if array.dtype.kind in "iu":
+        if array.size == 0 or (array.min() >= 0 and array.max() <= 255):
+            return array.astype(np.uint8)
+        bad = array[(array < 0) | (array > 255)]
+    elif array.dtype.kind == "f":
+        fits = np.isfinite(array) & (array >= 0) & (array <= 255) & (array == np.round(array))
+        if fits.all():
+            return array.astype(np.uint8)
+        bad = array[~fits]
+    else:
+        raise error(f"of type {array.dtype}")
+    values, voxels = np.unique(bad, return_counts=True)
+    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist())), limit=5))
+
+
+# ---- synthetic masks -------------------------------------------------------------------------
+
+
+def ellipsoid(shape, center, radii) -> np.ndarray:
+    grids = np.ogrid[tuple(slice(0, s) for s in shape)]
+    return sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii)) <= 1.0
+
+
+def synthetic_pair(rng: np.random.Generator, with_gtvp: bool, shape) -> tuple[np.ndarray, np.ndarray]:
+    """(truth, prediction) uint8 label maps with a GTVp near the centre and a few GTVn nodes on
+    either side; the prediction moves and resizes each structure, misses ~25% of nodes, adds
+    false ones."""
+    truth = np.zeros(shape, dtype=np.uint8)
+    prediction = np.zeros(shape, dtype=np.uint8)
+    z, y, x = shape
+    if with_gtvp:
+        center = np.array([z / 2, y / 2, x / 2]) + rng.uniform(-2, 2, 3)
+        radii = np.array([3.0, 6.0, 6.0]) * rng.uniform(0.8, 1.2, 3)
+        truth[ellipsoid(shape, center, radii)] = GTVP
+        prediction[ellipsoid(shape, center + rng.normal(0, 0.8, 3), radii * rng.uniform(0.8, 1.2, 3))] = GTVP
+    for _ in range(int(rng.integers(0, 5))):
+        center = np.array([rng.uniform(4, z - 4), rng.uniform(8, y - 8),
+                           rng.choice([rng.uniform(5, 14), rng.uniform(x - 14, x - 5)])])
+        radii = np.array([1.5, 2.5, 2.5]) * rng.uniform(0.8, 1.6)
+        truth[ellipsoid(shape, center, radii) & (truth == 0)] = GTVN
+        if rng.random() < 0.75:
+            prediction[ellipsoid(shape, center + rng.normal(0, 0.5, 3), radii * rng.uniform(0.85, 1.2))
+                       & (prediction == 0)] = GTVN
+    for _ in range(int(rng.integers(0, 2))):
+        center = np.array([rng.uniform(4, z - 4), rng.uniform(8, y - 8), rng.uniform(5, x - 5)])
+        prediction[ellipsoid(shape, center, np.array([1.2, 2.0, 2.0])) & (prediction == 0)] = GTVN
+    return truth, prediction
+
+
+def write_mask(sitk, array: np.ndarray, geometry: Geometry, path: Path) -> None:
+    image = sitk.GetImageFromArray(array)
+    image.SetSpacing(geometry.spacing)
+    image.SetOrigin(geometry.origin)
+    image.SetDirection(geometry.direction)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sitk.WriteImage(image, str(path), useCompression=True)
+
+
+def image_bytes(sitk, image) -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "mask.mha"
+        sitk.WriteImage(image, str(path), useCompression=True)
+        return path.read_bytes()

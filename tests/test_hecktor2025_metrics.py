@@ -1,0 +1,247 @@
+"""HECKTOR 2025 metric functions against independent computations: scipy.ndimage.label and a
+brute-force IoU / matching for lesions, lifelines and scikit-survival for the C-index (also on
+explicitly resampled data), scikit-learn for balanced accuracy, sensitivity and specificity."""
+
+import itertools
+
+import numpy as np
+import pytest
+from lifelines.utils import concordance_index as lifelines_cindex
+from scipy import ndimage
+from sklearn.metrics import balanced_accuracy_score, recall_score
+from sksurv.metrics import concordance_index_censored
+
+from evaluation.metrics.binary import binary_rates, resampled_rates
+from evaluation.metrics.lesions import (
+    connected_lesions,
+    f1_from_counts,
+    lesion_detection_counts,
+    match_pairs,
+    overlapping_pairs,
+)
+from evaluation.metrics.resampling import draws_to_counts
+from evaluation.metrics.survival import concordance_index, resampled_concordance
+
+# ---- lesions --------------------------------------------------------------------------------
+
+
+def blobs(rng, shape, n, max_radius=3):
+    mask = np.zeros(shape, dtype=bool)
+    grids = np.ogrid[tuple(slice(0, s) for s in shape)]
+    for _ in range(n):
+        center = [rng.uniform(0, s) for s in shape]
+        radius = rng.uniform(0.8, max_radius)
+        mask |= sum((g - c) ** 2 for g, c in zip(grids, center)) <= radius ** 2
+    return mask
+
+
+def reference_lesions(truth, prediction, connectivity, threshold, method):
+    """scipy labelling, IoU of every pair from the masks themselves, matching by brute force."""
+    rank = {6: 1, 18: 2, 26: 3}[connectivity]
+    structure = ndimage.generate_binary_structure(3, rank)
+    truth_labels, n_truth = ndimage.label(truth, structure)
+    prediction_labels, n_prediction = ndimage.label(prediction, structure)
+    iou = {}
+    for t in range(1, n_truth + 1):
+        a = truth_labels == t
+        for p in range(1, n_prediction + 1):
+            b = prediction_labels == p
+            value = (a & b).sum() / (a | b).sum()
+            if value > threshold:
+                iou[(t, p)] = value
+    if method == "greedy":
+        used_t, used_p, tp = set(), set(), 0
+        for (t, p), _ in sorted(iou.items(), key=lambda item: (-item[1], item[0])):
+            if t not in used_t and p not in used_p:
+                used_t.add(t), used_p.add(p)
+                tp += 1
+    else:
+        tp = best_matching(iou)[1]
+    return tp, n_prediction - tp, n_truth - tp
+
+
+def best_matching(iou):
+    """(largest total IoU, its number of pairs) over every one-to-one subset of the pairs."""
+    pairs = list(iou)
+    best = (0.0, 0)
+    for size in range(1, len(pairs) + 1):
+        for subset in itertools.combinations(pairs, size):
+            ts, ps = [t for t, _ in subset], [p for _, p in subset]
+            if len(set(ts)) == size and len(set(ps)) == size:
+                total = sum(iou[pair] for pair in subset)
+                if total > best[0] + 1e-12:
+                    best = (total, size)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("connectivity", [6, 26])
+def test_lesion_counts_equal_scipy_labelling_and_brute_force_greedy(seed, connectivity):
+    rng = np.random.default_rng(seed)
+    shape = (12, 20, 17)
+    truth = blobs(rng, shape, int(rng.integers(0, 7)))
+    prediction = blobs(rng, shape, int(rng.integers(0, 7))) | (truth & (rng.random(shape) < 0.7))
+    found = lesion_detection_counts(truth, prediction, connectivity, 0.3, "greedy")
+    assert (found.true_positives, found.false_positives, found.false_negatives) == \
+        reference_lesions(truth, prediction, connectivity, 0.3, "greedy")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_hungarian_equals_brute_force_best_matching(seed):
+    rng = np.random.default_rng(100 + seed)
+    shape = (10, 16, 16)
+    truth = blobs(rng, shape, 6, max_radius=4)
+    prediction = blobs(rng, shape, 6, max_radius=4)
+    found = lesion_detection_counts(truth, prediction, 26, 0.1, "hungarian")
+    assert (found.true_positives, found.false_positives, found.false_negatives) == \
+        reference_lesions(truth, prediction, 26, 0.1, "hungarian")
+
+
+def test_greedy_and_hungarian_differ_where_greedy_blocks_a_second_match():
+    # true 1 overlaps predicted 1 (0.6) and 2 (0.4); true 2 overlaps predicted 1 (0.5).
+    t, p, iou = np.array([1, 1, 2]), np.array([1, 2, 1]), np.array([0.6, 0.4, 0.5])
+    assert match_pairs(t, p, iou, 0.3, "greedy").tolist() == [True, False, False]
+    assert match_pairs(t, p, iou, 0.3, "hungarian").tolist() == [False, True, True]
+
+
+def test_iou_threshold_is_strict():
+    truth = np.zeros((1, 1, 10), dtype=bool)
+    prediction = np.zeros_like(truth)
+    truth[0, 0, :3] = True  # IoU exactly 3/10 with the prediction
+    prediction[0, 0, :] = True
+    assert lesion_detection_counts(truth, prediction, 26, 0.3).true_positives == 0
+    assert lesion_detection_counts(truth, prediction, 26, 0.29).true_positives == 1
+
+
+def test_26_connectivity_joins_corner_neighbours_6_does_not():
+    mask = np.zeros((3, 3, 3), dtype=bool)
+    mask[0, 0, 0] = mask[1, 1, 1] = True
+    assert connected_lesions(mask, 26)[1] == 1
+    assert connected_lesions(mask, 18)[1] == 2
+    assert connected_lesions(mask, 6)[1] == 2
+
+
+def test_overlapping_pairs_iou_equals_mask_iou():
+    rng = np.random.default_rng(3)
+    truth, prediction = blobs(rng, (9, 14, 14), 5), blobs(rng, (9, 14, 14), 5)
+    lt, nt = connected_lesions(truth)
+    lp, np_ = connected_lesions(prediction)
+    ti, pi, iou = overlapping_pairs(lt, nt, lp, np_)
+    for t, p, value in zip(ti, pi, iou):
+        a, b = lt == t, lp == p
+        assert value == pytest.approx((a & b).sum() / (a | b).sum(), abs=1e-15)
+    expected = {(t, p) for t in range(1, nt + 1) for p in range(1, np_ + 1) if ((lt == t) & (lp == p)).any()}
+    assert set(zip(ti.tolist(), pi.tolist())) == expected
+
+
+def test_empty_masks_and_f1_defaults():
+    empty = np.zeros((4, 4, 4), dtype=bool)
+    assert lesion_detection_counts(empty, empty).true_lesions == 0
+    assert f1_from_counts(0, 0, 0) == 1.0 and f1_from_counts(0, 0, 0, all_zero=0.0) == 0.0
+    assert f1_from_counts(3, 1, 2) == pytest.approx(6 / 9)
+    with pytest.raises(ValueError, match="shape"):
+        lesion_detection_counts(empty, np.zeros((4, 4, 5), dtype=bool))
+
+
+# ---- C-index ----------------------------------------------------------------------------------
+
+
+def random_survival(rng, n, time_values=15, risk_values=5):
+    time = rng.integers(1, time_values, n).astype(float)  # many tied times
+    event = rng.integers(0, 2, n)
+    risk = rng.integers(0, risk_values, n) / 2.0  # many tied risks
+    return time, event, risk
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cindex_equals_lifelines_and_sksurv_with_ties_and_censoring(seed):
+    rng = np.random.default_rng(seed)
+    time, event, risk = random_survival(rng, int(rng.integers(3, 120)))
+    event[0] = 1
+    time[0] = time.min()  # at least one comparable pair unless every time is tied...
+    time[1] = time[0] + 1
+    ours = concordance_index(time, event, risk)
+    assert ours == lifelines_cindex(time, -risk, event)
+    assert ours == concordance_index_censored(event == 1, time, risk)[0]
+
+
+def test_cindex_continuous_values_equal_lifelines():
+    rng = np.random.default_rng(1)
+    time, event, risk = rng.exponential(500, 300), rng.random(300) < 0.4, rng.normal(size=300)
+    assert concordance_index(time, event, risk) == lifelines_cindex(time, -risk, event)
+
+
+def test_resampled_cindex_equals_lifelines_on_each_resampled_data_set():
+    rng = np.random.default_rng(5)
+    time, event, risk = random_survival(rng, 60)
+    draws = rng.integers(0, 60, size=(40, 60))
+    numerators, denominators = resampled_concordance(time, event, risk, draws_to_counts(draws, 60))
+    for row, (num, den) in zip(draws, zip(numerators, denominators)):
+        try:
+            expected = lifelines_cindex(time[row], -risk[row], event[row])
+        except ZeroDivisionError:
+            assert den == 0
+            continue
+        assert num / den == expected
+
+
+def test_resampled_cindex_blocks_give_the_same_numbers(monkeypatch):
+    import evaluation.metrics.survival as survival
+
+    rng = np.random.default_rng(8)
+    time, event, risk = random_survival(rng, 200)
+    counts = draws_to_counts(rng.integers(0, 200, size=(30, 200)), 200)
+    whole = resampled_concordance(time, event, risk, counts)
+    monkeypatch.setattr(survival, "_PAIR_ELEMENTS", 1000)  # 5 rows of pairs at a time
+    blocked = resampled_concordance(time, event, risk, counts)
+    assert np.array_equal(whole[0], blocked[0]) and np.array_equal(whole[1], blocked[1])
+
+
+def test_cindex_undefined_and_bad_input():
+    with pytest.raises(ValueError, match="no comparable pair"):
+        concordance_index([5.0, 5.0], [0, 0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="finite"):
+        concordance_index([1.0, 2.0], [1, 0], [np.nan, 1.0])
+    with pytest.raises(ValueError, match="event"):
+        concordance_index([1.0, 2.0], [2, 0], [0.0, 1.0])
+    # Tied times, exactly one event: comparable, the event must have the higher risk.
+    assert concordance_index([3.0, 3.0], [1, 0], [2.0, 1.0]) == 1.0
+    with pytest.raises(ValueError, match="no comparable pair"):  # tied times, both events: not comparable
+        concordance_index([3.0, 3.0], [1, 1], [2.0, 1.0])
+
+
+# ---- balanced accuracy ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_binary_rates_equal_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 80))
+    y_true = rng.random(n) < rng.uniform(0.2, 0.8)
+    y_true[:2] = (True, False)
+    y_pred = rng.random(n) < 0.5
+    balanced, sensitivity, specificity = binary_rates(y_true, y_pred)
+    assert balanced == balanced_accuracy_score(y_true, y_pred)
+    assert sensitivity == recall_score(y_true, y_pred)
+    assert specificity == recall_score(~y_true, ~y_pred)
+
+
+def test_resampled_rates_equal_sklearn_on_each_resample():
+    rng = np.random.default_rng(2)
+    y_true, y_pred = rng.random(25) < 0.3, rng.random(25) < 0.4
+    draws = rng.integers(0, 25, size=(60, 25))
+    sensitivity, specificity = resampled_rates(y_true, y_pred, draws_to_counts(draws, 25))
+    for row, sens, spec in zip(draws, sensitivity, specificity):
+        t, p = y_true[row], y_pred[row]
+        if t.all() or not t.any():
+            assert np.isnan(sens) or np.isnan(spec)
+            continue
+        assert (sens + spec) / 2 == balanced_accuracy_score(t, p)
+        assert sens == recall_score(t, p) and spec == recall_score(~t, ~p)
+
+
+def test_binary_rates_need_both_classes():
+    with pytest.raises(ValueError, match="both classes"):
+        binary_rates([1, 1], [0, 1])
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        binary_rates([1, 0], [0.5, 1])
