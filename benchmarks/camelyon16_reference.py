@@ -80,10 +80,14 @@ def froc_2016(fp_lists, tp_lists, tumor_counts, corrected: bool = False):
     """(FP rates, sensitivities) in the scripts' order, then (sensitivities at TARGETS, mean)."""
     all_fps = [v for values in fp_lists for v in values]
     all_tps = [v for values in tp_lists for v in values]
+    # In 2016 (NumPy 1) a float32 scalar met a Python float by its exact value in the set and the
+    # sort; NumPy 2 compares the two in float32, which leaves sorted() inconsistent. Use the
+    # exact values, as the script did then. The counts below still compare the float32 array.
+    pooled = all_fps + [float(v) for v in all_tps]
     if corrected:
-        thresholds = sorted(set(all_fps + all_tps) - {0.0})
+        thresholds = sorted(set(pooled) - {0.0})
     else:
-        thresholds = sorted(set(all_fps + all_tps))[1:]
+        thresholds = sorted(set(pooled))[1:]
     fps_array, tps_array = np.asarray(all_fps), np.asarray(all_tps)
     fp_counts, tp_counts = [], []
     for threshold in thresholds:

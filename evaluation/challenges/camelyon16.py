@@ -387,7 +387,7 @@ class Camelyon16(Evaluation):
         first = "Test_001.csv"
         rows = (input_dir / first).read_text().splitlines()
         slides = (input_dir / SLIDES_FILE).read_text().splitlines()
-        outside = rows[:1] + ["0.9,9999999,100"] + rows[1:]
+        outside = rows[:1] + ["0.9,99999,100"] + rows[1:]
         not_number = rows[:1] + ["0.5,12o4,400"] + rows[1:]
         nan = [slides[0], slides[1].split(",")[0] + ",nan"] + slides[2:]
         return {
