@@ -43,8 +43,6 @@ PAIRS = tuple((view, structure) for view in VIEWS for structure in STRUCTURES)
 
 # Ground truth and raw-encoded predictions: 0 background, 128 plaque, 255 vessel (csv2026.md).
 RAW_LABELS = {"plaque": 128, "vessel": 255}
-RAW_VALUES = frozenset({0, 128, 255})
-INDEX_VALUES = frozenset({0, 1, 2})
 LABEL_SUFFIX = "_label.h5"
 PREDICTION_SUFFIX = "_pred.h5"
 # Dataset names seen in submissions (csv2026.md), in the order they are looked for.
@@ -171,10 +169,18 @@ def job_timing(job: Job) -> JobTiming:
     return JobTiming(job.exec_duration_seconds, posix(job.started_at), posix(job.completed_at))
 
 
+def split_labels(array: np.ndarray, background: int, vessel: int, plaque: int):
+    """(vessel, plaque) when every pixel is background, vessel or plaque, else None. Three
+    comparisons, no sort: the distinct values are listed only for an error message."""
+    vessel_mask, plaque_mask = array == vessel, array == plaque
+    if np.count_nonzero(array == background) + np.count_nonzero(vessel_mask) + np.count_nonzero(plaque_mask) \
+            != array.size:
+        return None
+    return vessel_mask, plaque_mask
+
+
 def present_values(array: np.ndarray) -> list:
-    """The distinct values of a label image, ascending (a histogram for uint8: no sort)."""
-    if array.dtype == np.uint8:
-        return np.flatnonzero(np.bincount(array.ravel(), minlength=256)).tolist()
+    """The distinct values of a label image, ascending."""
     return np.unique(array).tolist()
 
 
@@ -261,11 +267,11 @@ class Csv2026(Evaluation):
             raise SetupError(f"Ground truth {truth.path.name} cannot be read ({error}).") from None
         masks = {}
         for view in VIEWS:
-            values = present_values(arrays[view])
-            if not set(values) <= RAW_VALUES:
+            masks[view] = split_labels(arrays[view], 0, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
+            if masks[view] is None:
                 raise SetupError(f"Ground truth {truth.path.name}, {MASK_KEYS[view][0]}: values "
-                                 f"{_shown_values(values)}; the labels are 0, 128 (plaque) and 255 (vessel).")
-            masks[view] = (arrays[view] == RAW_LABELS["vessel"], arrays[view] == RAW_LABELS["plaque"])
+                                 f"{_shown_values(present_values(arrays[view]))}; the labels are 0, 128 (plaque) and "
+                                 f"255 (vessel).")
         return masks
 
     # ---- the submission ------------------------------------------------------------------
@@ -397,17 +403,15 @@ class Csv2026(Evaluation):
         array = np.asarray(array)
         if array.dtype.kind not in "biuf":
             raise SubmissionError(f"{where}: values of type {array.dtype}; expected a numeric label image.")
-        values = present_values(array)
-        if set(values) <= RAW_VALUES:
-            vessel, plaque = RAW_LABELS["vessel"], RAW_LABELS["plaque"]
-        elif set(values) <= INDEX_VALUES:
-            plaque = self.settings.plaque_index
-            vessel = 3 - plaque
-        else:
-            plaque = self.settings.plaque_index
-            raise SubmissionError(f"{where}: values {_shown_values(values)}; a mask holds either raw labels (0, 128 "
-                                  f"plaque, 255 vessel) or class indices (0, {plaque} plaque, {3 - plaque} vessel).")
-        return array == vessel, array == plaque
+        plaque = self.settings.plaque_index
+        masks = split_labels(array, 0, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
+        if masks is None:
+            masks = split_labels(array, 0, 3 - plaque, plaque)
+        if masks is None:
+            raise SubmissionError(f"{where}: values {_shown_values(present_values(array))}; a mask holds either raw "
+                                  f"labels (0, 128 plaque, 255 vessel) or class indices (0, {plaque} plaque, "
+                                  f"{3 - plaque} vessel).")
+        return masks
 
     def score_case(self, case: Case, prediction: Prediction, truth: CaseTruth) -> CaseResult:
         tolerance = self.settings.nsd_tolerance_px
