@@ -63,9 +63,10 @@ class HecktorEvaluation(Evaluation):
 
 
 def strip_modality_suffix(stem: str, suffixes) -> str:
+    """Without the first of `suffixes` it ends with (kept whole if nothing would be left)."""
     for suffix in suffixes:
-        if suffix and stem.endswith(suffix) and len(stem) > len(suffix):
-            return stem[: -len(suffix)]
+        if suffix and stem.endswith(suffix):
+            return stem[: -len(suffix)] if len(stem) > len(suffix) else stem
     return stem
 
 
