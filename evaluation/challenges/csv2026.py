@@ -215,8 +215,9 @@ class Csv2026(Evaluation):
     # Always finite. score_total and score_time are null without timing, so they cannot be
     # ranked paths: the algorithm phase ranks on score_total (docs/challenges/csv2026.md).
     ranked_paths = (
-        "aggregates.score_without_time", "aggregates.score_cls", "aggregates.score_seg", "aggregates.macro_f1",
-        *(f"aggregates.{view}_{structure}_{metric}" for view, structure in PAIRS for metric in ("dsc", "nsd")),
+        "aggregates.score_without_time", "aggregates.score_cls", "aggregates.score_seg",
+        "aggregates.macro_f1", "aggregates.f1_low_risk", "aggregates.f1_high_risk",
+        *(f"aggregates.{view}_{structure}_{metric}" for view, structure in PAIRS for metric in ("dsc", "nsd", "score")),
     )
 
     # ---- ground truth --------------------------------------------------------------------
