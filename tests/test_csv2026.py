@@ -413,8 +413,8 @@ def replace_dataset(path, key, data):
 
 
 @pytest.mark.parametrize("key, data, message", [
-    ("long_mask", np.zeros((96, 127), np.uint8), "Case 0001, longitudinal mask: shape 96×127, expected 96×128 as in the ground truth."),
-    ("long_mask", np.zeros((1, 96, 128), np.uint8), "Case 0001, longitudinal mask: shape 1×96×128, expected 96×128 as in the ground truth."),
+    ("long_mask", np.zeros((96, 127), np.uint8), "Case 0001, longitudinal mask: shape 96x127, expected 96x128 as in the ground truth."),
+    ("long_mask", np.zeros((1, 96, 128), np.uint8), "Case 0001, longitudinal mask: shape 1x96x128, expected 96x128 as in the ground truth."),
     ("trans_mask", np.full((96, 128), 3, np.uint8), "Case 0001, transverse mask: values 3; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
     ("trans_mask", np.arange(96 * 128).reshape(96, 128) % 256, "Case 0001, transverse mask: values 0, 1, 2, 3, 4, 5, 6, 7 and 248 more; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
     ("trans_mask", np.tile(np.array([0, 2, 128], np.uint8), 4096).reshape(96, 128), "Case 0001, transverse mask: values 0, 2, 128; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
@@ -505,7 +505,7 @@ def test_a_2d_mask_stored_as_one_slice_is_accepted(algorithm_data, evaluate, tmp
 
 
 @pytest.mark.parametrize("change, message", [
-    ("short", "Case 0001, longitudinal mask: shape 96×100, expected 96×128 as in the ground truth."),
+    ("short", "Case 0001, longitudinal mask: shape 96x100, expected 96x128 as in the ground truth."),
     ("stray", "Case 0001, transverse mask: values 0, 9, 128, 255; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
     ("no-image", "Case 0001: the image output 'transverse-carotid-segmentation' must hold exactly one .mha, .tif or .tiff file; found 0."),
     ("not-image", "Case 0001, transverse mask: "),

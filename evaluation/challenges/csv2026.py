@@ -204,7 +204,7 @@ def _shown(value: Any) -> str:
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
-    return "×".join(str(n) for n in shape)
+    return "x".join(str(n) for n in shape)  # ASCII: the message is the last stderr line, whatever the locale
 
 
 class Csv2026(Evaluation):
