@@ -381,3 +381,18 @@ def test_example_expected_metrics_match_the_2016_pipeline():
     assert_matches_reference(expected, reference)
     masks = sorted(p.name for p in (ROOT / "ground-truth" / "camelyon16" / "masks").iterdir())
     assert len(masks) >= 3 and expected["aggregates"]["lesions_itc_excluded"] >= 1
+
+
+def test_release_mask_names_and_reference_without_header(data, evaluate):
+    """Test_001_Mask.tif (the release's naming) and a reference.csv without header, with a
+    further column: the same numbers."""
+    input_dir, ground_truth = data
+    before = evaluate("camelyon16", input_dir, ground_truth).metrics["aggregates"]
+    masks = ground_truth / "masks"
+    for path in masks.iterdir():
+        path.rename(masks / f"{path.stem}_Mask{path.suffix}")
+    rows = (ground_truth / "reference.csv").read_text().splitlines()[1:]
+    (ground_truth / "reference.csv").write_text("".join(f"{row},Macro\n" for row in rows))
+    run = evaluate("camelyon16", input_dir, ground_truth)
+    assert run.code == 0, run.stderr
+    assert run.metrics["aggregates"] == before

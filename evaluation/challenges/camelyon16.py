@@ -518,7 +518,7 @@ def _draw_lesions(rng: np.random.Generator, shape: tuple[int, int], value: int, 
     mask = np.zeros(shape, dtype=np.uint8)
     height, width = shape
     centres = []
-    scale = max(1.0, min(shape) / 192)
+    scale = max(1.0, min(shape) / 192) ** 0.5  # ~4x on a 3000 x 7000 slide: lesions up to ~2 mm
     for k in range(count + itc):
         small = k >= count
         axes = ((int(rng.integers(2, 7)), int(rng.integers(2, 7))) if small else
@@ -578,7 +578,7 @@ def write_synthetic(out_dir: Path, seed: int = 0, slides: int = 6, mask_shape: t
         kind = kinds[name]
         reference.append(f"{name},{kind.capitalize()}")
         points: list[tuple[float, int, int]] = []
-        if kind == TUMOR and name not in ("Test_049", "Test_114"):
+        if kind == TUMOR and not (extra_slides and name in ("Test_049", "Test_114")):
             value = (255, 2, 1)[tumor_index % 3]  # 2016 release, later conversions
             mask, lesions = _draw_lesions(rng, mask_shape, value, count=int(rng.integers(1, 4)), itc=1,
                                           ring=tumor_index == 0)
@@ -608,7 +608,7 @@ def write_synthetic(out_dir: Path, seed: int = 0, slides: int = 6, mask_shape: t
         rows = ["image,probability"] + [f"{name},{p}" for name, (p, _) in submission.items()]
         (input_dir / SLIDES_FILE).write_text("\n".join(rows) + "\n")
         for n, (name, (_, points)) in enumerate(submission.items()):
-            if name == "Test_114":
+            if extra_slides and name == "Test_114":
                 continue  # slide level only: its detections file may be left out
             header = ["p,x,y"] if n % 2 == 0 else []  # both forms: with and without header
             lines = header + [f"{c},{x},{y}" for c, x, y in points]
