@@ -1,0 +1,647 @@
+"""ISIC skin-lesion classification: 2018 Task 3 (`isic2018`) and 2019 (`isic2019`)
+(../shared/specs/isic.md).
+
+Ranked by balanced multi-class accuracy (mean per-category recall, labels by argmax, a tied
+prediction counts as wrong), ties broken by the mean AUC over categories. Every number is the
+reference scorer's (`isic-challenge-scoring` 5.8.0) to the bit on the inputs it accepts; where
+it crashes (a category without positives) or writes NaN, ours leaves the undefined value out of
+the means and writes null with a note.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from evaluation import isic_csv, synthetic
+from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.framework import Evaluation, log
+from evaluation.grand_challenge import Case, Undefined, list_submission_files, single_ground_truth_file
+from evaluation.metrics import classification
+from evaluation.settings import Settings, json_type, setting
+
+INDEX_COLUMNS = ("image", "lesion_id")  # the reference's index column, the first one present
+WEIGHT_COLUMNS = ("score_weight", "validation_weight")  # optional, default 1.0
+THRESHOLD = 0.5  # binary decisions: value > 0.5 (strictly)
+AUC80_SENSITIVITY = 0.8  # the metric's name says 80
+CONFUSION_METRICS = ("accuracy", "sensitivity", "specificity", "dice", "ppv", "npv")
+RANKING_METRICS = ("auc", "auc_sens_80", "ap")
+PER_CATEGORY_METRICS = CONFUSION_METRICS + ("auc", "auc_sens_80", "ap")  # the reference's order
+TARGET_METRICS = ("balanced_accuracy", "auc", "ap", "dice")
+PREDICTIONS_FILE = "predictions.csv"
+ROC_EPSILON = 0.001  # curve simplification tolerance for the plotted ROC points
+ROC_DECIMALS = 4
+
+
+@dataclass(frozen=True)
+class IsicSettings(Settings):
+    target_metric: str = setting("balanced_accuracy", choices=TARGET_METRICS,
+                                 doc="value of `overall` and `validation`: balanced_accuracy (the ISIC goal "
+                                     "metric) or the macro average of auc, ap or dice")
+    malignant_categories: list[str] = setting([], doc="categories whose images are malignant, for "
+                                                       "aggregate.malignant_vs_benign_auc (our definition)")
+    zero_weight_images: list[str] = setting([], doc="images whose score and validation weights are forced to 0")
+    output_socket: str = setting("skin-lesion-class-confidences",
+                                 doc="algorithm output: a JSON object {category: confidence in [0, 1]}")
+    input_socket: str = setting("", doc="input socket whose image name is the image id (empty: the job's only "
+                                        "image input)")
+
+
+@dataclass(frozen=True)
+class Isic2018Settings(IsicSettings):
+    malignant_categories: list[str] = setting(["MEL", "BCC", "AKIEC"],
+                                              doc="categories whose images are malignant, for "
+                                                  "aggregate.malignant_vs_benign_auc (our definition)")
+    zero_weight_images: list[str] = setting(["ISIC_0035068"],
+                                            doc="images whose score and validation weights are forced to 0 (the "
+                                                "reference does so for the 2018 test image ISIC_0035068)")
+
+
+@dataclass(frozen=True)
+class Isic2019Settings(IsicSettings):
+    malignant_categories: list[str] = setting(["MEL", "BCC", "SCC", "AK"],
+                                              doc="categories whose images are malignant, for "
+                                                  "aggregate.malignant_vs_benign_auc (our definition; AK kept "
+                                                  "with the malignant group as 2018's AKIEC)")
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The whole ground truth, rows sorted by image id."""
+
+    ids: tuple[str, ...]
+    categories: tuple[str, ...]
+    values: np.ndarray  # (images, categories), 0.0 / 1.0
+    score_weight: np.ndarray
+    validation_weight: np.ndarray
+
+
+class IsicEvaluation(Evaluation):
+    """Both editions; the subclasses only declare their name, categories and defaults."""
+
+    case_label = "Image"
+    categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (synthetic data, docs)
+    ranked_paths = ("overall", "aggregate.balanced_accuracy", "aggregate.auc",
+                    *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
+
+    # ---- ground truth --------------------------------------------------------------------
+
+    def load_ground_truth(self, directory: Path) -> dict[str, int]:
+        path = single_ground_truth_file(directory, ".csv")
+        self.truth = read_truth_csv(path, self.settings.zero_weight_images)
+        categories = self.truth.categories
+        unknown = [c for c in self.settings.malignant_categories if c not in categories]
+        if unknown:
+            raise SetupError(f"Setting 'malignant_categories' names {', '.join(unknown)}, not a category of the "
+                             f"ground truth ({', '.join(categories)}).")
+        if set(categories) != set(self.categories):
+            log(f"Note: the ground-truth categories ({', '.join(categories)}) are not the {self.name} ones "
+                f"({', '.join(self.categories)}); the ground truth's are used.")
+        check_truth_scorable(self.truth)
+        log(f"Ground truth {path.name}: {len(self.truth.ids)} images, categories {', '.join(categories)}.")
+        return {image: row for row, image in enumerate(self.truth.ids)}
+
+    def case_input_socket(self) -> str | None:
+        return self.settings.input_socket or None
+
+    # ---- the submission ------------------------------------------------------------------
+
+    def file_cases(self, input_dir: Path) -> list[tuple[str, Any]]:
+        """Predictions-file phase: the ISIC submission CSV, checked whole in the reference's order."""
+        path = input_dir / PREDICTIONS_FILE
+        if not path.is_file():
+            found = [p for p in list_submission_files(input_dir) if p.name.lower().endswith(".csv")]
+            if len(found) != 1:
+                names = ", ".join(p.relative_to(input_dir).as_posix() for p in found) or "none"
+                raise SubmissionError(f"The submission must be one CSV file ({PREDICTIONS_FILE}); CSV files found: "
+                                      f"{names}.")
+            path = found[0]
+        ids, values = read_predictions_csv(path.read_bytes(), self.truth.categories, self.truth.ids)
+        return list(zip(ids, values))
+
+    def _score_all(self, cases, workers):
+        # A predictions file is already read and checked whole: its rows need no worker processes.
+        if cases and cases[0].job is None:
+            workers = 1
+        return super()._score_all(cases, workers)
+
+    def load_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
+        if case.job is None:
+            return case.source
+        slug = self.settings.output_socket
+        return confidences_from_json(case.read_json(slug), self.truth.categories, f"{case.name}, output {slug!r}")
+
+    # ---- the leaderboard -----------------------------------------------------------------
+
+    def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
+        truth = self.truth
+        order = [self.ground_truth[image] for image in sorted(results)]
+        if order != list(range(len(truth.ids))):
+            raise SetupError("internal: the cases do not match the ground truth rows")  # check_case_ids prevents it
+        predictions = np.vstack([results[image] for image in sorted(results)])
+        return score(truth, predictions, self.settings.target_metric, self.settings.malignant_categories)
+
+    # ---- synthetic data ------------------------------------------------------------------
+
+    @classmethod
+    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
+        write_synthetic(out_dir, cls.categories, seed=seed, images=150 if cases is None else cases,
+                        phase=cls.example_phase)
+
+    example_phase: ClassVar[str] = "file"
+
+    @classmethod
+    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+        if cls.example_phase == "file":
+            lines = (input_dir / PREDICTIONS_FILE).read_text().splitlines(keepends=True)
+            # The second category written as 0/1 integers: the reference refuses such a column.
+            as_integers = [lines[0]] + [",".join(f"{round(float(v))}" if n == 2 else v
+                                                 for n, v in enumerate(line.rstrip("\n").split(","))) + "\n"
+                                        for line in lines[1:]]
+            return {
+                "integer-column": {PREDICTIONS_FILE: "".join(as_integers).encode()},
+                "missing-image": {PREDICTIONS_FILE: "".join(lines[:3] + lines[4:]).encode()},
+                "duplicate-row": {PREDICTIONS_FILE: "".join(lines + [lines[5]]).encode()},
+            }
+        predictions = json.loads((input_dir / "predictions.json").read_text())
+        first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
+        path = f"{first['pk']}/output/{first['outputs'][0]['socket']['relative_path']}"
+        content = json.loads((input_dir / path).read_text())
+        missing = dict(content)
+        missing.pop(cls.categories[-1])
+        out_of_range = dict(content)
+        out_of_range[cls.categories[0]] = 1.5
+        return {"missing-category": {path: (json.dumps(missing) + "\n").encode()},
+                "out-of-range": {path: (json.dumps(out_of_range) + "\n").encode()}}
+
+
+class Isic2018(IsicEvaluation):
+    name = "isic2018"
+    title = "ISIC 2018 Task 3: lesion diagnosis, balanced multi-class accuracy"
+    settings_class = Isic2018Settings
+    categories = ("MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC")
+    example_phase = "file"
+
+
+class Isic2019(IsicEvaluation):
+    name = "isic2019"
+    title = "ISIC 2019: skin lesion classification, balanced multi-class accuracy"
+    settings_class = Isic2019Settings
+    categories = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC", "UNK")
+    example_phase = "algorithm"
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+
+def _shown(image: str | None) -> str:
+    return "(empty id)" if image is None else repr(image) if image.strip() != image or not image else image
+
+
+def read_truth_csv(path: Path, zero_weight_images: list[str] | tuple[str, ...] = ()) -> Truth:
+    """The ground-truth CSV: an image/lesion_id column, one 0/1 column per category (the
+    categories are these columns, in file order) and optional weight columns."""
+    where = f"Ground truth {path.name}"
+    try:
+        table = isic_csv.tokenize(isic_csv.decode(path.read_bytes()))
+    except UnicodeDecodeError:
+        raise SetupError(f"{where} is not UTF-8 text.") from None
+    except isic_csv.CsvError as error:
+        raise SetupError(f"{where} cannot be read: {error}.") from None
+    header = table.header
+    index = next((c for c in INDEX_COLUMNS if c in header), None)
+    if index is None:
+        raise SetupError(f"{where} has no 'image' (or 'lesion_id') column.")
+    duplicated = sorted({c for c in header if header.count(c) > 1})
+    if duplicated:
+        raise SetupError(f"{where} has duplicate columns: {', '.join(duplicated)}.")
+    categories = tuple(c for c in header if c != index and c not in WEIGHT_COLUMNS)
+    if len(categories) < 2:
+        raise SetupError(f"{where} must have at least two category columns; found {', '.join(categories) or 'none'}.")
+    ids = [row[header.index(index)] for row in table.rows]
+    bad = [n for n, image in enumerate(ids) if image is None or image in isic_csv.NA_TOKENS]
+    if bad:
+        raise SetupError(f"{where}: data row {bad[0] + 1} has no image id.")
+    if len(set(ids)) != len(ids):
+        seen, dupes = set(), []
+        for image in ids:
+            if image in seen:
+                dupes.append(image)
+            seen.add(image)
+        raise SetupError(f"{where} lists images more than once: {id_list(sorted(set(dupes)))}.")
+    if not ids:
+        raise SetupError(f"{where} has no image rows.")
+
+    def column(name: str, default: float | None) -> np.ndarray:
+        if name not in header:
+            return np.full(len(ids), default)
+        tokens = [row[header.index(name)] for row in table.rows]
+        values, kinds = isic_csv.parse_numbers([t if t is not None else "" for t in tokens])
+        bad_rows = np.flatnonzero((kinds == isic_csv.NA) | (kinds == isic_csv.TEXT) | ~np.isfinite(values))
+        if len(bad_rows):
+            row = int(bad_rows[0])
+            raise SetupError(f"{where}: column {name} of image {ids[row]} is {tokens[row]!r}, not a finite number.")
+        return values
+
+    values = np.column_stack([column(c, None) for c in categories])
+    not_binary = np.argwhere((values != 0) & (values != 1))
+    if len(not_binary):
+        row, col = map(int, not_binary[0])
+        raise SetupError(f"{where}: image {ids[row]} has {values[row, col]!r} for {categories[col]}; the ground truth "
+                         f"must be 0 or 1.")
+    weights = {name: column(name, 1.0) for name in WEIGHT_COLUMNS}
+    for name, w in weights.items():
+        if (w < 0).any():
+            row = int(np.flatnonzero(w < 0)[0])
+            raise SetupError(f"{where}: {name} of image {ids[row]} is negative.")
+    for image in zero_weight_images:
+        if image in ids:  # the reference's rule for ISIC_0035068 (2018)
+            row = ids.index(image)
+            for w in weights.values():
+                w[row] = 0.0
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    return Truth(ids=tuple(ids[i] for i in order), categories=categories, values=values[order],
+                 score_weight=weights["score_weight"][order], validation_weight=weights["validation_weight"][order])
+
+
+def check_truth_scorable(truth: Truth) -> None:
+    """The ranked values must be numbers: some category needs weighted images of its own and
+    weighted images of others (AUC), and the score weights cannot all be zero."""
+    w = truth.score_weight
+    if not (w > 0).any():
+        raise SetupError("Every score_weight of the ground truth is 0: nothing would be scored.")
+    positive = ((truth.values > THRESHOLD) & (w[:, None] > 0)).any(axis=0)
+    negative = ((truth.values <= THRESHOLD) & (w[:, None] > 0)).any(axis=0)
+    if not (positive & negative).any():
+        raise SetupError("No category of the ground truth has both positive and negative images with a nonzero "
+                         "score_weight: AUC and balanced accuracy would be undefined.")
+    labels = classification.argmax_labels(truth.values)
+    if not ((labels >= 0) & (w > 0)).any():
+        raise SetupError("No ground-truth image has a single category: balanced accuracy would be undefined.")
+
+
+def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tuple[str, ...]
+                         ) -> tuple[list[str], np.ndarray]:
+    """The ISIC submission CSV, checked in the reference's order (isic.md, submission checks);
+    returns the image ids in sorted order and their confidences in category order."""
+    try:
+        text = isic_csv.decode(data)
+    except UnicodeDecodeError as error:
+        # The reference reads 2000 characters first: a file without newlines there is refused for that.
+        prefix = data[:error.start].decode("utf-8", errors="ignore")
+        prefix = prefix.replace("\r\n", "\n").replace("\r", "\n")
+        if error.start >= 8192 and prefix[:2000].count("\n") < 2:
+            raise SubmissionError("The CSV has no line breaks in its first 2000 characters: it must have a header "
+                                  "line and one line per image.") from None
+        raise SubmissionError(f"The CSV is not UTF-8 text (byte {error.start + 1} cannot be decoded); save it as "
+                              f"UTF-8.") from None
+    if text[:2000].count("\n") < 2:
+        raise SubmissionError("The CSV has no line breaks in its first 2000 characters: it must have a header line "
+                              "and one line per image.")
+    try:
+        table = isic_csv.tokenize(text)
+    except isic_csv.CsvError as error:
+        raise SubmissionError(f"The CSV cannot be parsed: {error}.") from None
+    header = table.header
+    index = next((c for c in INDEX_COLUMNS if c in header), None)
+    if index is None:
+        raise SubmissionError(f"The CSV has no 'image' column (nor 'lesion_id'); its header is "
+                              f"{', '.join(map(repr, header[:12]))}{' ...' if len(header) > 12 else ''}.")
+    index_at = header.index(index)
+    ids = [isic_csv.image_id(row[index_at]) for row in table.rows]
+
+    # Duplicate rows, after a trailing .jpg is removed.
+    seen: set = set()
+    duplicates: list = []
+    for image in ids:
+        if image in seen and image not in duplicates:
+            duplicates.append(image)
+        seen.add(image)
+    if duplicates:
+        raise SubmissionError(f"The CSV has more than one row for image(s) {id_list(map(_shown, duplicates))}.")
+
+    # Columns: every category, nothing else (in any order).
+    first_at: dict[str, int] = {}
+    extra_columns: list[str] = []
+    for position, name in enumerate(header):
+        if position == index_at:
+            continue
+        if name in categories and name not in first_at:
+            first_at[name] = position
+        else:
+            extra_columns.append(f"{name!r} (column {position + 1})" if name in first_at or name == index or not name
+                                 else repr(name))
+    missing_columns = [c for c in categories if c not in first_at]
+    if missing_columns:
+        raise SubmissionError(f"The CSV has no column for categor{'y' if len(missing_columns) == 1 else 'ies'} "
+                              f"{', '.join(missing_columns)}; the header must be {index} followed by "
+                              f"{', '.join(categories)}.")
+    if extra_columns:
+        raise SubmissionError(f"The CSV has column(s) that are not categories: {id_list(extra_columns)}; the "
+                              f"categories are {', '.join(categories)}.")
+    if table.truncated_rows:
+        log(f"Note: {table.truncated_rows} row(s) have more fields than the header; the surplus fields are ignored "
+            f"(as the reference does).")
+
+    tokens = [[row[first_at[c]] for row in table.rows] for c in categories]
+    parsed = [isic_csv.parse_numbers([t if t is not None else "" for t in column]) for column in tokens]
+    kinds = np.column_stack([k for _, k in parsed]) if ids else np.zeros((0, len(categories)), dtype=np.int8)
+    values = np.column_stack([v for v, _ in parsed]) if ids else np.zeros((0, len(categories)))
+
+    missing_rows = np.flatnonzero((kinds == isic_csv.NA).any(axis=1))
+    if len(missing_rows):
+        raise SubmissionError(f"The CSV has missing or empty values for image(s) "
+                              f"{id_list(_shown(ids[i]) for i in missing_rows)}.")
+    if not ids:
+        raise SubmissionError("The CSV has a header but no image rows.")
+    for position, category in enumerate(categories):
+        column_kinds = kinds[:, position]
+        if (column_kinds == isic_csv.TEXT).any():
+            row = int(np.flatnonzero(column_kinds == isic_csv.TEXT)[0])
+            raise SubmissionError(f"Column {category} of the CSV is not all numbers: image {_shown(ids[row])} has "
+                                  f"{tokens[position][row]!r}.")
+        if (column_kinds == isic_csv.INTEGER).all():
+            raise SubmissionError(f"Column {category} of the CSV holds only whole numbers such as "
+                                  f"{tokens[position][0].strip()!r}; confidences must be written as floating-point "
+                                  f"numbers (0.0, 1.0, 0.25).")
+    out_of_range = np.flatnonzero(((values < 0) | (values > 1)).any(axis=1))
+    if len(out_of_range):
+        first = int(out_of_range[0])
+        category = categories[int(np.flatnonzero((values[first] < 0) | (values[first] > 1))[0])]
+        raise SubmissionError(f"The CSV has values outside [0, 1] for image(s) "
+                              f"{id_list(_shown(ids[i]) for i in out_of_range)} (e.g. {category} = "
+                              f"{tokens[categories.index(category)][first].strip()}).")
+
+    known = set(truth_ids)
+    given = {image for image in ids if image is not None}
+    missing_images = sorted(known - given)
+    if missing_images:
+        raise SubmissionError(f"The CSV has no row for {len(missing_images)} image(s) of the test set: "
+                              f"{id_list(missing_images)}.")
+    extra_images = sorted((image for image in ids if image not in known), key=lambda i: (i is None, i or ""))
+    if extra_images:
+        raise SubmissionError(f"The CSV has {len(extra_images)} image(s) that are not in the test set: "
+                              f"{id_list(map(_shown, extra_images))}.")
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    return [ids[i] for i in order], values[order]
+
+
+def confidences_from_json(document: Any, categories: tuple[str, ...], where: str) -> np.ndarray:
+    """One image's algorithm output {category: confidence}: exactly the categories, each a
+    number in [0, 1] (JSON has no integer/float distinction: 0 and 1 are numbers here)."""
+    if not isinstance(document, dict):
+        raise SubmissionError(f"{where} must be a JSON object {{category: confidence}}, found {json_type(document)}.")
+    missing = [c for c in categories if c not in document]
+    if missing:
+        raise SubmissionError(f"{where} has no confidence for {', '.join(missing)} (the categories are "
+                              f"{', '.join(categories)}).")
+    extra = [k for k in document if k not in categories]
+    if extra:
+        raise SubmissionError(f"{where} has keys that are not categories: {id_list(map(repr, extra))} (the "
+                              f"categories are {', '.join(categories)}).")
+    values = []
+    for category in categories:
+        value = document[category]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 40 else f"{json_type(value)} {shown[:30]}..."
+            raise SubmissionError(f"{where}: the confidence for {category} is {shown}; it must be a number in [0, 1].")
+        if not 0 <= value <= 1:
+            raise SubmissionError(f"{where}: the confidence for {category} is {value}, outside [0, 1].")
+        values.append(float(value))
+    return np.asarray(values)
+
+
+# ---- scoring ------------------------------------------------------------------------------------
+
+
+def _why_undefined(category: str, weight_name: str, positives: bool, negatives: bool) -> str:
+    if not positives:
+        return f"no image of category {category} in the ground truth with a nonzero {weight_name}"
+    return f"every image with a nonzero {weight_name} is of category {category} (no negatives)"
+
+
+def _defined(value: float, reason: str) -> float | Undefined:
+    return value if np.isfinite(value) else Undefined(reason)
+
+
+def _mean_of(values: dict[str, Any], what: str) -> float | Undefined:
+    numbers = np.array([v if not isinstance(v, Undefined) else np.nan for v in values.values()], dtype=np.float64)
+    mean = classification.nan_mean(numbers)
+    return mean if np.isfinite(mean) else Undefined(f"{what} is undefined for every category")
+
+
+def category_scores(truth: np.ndarray, prediction: np.ndarray, weights: np.ndarray, category: str,
+                    weight_name: str) -> tuple[dict[str, Any], classification.RankingCurve]:
+    """The nine per-category metrics of the reference, for one weight column."""
+    positives, decisions = truth > THRESHOLD, prediction > THRESHOLD
+    cm = classification.binary_confusion(positives, decisions, weights)
+    curve = classification.ranking_curve(positives, prediction, weights)
+    reason = _why_undefined(category, weight_name, curve.has_positives, curve.has_negatives)
+    scores: dict[str, Any] = {
+        "accuracy": classification.accuracy(cm),
+        "sensitivity": classification.sensitivity(cm),
+        "specificity": classification.specificity(cm),
+        "dice": classification.dice(cm),
+        "ppv": classification.ppv(cm),
+        "npv": classification.npv(cm),
+        "auc": _defined(classification.roc_auc(curve), f"AUC: {reason}"),
+        "auc_sens_80": _defined(classification.auc_above_sensitivity(curve, AUC80_SENSITIVITY), f"AUC80: {reason}"),
+        "ap": _defined(classification.average_precision(curve), f"average precision: {reason}"),
+    }
+    return scores, curve
+
+
+def simplify_curve(x: np.ndarray, y: np.ndarray, epsilon: float) -> np.ndarray:
+    """Ramer-Douglas-Peucker: the mask of points to keep so that no dropped point is farther
+    than epsilon from the kept polyline (for compact ROC plots)."""
+    n = len(x)
+    keep = np.zeros(n, dtype=bool)
+    if n == 0:
+        return keep
+    keep[0] = keep[-1] = True
+    stack = [(0, n - 1)]
+    while stack:
+        a, b = stack.pop()
+        if b - a < 2:
+            continue
+        dx, dy = x[b] - x[a], y[b] - y[a]
+        px, py = x[a + 1:b] - x[a], y[a + 1:b] - y[a]
+        length = np.hypot(dx, dy)
+        distance = np.abs(dy * px - dx * py) / length if length > 0 else np.hypot(px, py)
+        i = int(np.argmax(distance))
+        if distance[i] > epsilon:
+            k = a + 1 + i
+            keep[k] = True
+            stack.extend(((a, k), (k, b)))
+    return keep
+
+
+def roc_for_plot(curve: classification.RankingCurve) -> dict[str, list[float]]:
+    fpr, tpr, thresholds = classification.roc_points(curve, drop_intermediate=True)
+    thresholds = np.where(np.isinf(thresholds), 1.0, thresholds)  # the +inf start point, as the reference
+    keep = simplify_curve(fpr, tpr, ROC_EPSILON)
+    return {"threshold": np.round(thresholds[keep], 6).tolist(),
+            "fpr": np.round(fpr[keep], ROC_DECIMALS).tolist(),
+            "tpr": np.round(tpr[keep], ROC_DECIMALS).tolist()}
+
+
+def score(truth: Truth, predictions: np.ndarray, target_metric: str,
+          malignant_categories: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """metrics.json content from the sorted truth and the predictions in the same row order."""
+    categories = truth.categories
+    per_category: dict[str, dict[str, Any]] = {metric: {} for metric in PER_CATEGORY_METRICS}
+    roc_curves: dict[str, Any] = {}
+    for c, category in enumerate(categories):
+        scores, curve = category_scores(truth.values[:, c], predictions[:, c], truth.score_weight, category,
+                                        "score_weight")
+        for metric, value in scores.items():
+            per_category[metric][category] = value
+        roc_curves[category] = (roc_for_plot(curve) if curve.has_positives and curve.has_negatives
+                                else Undefined(f"ROC: {_why_undefined(category, 'score_weight', curve.has_positives, curve.has_negatives)}"))
+    macro_average = {metric: _mean_of(values, metric) for metric, values in per_category.items()}
+    balanced = classification.balanced_multiclass_accuracy(truth.values, predictions, truth.score_weight)
+    aggregate = {
+        "balanced_accuracy": _defined(balanced, "no category has images with a nonzero score_weight"),
+        "auc": macro_average["auc"],  # the leaderboard's tie-break: mean AUC over categories
+        "malignant_vs_benign_auc": malignant_vs_benign_auc(truth, predictions, malignant_categories),
+    }
+    overall = aggregate["balanced_accuracy"] if target_metric == "balanced_accuracy" else macro_average[target_metric]
+    validation = validation_score(truth, predictions, target_metric)
+    undecided = classification.argmax_labels(predictions) == classification.UNDECIDED
+    return {
+        "overall": overall,
+        "validation": validation,
+        "per_category": per_category,
+        "macro_average": macro_average,
+        "aggregate": aggregate,
+        "roc_curves": roc_curves,
+        "counts": {
+            "images": len(truth.ids),
+            "images_scored": int((truth.score_weight > 0).sum()),
+            "images_validation": int((truth.validation_weight > 0).sum()),
+            "undecided_predictions": int((undecided & (truth.score_weight > 0)).sum()),
+        },
+    }
+
+
+def validation_score(truth: Truth, predictions: np.ndarray, target_metric: str) -> float | Undefined:
+    """The target metric with validation_weight, as the reference computes it."""
+    w = truth.validation_weight
+    if not (w > 0).any():
+        return Undefined("every validation_weight of the ground truth is 0")
+    if target_metric == "balanced_accuracy":
+        value = classification.balanced_multiclass_accuracy(truth.values, predictions, w)
+        return _defined(value, "no category has images with a nonzero validation_weight")
+    values = []
+    for c in range(len(truth.categories)):
+        positives = truth.values[:, c] > THRESHOLD
+        if target_metric == "dice":
+            values.append(classification.dice(classification.binary_confusion(positives, predictions[:, c] > THRESHOLD, w)))
+            continue
+        curve = classification.ranking_curve(positives, predictions[:, c], w)
+        if target_metric == "auc":
+            values.append(classification.roc_auc(curve))
+        elif curve.has_positives:
+            values.append(classification.average_precision(curve))
+        else:
+            # The reference (scikit-learn) scores AP 0 for a category without validation positives
+            # that has positives elsewhere in the truth; kept for parity (docs/challenges/isic.md).
+            values.append(0.0 if positives.any() else np.nan)
+    mean = classification.nan_mean(np.asarray(values))
+    return _defined(mean, f"{target_metric} is undefined for every category with validation_weight")
+
+
+def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray,
+                            malignant_categories: list[str] | tuple[str, ...]) -> float | Undefined:
+    """Our definition (the reference has none): truth = the image's category is malignant,
+    score = the sum of the confidences of the malignant categories, weighted ROC AUC. Images
+    whose truth has no single category are left out."""
+    if not malignant_categories:
+        return Undefined("no malignant categories are set")
+    columns = [truth.categories.index(c) for c in malignant_categories]
+    labels = classification.argmax_labels(truth.values)
+    weights = np.where(labels >= 0, truth.score_weight, 0.0)
+    curve = classification.ranking_curve(np.isin(labels, columns), predictions[:, columns].sum(axis=1), weights)
+    if not (curve.has_positives and curve.has_negatives):
+        return Undefined("the ground truth needs both malignant and benign images with a nonzero score_weight")
+    return classification.roc_auc(curve)
+
+
+# ---- synthetic data -----------------------------------------------------------------------------
+
+# Rough prevalence of the categories in the ISIC test sets (synthetic data only).
+_PREVALENCE = {"MEL": 0.11, "NV": 0.6, "BCC": 0.05, "AKIEC": 0.03, "AK": 0.03, "BKL": 0.1, "DF": 0.012,
+               "VASC": 0.014, "SCC": 0.012, "UNK": 0.04}
+
+
+def synthetic_data(categories: tuple[str, ...], seed: int, images: int) -> dict[str, Any]:
+    """Truth, weights and predictions with ties, exact 0.5 values and tied maxima."""
+    rng = np.random.default_rng(seed)
+    k = len(categories)
+    prevalence = np.array([_PREVALENCE.get(c, 1.0 / k) for c in categories])
+    labels = rng.choice(k, size=images, p=prevalence / prevalence.sum())
+    labels[:k] = np.arange(k)  # every category present
+    rng.shuffle(labels)
+    truth = np.eye(k)[labels]
+    logits = rng.normal(0.0, 1.0, size=(images, k)) + 2.0 * truth * rng.uniform(0.3, 1.5, size=(images, 1))
+    confidences = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    confidences = np.round(confidences, 2)  # ties, as with real models
+    confidences[rng.random(images) < 0.04, rng.integers(0, k)] = 0.5  # exact 0.5 (not > 0.5)
+    tied = rng.random(images) < 0.03
+    confidences[tied, :2] = 0.45  # tied maxima: undecided rows
+    confidences[tied, 2:] = 0.01
+    ids = [f"ISIC_{n:07d}" for n in rng.choice(10**6, size=images, replace=False)]
+    score_weight = np.where(rng.random(images) < 0.95, 1.0, 0.0)
+    validation_weight = np.where(rng.random(images) < 0.2, 1.0, 0.0)
+    return {"ids": ids, "truth": truth, "predictions": confidences, "score_weight": score_weight,
+            "validation_weight": validation_weight}
+
+
+def truth_csv_text(categories, data) -> str:
+    lines = [",".join(["image", *categories, "score_weight", "validation_weight"])]
+    for n, image in enumerate(data["ids"]):
+        lines.append(",".join([image, *(f"{v:.1f}" for v in data["truth"][n]),
+                               f"{data['score_weight'][n]:.1f}", f"{data['validation_weight'][n]:.1f}"]))
+    return "\n".join(lines) + "\n"
+
+
+def predictions_csv_text(categories, data) -> str:
+    lines = [",".join(["image", *categories])]
+    for n, image in enumerate(data["ids"]):
+        lines.append(",".join([image, *(repr(float(v)) for v in data["predictions"][n])]))
+    return "\n".join(lines) + "\n"
+
+
+def write_synthetic(out_dir: Path, categories: tuple[str, ...], seed: int, images: int, phase: str) -> None:
+    """out_dir/ground-truth/truth.csv and out_dir/input/: predictions.csv (phase 'file') or
+    predictions.json with one job per image (phase 'algorithm'), rows in shuffled order."""
+    data = synthetic_data(categories, seed, images)
+    order = sorted(range(images), key=lambda n: data["ids"][n])  # truth sorted by image, as ISIC's
+    sorted_data = {key: ([value[n] for n in order] if isinstance(value, list) else value[order])
+                   for key, value in data.items()}
+    (out_dir / "ground-truth").mkdir(parents=True, exist_ok=True)
+    (out_dir / "ground-truth" / "truth.csv").write_text(truth_csv_text(categories, sorted_data))
+    input_dir = out_dir / "input"
+    input_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed + 1)
+    if phase == "file":
+        (input_dir / PREDICTIONS_FILE).write_text(predictions_csv_text(categories, data))
+        return
+    jobs = []
+    relative_path = "skin-lesion-class-confidences.json"
+    for n, image in enumerate(data["ids"]):
+        pk = synthetic.job_pk(rng)
+        jobs.append(synthetic.job(
+            pk,
+            [synthetic.image_input("dermoscopic-image", f"{image}.jpg", "images/dermoscopic-image")],
+            [synthetic.file_output("skin-lesion-class-confidences", relative_path)],
+            seconds=float(rng.uniform(2, 10)),
+        ))
+        synthetic.write_output(input_dir, pk, relative_path,
+                               {c: float(v) for c, v in zip(categories, data["predictions"][n])})
+    synthetic.write_predictions(input_dir, jobs)

@@ -1,0 +1,278 @@
+"""Classification metrics of the ISIC challenges, with the reference scorer's numerics.
+
+Pure functions, arrays in and numbers out. The reference (`isic-challenge-scoring` 5.8.0) calls
+scikit-learn 1.7 once per metric, sorting the scores each time; here one sort per category gives
+a `RankingCurve` from which ROC AUC, average precision, AUC80 and the ROC points all derive, with
+the same floating-point operations in the same order as scikit-learn, so the numbers are equal
+bit for bit (tests/test_isic_metrics.py checks them against scikit-learn itself).
+
+Undefined values (a category without positives or without negatives) are NaN here; the challenge
+turns them into nulls with a reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+UNDECIDED = -1  # the label of a row whose maximum is tied between categories
+
+
+def _check_lengths(*arrays: np.ndarray) -> None:
+    lengths = {len(a) for a in arrays}
+    if len(lengths) != 1:
+        raise ValueError(f"arrays of different lengths: {sorted(lengths)}")
+
+
+# ---- confusion-based metrics ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Weighted counts of one category's binary decision."""
+
+    tp: float
+    tn: float
+    fp: float
+    fn: float
+
+
+def binary_confusion(truth: np.ndarray, prediction: np.ndarray, weights: np.ndarray) -> Confusion:
+    """Weighted TP/TN/FP/FN of boolean arrays; each count is the sum over all rows of
+    weight * indicator, as the reference sums them (so the rounding is the same)."""
+    truth, prediction = np.asarray(truth, dtype=bool), np.asarray(prediction, dtype=bool)
+    weights = np.asarray(weights, dtype=np.float64)
+    _check_lengths(truth, prediction, weights)
+    return Confusion(
+        tp=float(np.sum((truth & prediction) * weights)),
+        tn=float(np.sum((~truth & ~prediction) * weights)),
+        fp=float(np.sum((~truth & prediction) * weights)),
+        fn=float(np.sum((truth & ~prediction) * weights)),
+    )
+
+
+def _ratio_or_one(numerator: float, denominator: float) -> float:
+    """ISIC's rule for a zero denominator: the metric is a freebie, 1.0."""
+    return 1.0 if denominator == 0 else numerator / denominator
+
+
+def accuracy(cm: Confusion) -> float:
+    return (cm.tp + cm.tn) / (cm.tp + cm.tn + cm.fp + cm.fn)
+
+
+def sensitivity(cm: Confusion) -> float:
+    return _ratio_or_one(cm.tp, cm.tp + cm.fn)
+
+
+def specificity(cm: Confusion) -> float:
+    return _ratio_or_one(cm.tn, cm.tn + cm.fp)
+
+
+def dice(cm: Confusion) -> float:
+    """Dice = F1 = 2TP / (2TP + FP + FN); 1.0 when there is nothing to find and nothing found."""
+    if cm.tp + cm.fp + cm.fn == 0:
+        return 1.0
+    return (2 * cm.tp) / ((2 * cm.tp) + cm.fp + cm.fn)
+
+
+def ppv(cm: Confusion) -> float:
+    return _ratio_or_one(cm.tp, cm.tp + cm.fp)
+
+
+def npv(cm: Confusion) -> float:
+    return _ratio_or_one(cm.tn, cm.tn + cm.fn)
+
+
+# ---- ranking metrics from one sort ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankingCurve:
+    """Cumulative weighted positives (tps) and negatives (fps) at each distinct score, scores
+    decreasing: scikit-learn's _binary_clf_curve, zero-weight rows left out as it does."""
+
+    fps: np.ndarray
+    tps: np.ndarray
+    thresholds: np.ndarray
+
+    @property
+    def has_positives(self) -> bool:
+        return len(self.tps) > 0 and self.tps[-1] > 0
+
+    @property
+    def has_negatives(self) -> bool:
+        return len(self.fps) > 0 and self.fps[-1] > 0
+
+
+def ranking_curve(truth: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> RankingCurve:
+    truth = np.asarray(truth, dtype=bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)
+    _check_lengths(truth, scores, weights)
+    if not (np.isfinite(scores).all() and np.isfinite(weights).all()):
+        raise ValueError("scores and weights must be finite")
+    kept = weights != 0
+    truth, scores, weights = truth[kept], scores[kept], weights[kept]
+    if len(scores) == 0:
+        empty = np.zeros(0)
+        return RankingCurve(empty, empty, empty)
+    order = np.argsort(scores, kind="mergesort")[::-1]  # scikit-learn's order, ties included
+    scores, truth, weights = scores[order], truth[order], weights[order]
+    ends = np.r_[np.where(np.diff(scores))[0], truth.size - 1]
+    tps = np.cumsum(truth * weights, dtype=np.float64)[ends]
+    fps = np.cumsum((1 - truth) * weights, dtype=np.float64)[ends]
+    return RankingCurve(fps=fps, tps=tps, thresholds=scores[ends])
+
+
+def roc_points(curve: RankingCurve, drop_intermediate: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fpr, tpr, thresholds) as scikit-learn's roc_curve: collinear points dropped when asked,
+    then the (0, 0) point with threshold +inf. NaN rates when a class is absent."""
+    fps, tps, thresholds = curve.fps, curve.tps, curve.thresholds
+    if drop_intermediate and len(fps) > 2:
+        keep = np.where(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])[0]
+        fps, tps, thresholds = fps[keep], tps[keep], thresholds[keep]
+    tps = np.r_[0, tps]
+    fps = np.r_[0, fps]
+    thresholds = np.r_[np.inf, thresholds]
+    fpr = fps / fps[-1] if fps[-1] > 0 else np.repeat(np.nan, fps.shape)
+    tpr = tps / tps[-1] if tps[-1] > 0 else np.repeat(np.nan, tps.shape)
+    return fpr, tpr, thresholds
+
+
+def trapezoid_area(x: np.ndarray, y: np.ndarray) -> float:
+    """Area under y(x) by the trapezoidal rule, x monotone (scikit-learn's auc)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    _check_lengths(x, y)
+    if len(x) < 2:
+        raise ValueError("at least 2 points are needed to compute an area")
+    dx = np.diff(x)
+    direction = 1
+    if np.any(dx < 0):
+        if not np.all(dx <= 0):
+            raise ValueError("x is neither increasing nor decreasing")
+        direction = -1
+    return float(direction * np.add.reduce(dx * (y[1:] + y[:-1]) / 2.0))
+
+
+def roc_auc(curve: RankingCurve) -> float:
+    """ROC AUC (scikit-learn's roc_auc_score); NaN without positives or without negatives."""
+    if not (curve.has_positives and curve.has_negatives):
+        return float("nan")
+    fpr, tpr, _ = roc_points(curve, drop_intermediate=True)
+    return trapezoid_area(fpr, tpr)
+
+
+def average_precision(curve: RankingCurve) -> float:
+    """Step-wise average precision, no interpolation (scikit-learn's average_precision_score);
+    NaN without positives."""
+    if not curve.has_positives:
+        return float("nan")
+    tps, fps = curve.tps, curve.fps
+    predicted = tps + fps
+    precision = np.zeros_like(tps)
+    np.divide(tps, predicted, out=precision, where=(predicted != 0))
+    recall = tps / tps[-1]
+    precision = np.hstack((precision[::-1], 1))
+    recall = np.hstack((recall[::-1], 0))
+    return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+
+
+def auc_above_sensitivity(curve: RankingCurve, sensitivity_threshold: float = 0.8) -> float:
+    """ISIC's AUC80: the area under the ROC curve (all points kept) between the sensitivity
+    threshold and 1, from the point (FPR*, threshold) where FPR* is interpolated on the segment
+    that crosses it, to FPR = 1. Not normalised: perfect 1.0, chance 0.18 at 0.8. NaN without
+    positives or without negatives."""
+    if not 0 < sensitivity_threshold <= 1:
+        raise ValueError(f"sensitivity_threshold must be in (0, 1], not {sensitivity_threshold}")
+    if not (curve.has_positives and curve.has_negatives):
+        return float("nan")
+    fpr, tpr, _ = roc_points(curve, drop_intermediate=False)
+    index = int(tpr.searchsorted(sensitivity_threshold, side="left"))
+    fpr_at_threshold = np.interp(sensitivity_threshold, tpr[index - 1:index + 1], fpr[index - 1:index + 1])
+    return trapezoid_area(np.insert(fpr[index:], 0, fpr_at_threshold),
+                          np.insert(tpr[index:], 0, sensitivity_threshold))
+
+
+# ---- multi-class ------------------------------------------------------------------------------
+
+
+def argmax_labels(scores: np.ndarray) -> np.ndarray:
+    """Index of each row's maximum; UNDECIDED (-1) when the maximum is shared by several columns."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 2 or scores.shape[1] == 0:
+        raise ValueError("scores must be a 2-D array with at least one column")
+    labels = np.argmax(scores, axis=1)
+    tied = (scores == scores.max(axis=1, keepdims=True)).sum(axis=1) > 1
+    labels[tied] = UNDECIDED
+    return labels
+
+
+def kahan_group_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per-group sums with Kahan compensation in row order (how pandas sums a groupby; equal to
+    the plain sum whenever the values are whole numbers). Rows with a group outside
+    [0, n_groups) are left out."""
+    values = np.asarray(values, dtype=np.float64)
+    groups = np.asarray(groups)
+    inside = (groups >= 0) & (groups < n_groups)
+    values, groups = values[inside], groups[inside]
+    if np.all(values == np.round(values)) and np.abs(values).sum() < 2.0 ** 52:
+        return np.bincount(groups, weights=values, minlength=n_groups).astype(np.float64)  # exact
+    sums = [0.0] * n_groups
+    compensation = [0.0] * n_groups
+    for value, group in zip(values.tolist(), groups.tolist()):
+        y = value - compensation[group]
+        t = sums[group] + y
+        compensation[group] = t - sums[group] - y
+        sums[group] = t
+    return np.asarray(sums, dtype=np.float64)
+
+
+def sequential_group_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per-group sums added left to right (how scipy fills a sparse confusion matrix)."""
+    values = np.asarray(values, dtype=np.float64)
+    sums = np.zeros(n_groups)
+    for group in range(n_groups):
+        members = values[groups == group]
+        if len(members):
+            sums[group] = np.cumsum(members)[-1]
+    return sums
+
+
+def per_class_recall(truth_scores: np.ndarray, prediction_scores: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per category: weighted rows whose truth and prediction argmax are that category, over
+    weighted rows whose truth argmax is that category. A prediction row with a tied maximum is
+    undecided, hence wrong; a truth row with a tied maximum belongs to no category. NaN for a
+    category with no (weighted) truth rows."""
+    truth_scores = np.asarray(truth_scores, dtype=np.float64)
+    prediction_scores = np.asarray(prediction_scores, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)
+    if truth_scores.shape != prediction_scores.shape:
+        raise ValueError(f"truth {truth_scores.shape} and prediction {prediction_scores.shape} differ in shape")
+    _check_lengths(truth_scores, weights)
+    n = truth_scores.shape[1]
+    truth_labels = argmax_labels(truth_scores)
+    prediction_labels = argmax_labels(prediction_scores)
+    correct = np.where(truth_labels == prediction_labels, truth_labels, UNDECIDED)
+    hits = sequential_group_sums(weights, correct, n)
+    totals = kahan_group_sums(weights, truth_labels, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(totals != 0, hits / np.where(totals != 0, totals, 1.0), np.nan)
+
+
+def nan_mean(values: np.ndarray) -> float:
+    """Mean of the defined (non-NaN) values, summed as pandas does (NaN as 0, numpy's sum, then
+    divided by the count); NaN when none is defined."""
+    values = np.asarray(values, dtype=np.float64)
+    defined = ~np.isnan(values)
+    count = int(defined.sum())
+    if count == 0:
+        return float("nan")
+    return float(np.where(defined, values, 0.0).sum() / count)
+
+
+def balanced_multiclass_accuracy(truth_scores: np.ndarray, prediction_scores: np.ndarray,
+                                 weights: np.ndarray) -> float:
+    """ISIC's goal metric: mean per-category recall over the categories present in the truth,
+    labels by argmax, a tied prediction counting as wrong (see per_class_recall)."""
+    return nan_mean(per_class_recall(truth_scores, prediction_scores, weights))
