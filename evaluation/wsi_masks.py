@@ -56,13 +56,18 @@ def _plane(array: np.ndarray, samples: int) -> np.ndarray:
 
 
 def _read_tiff(path: Path, pyramid_level: int, single_page_level: int, what: str) -> LevelMask:
+    try:
+        return _read_tiff_levels(path, pyramid_level, single_page_level, what)
+    except SetupError:
+        raise
+    except Exception as exc:  # tifffile raises many types for a broken or unusual file
+        raise SetupError(f"{what}: {path.name} is not a readable TIFF ({type(exc).__name__}: {str(exc)[:200]}).") from None
+
+
+def _read_tiff_levels(path: Path, pyramid_level: int, single_page_level: int, what: str) -> LevelMask:
     import tifffile  # imported here: every run imports every challenge module
 
-    try:
-        tif = tifffile.TiffFile(path)
-    except Exception as exc:  # tifffile raises several types for a broken file
-        raise SetupError(f"{what}: {path.name} is not a readable TIFF ({str(exc)[:200]}).") from None
-    with tif:
+    with tifffile.TiffFile(path) as tif:
         first = tif.pages[0]
         height0, width0 = int(first.imagelength), int(first.imagewidth)
         # Every image of the file but the first: reduced pages, SubIFD levels, further series.

@@ -396,3 +396,9 @@ def test_release_mask_names_and_reference_without_header(data, evaluate):
     run = evaluate("camelyon16", input_dir, ground_truth)
     assert run.code == 0, run.stderr
     assert run.metrics["aggregates"] == before
+
+
+def test_broken_mask_file_is_a_setup_error(tmp_path):
+    (tmp_path / "m.tif").write_bytes(b"II*\x00garbage")
+    with pytest.raises(SetupError, match=r"^Mask of slide Test_001: m.tif is not a readable TIFF \("):
+        read_mask(tmp_path / "m.tif", 5, 5, "Mask of slide Test_001")
