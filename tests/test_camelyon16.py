@@ -178,25 +178,27 @@ def test_single_page_tiff_png_and_mha_are_at_mask_level(tmp_path):
         assert np.array_equal(mask.tumor, raster != 0)
 
 
-def test_lzw_mask_without_imagecodecs_is_named(tmp_path):
-    """The CAMELYON16 release's masks are LZW (ASAP's writer); tifffile needs imagecodecs for it."""
+def test_lzw_tiled_pyramid_as_asap_writes_it(tmp_path):
+    """The CAMELYON16 release's masks are LZW-compressed, 512-tiled pyramids (ASAP's writer):
+    imagecodecs (pinned in requirements.txt) decodes them; level 5 is read as written."""
     import tifffile
 
-    pytest.importorskip("tifffile")
-    try:
-        import imagecodecs  # noqa: F401
-        pytest.skip("imagecodecs is installed: LZW decodes")
-    except ImportError:
-        pass
-    path = tmp_path / "lzw.tif"
-    tifffile.imwrite(path, np.ones((8, 8), np.uint8))
+    level5 = np.zeros((32, 51), np.uint8)
+    level5[3:9, 4:20] = 1
+    shapes = [(1000, 1610)]
+    for _ in range(5):
+        shapes.append(tuple(-(-s // 2) for s in shapes[-1]))
+    path = tmp_path / "Tumor_001.tif"
+    with tifffile.TiffWriter(path) as tif:
+        tif.write(np.zeros(shapes[0], np.uint8), tile=(512, 512), compression="lzw")
+        for shape in shapes[1:5]:
+            tif.write(np.zeros(shape, np.uint8), tile=(512, 512), compression="lzw", subfiletype=1)
+        tif.write(level5, tile=(512, 512), compression="lzw", subfiletype=1)
     with tifffile.TiffFile(path) as tif:
-        offset = tif.pages[0].tags["Compression"].valueoffset
-    with open(path, "r+b") as handle:  # relabel the (uncompressed) strip as LZW
-        handle.seek(offset)
-        handle.write((5).to_bytes(2, "little"))
-    with pytest.raises(SetupError, match="compressed with LZW, which needs the imagecodecs package"):
-        read_mask(path, 5, 5, "Mask of slide Test_001")
+        assert tif.pages[0].compression == tifffile.COMPRESSION.LZW
+    mask = read_mask(path, 5, 5, "Mask of slide Tumor_001")
+    assert mask.pyramidal and mask.level == 5
+    assert np.array_equal(mask.tumor, level5 != 0)
 
 
 def test_pyramid_without_level5_is_a_setup_error(tmp_path):

@@ -537,7 +537,7 @@ def _draw_lesions(rng: np.random.Generator, shape: tuple[int, int], value: int, 
 
 def _write_pyramid(path: Path, level5: np.ndarray, use_subifds: bool, pixel_size_um: float) -> None:
     """A pyramidal TIFF whose level 0 is the level-5 mask upsampled 32 times, with 2x levels
-    down to level 5, deflate-compressed (readable without imagecodecs)."""
+    down to level 5, deflate-compressed."""
     import tifffile
 
     level0 = np.repeat(np.repeat(level5, 32, axis=0), 32, axis=1)
