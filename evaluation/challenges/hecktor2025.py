@@ -37,7 +37,9 @@ from evaluation.settings import Settings, json_type, setting
 
 PATIENT_COLUMN = "PatientID"
 PREDICTION_COLUMN = "Prediction"  # the 2022 predictions-file phase's CSV: PatientID,Prediction
-RESAMPLES_PER_BLOCK = 100  # bootstrap rows turned into counts at a time: bounded memory
+# Bootstrap rows turned into counts at a time: all of them for usual test sets (the C-index builds
+# its pair matrices once per block), bounded (~64 MB of counts) for very large ones.
+COUNT_ELEMENTS_PER_BLOCK = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -196,8 +198,9 @@ def bootstrap_counts(n_patients: int, settings: BootstrapSettings):
     resample, from numpy's default_rng(seed) (one integers() call for every draw)."""
     rng = np.random.default_rng(settings.seed)
     draws = draw_with_replacement(rng, n_patients, settings.bootstrap_repetitions, n_patients)
-    for start in range(0, len(draws), RESAMPLES_PER_BLOCK):
-        yield draws_to_counts(draws[start:start + RESAMPLES_PER_BLOCK], n_patients)
+    rows = max(1, COUNT_ELEMENTS_PER_BLOCK // n_patients)
+    for start in range(0, len(draws), rows):
+        yield draws_to_counts(draws[start:start + rows], n_patients)
 
 
 def percentile_interval(values: np.ndarray, level: float, what: str) -> tuple[float, float]:

@@ -36,6 +36,7 @@ from evaluation.settings import setting
 BACKGROUND, GTVP, GTVN = 0, 1, 2
 LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"
 MASK_SUFFIXES = (".nii.gz", ".mha", ".nii", ".nrrd")  # ground truth: <PatientID>.nii.gz or .mha
+LABEL_CHECK_SLAB = 1 << 22  # voxels checked at a time in a non-uint8 mask
 
 
 @dataclass(frozen=True)
@@ -291,18 +292,20 @@ def as_label_map(array: np.ndarray, error) -> np.ndarray:
         return array
     if array.dtype == bool:
         return array.view(np.uint8)
-    if array.dtype.kind in "iu":
-        if array.size == 0 or (array.min() >= 0 and array.max() <= 255):
-            return array.astype(np.uint8)
-        bad = array[(array < 0) | (array > 255)]
-    elif array.dtype.kind == "f":
-        fits = np.isfinite(array) & (array >= 0) & (array <= 255) & (array == np.round(array))
-        if fits.all():
-            return array.astype(np.uint8)
-        bad = array[~fits]
-    else:
+    if array.dtype.kind not in "iuf":
         raise error(f"of type {array.dtype}")
-    values, voxels = np.unique(bad, return_counts=True)
+    flat = array.reshape(-1)
+    bad = []
+    for start in range(0, flat.size, LABEL_CHECK_SLAB):  # slabs: no full-size float temporaries
+        part = flat[start:start + LABEL_CHECK_SLAB]
+        fits = (part >= 0) & (part <= 255)
+        if array.dtype.kind == "f":
+            fits &= part == np.floor(part)  # NaN compares False: not a label
+        if not fits.all():
+            bad.append(part[~fits])
+    if not bad:
+        return array.astype(np.uint8)
+    values, voxels = np.unique(np.concatenate(bad), return_counts=True)
     raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist())), limit=5))
 
 

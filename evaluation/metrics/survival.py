@@ -54,18 +54,29 @@ def resampled_concordance(time, event, risk, counts) -> tuple[np.ndarray, np.nda
         raise ValueError(f"counts must be (resamples x {len(time)}), got {weights.shape}")
     n = len(time)
     numerators = np.zeros(len(weights))
-    denominators = np.zeros(len(weights))
-    rows = max(1, _PAIR_ELEMENTS // max(n, 1))
     events = np.flatnonzero(event)  # only a patient with an event can be the earlier of a pair
+    if n == 0 or len(events) == 0:
+        return numerators, np.zeros(len(weights))
+    # Comparable pairs depend on the times only: per resample, the weight of later times plus
+    # censored equal times, by cumulative sums over the time-sorted patients (no pair matrix).
+    order = np.argsort(time, kind="stable")
+    times, group_of_sorted = np.unique(time[order], return_inverse=True)
+    starts = np.flatnonzero(np.r_[True, np.diff(group_of_sorted) != 0])
+    sorted_weights = weights[:, order]
+    per_time = np.add.reduceat(sorted_weights, starts, axis=1)
+    censored_per_time = np.add.reduceat(sorted_weights * ~event[order], starts, axis=1)
+    later = per_time.sum(axis=1, keepdims=True) - np.cumsum(per_time, axis=1)
+    group = np.empty(n, dtype=np.int64)
+    group[order] = group_of_sorted
+    partners = later[:, group[events]] + censored_per_time[:, group[events]]
+    denominators = np.einsum("rk,rk->r", partners, weights[:, events])
+    # Concordance needs the risks too: w' S w, S built for a block of event rows at a time.
+    rows = max(1, _PAIR_ELEMENTS // n)
     for start in range(0, len(events), rows):
         i = events[start:start + rows]
         t_i, r_i = time[i, None], risk[i, None]
         comparable = (t_i < time) | ((t_i == time) & ~event)
         concordant = np.where(comparable, (r_i > risk) + 0.5 * (r_i == risk), 0.0)
-        # w' M w restricted to rows i: sum over i of w_i * (M[i] @ w)
-        both = np.concatenate([concordant, comparable.astype(np.float64)])  # (2k x n)
-        products = weights @ both.T  # (resamples x 2k)
-        k = len(i)
-        numerators += np.einsum("rk,rk->r", products[:, :k], weights[:, i])
-        denominators += np.einsum("rk,rk->r", products[:, k:], weights[:, i])
+        # w' S w restricted to rows i: sum over i of w_i * (S[i] @ w)
+        numerators += np.einsum("rk,rk->r", weights @ concordant.T, weights[:, i])
     return numerators, denominators
