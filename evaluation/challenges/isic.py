@@ -149,7 +149,8 @@ class IsicEvaluation(Evaluation):
 
     @classmethod
     def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
-        write_synthetic(out_dir, cls.categories, seed=seed, images=150 if cases is None else cases,
+        default = 150 if cls.example_phase == "file" else 45  # one job folder per image: keep it small
+        write_synthetic(out_dir, cls.categories, seed=seed, images=default if cases is None else cases,
                         phase=cls.example_phase)
 
     example_phase: ClassVar[str] = "file"

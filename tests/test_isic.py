@@ -1,0 +1,352 @@
+"""ISIC 2018/2019: metric functions against scikit-learn, the CSV number reader against pandas,
+the algorithm phase, settings, ground-truth errors, and the bundled examples' numbers recomputed
+independently (scikit-learn and plain loops). Parity with the reference itself:
+tests/test_isic_parity.py."""
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import auc as sk_auc
+from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
+
+from evaluation import isic_csv
+from evaluation.challenges.isic import Isic2018, Isic2019, write_synthetic
+from evaluation.metrics import classification as clf
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = "skin-lesion-class-confidences"
+
+
+def random_case(seed, n=300, zero_weights=True, fractional=False):
+    rng = np.random.default_rng(seed)
+    truth = rng.random(n) < 0.3
+    scores = np.round(np.clip(rng.normal(0.4 + 0.3 * truth, 0.2), 0, 1), 2)  # many ties
+    scores[rng.random(n) < 0.05] = 0.5
+    weights = np.round(rng.uniform(0, 2, n), 3) if fractional else np.ones(n)
+    if zero_weights:
+        weights[rng.random(n) < 0.1] = 0.0
+    return truth, scores, weights
+
+
+# ---- metric functions against scikit-learn ----------------------------------------------------
+
+
+@pytest.mark.parametrize("seed, fractional", [(0, False), (1, True), (2, True), (3, False)])
+def test_ranking_metrics_equal_scikit_learn_bit_for_bit(seed, fractional):
+    """Whole-number weights: the same bits as the installed scikit-learn. Fractional weights:
+    scikit-learn >= 1.8 accumulates false positives differently from the 1.7 the reference pins
+    (one ulp apart); the bits of 1.7 are checked against the reference in test_isic_parity.py."""
+    truth, scores, weights = random_case(seed, fractional=fractional)
+    curve = clf.ranking_curve(truth, scores, weights)
+    same = (lambda a, b: np.testing.assert_allclose(a, b, rtol=0, atol=1e-15)) if fractional else \
+        np.testing.assert_array_equal
+    same(clf.roc_auc(curve), roc_auc_score(truth, scores, sample_weight=weights))
+    same(clf.average_precision(curve), average_precision_score(truth, scores, sample_weight=weights))
+    for drop in (True, False):
+        ours = clf.roc_points(curve, drop_intermediate=drop)
+        theirs = roc_curve(truth, scores, sample_weight=weights, drop_intermediate=drop)
+        for a, b in zip(ours, theirs):
+            same(a, b)
+
+
+def independent_auc80(truth, scores, weights, level=0.8):
+    """The ISIC definition written out with scikit-learn's curve and area."""
+    kept = weights != 0
+    fpr, tpr, _ = roc_curve(truth[kept], scores[kept], sample_weight=weights[kept], drop_intermediate=False)
+    i = int(np.argmax(tpr >= level))  # first point at or above the level
+    start = np.interp(level, tpr[i - 1:i + 1], fpr[i - 1:i + 1])
+    return sk_auc(np.r_[start, fpr[i:]], np.r_[level, tpr[i:]])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_auc80_matches_its_definition(seed):
+    truth, scores, weights = random_case(seed, fractional=seed % 2 == 1)
+    value = clf.auc_above_sensitivity(clf.ranking_curve(truth, scores, weights), 0.8)
+    assert value == pytest.approx(independent_auc80(truth, scores, weights), abs=1e-15)
+
+
+def test_auc80_perfect_and_chance():
+    truth = np.array([0] * 50 + [1] * 50, dtype=bool)
+    perfect = clf.ranking_curve(truth, truth.astype(float), np.ones(100))
+    assert clf.auc_above_sensitivity(perfect) == pytest.approx(1.0)
+    constant = clf.ranking_curve(truth, np.full(100, 0.3), np.ones(100))
+    assert clf.auc_above_sensitivity(constant) == pytest.approx(0.18)  # the chance diagonal, not normalised
+
+
+def test_undefined_ranking_metrics_are_nan():
+    no_positives = clf.ranking_curve(np.zeros(5, bool), np.linspace(0, 1, 5), np.ones(5))
+    only_zero_weight_positives = clf.ranking_curve(np.array([1, 0, 0], bool), np.array([0.9, 0.1, 0.2]),
+                                                   np.array([0.0, 1.0, 1.0]))
+    for curve in (no_positives, only_zero_weight_positives):
+        assert np.isnan(clf.roc_auc(curve)) and np.isnan(clf.auc_above_sensitivity(curve))
+        assert np.isnan(clf.average_precision(curve))
+
+
+def test_confusion_metrics_and_the_freebie_rule():
+    truth = np.array([1, 1, 0, 0, 0], bool)
+    prediction = np.array([0.9, 0.5, 0.6, 0.2, 0.5]) > 0.5  # exact 0.5 is not positive
+    cm = clf.binary_confusion(truth, prediction, np.array([1.0, 2.0, 1.0, 1.0, 0.5]))
+    assert (cm.tp, cm.fn, cm.fp, cm.tn) == (1.0, 2.0, 1.0, 1.5)
+    assert clf.sensitivity(cm) == 1 / 3 and clf.specificity(cm) == 1.5 / 2.5
+    assert clf.dice(cm) == 2 / 5 and clf.ppv(cm) == 0.5 and clf.npv(cm) == 1.5 / 3.5
+    assert clf.accuracy(cm) == 2.5 / 5.5
+    nothing = clf.binary_confusion(np.zeros(3, bool), np.zeros(3, bool), np.ones(3))
+    assert [clf.sensitivity(nothing), clf.ppv(nothing), clf.dice(nothing), clf.specificity(nothing)] == [1.0] * 4
+
+
+def test_balanced_accuracy_with_undecided_rows_by_a_plain_loop():
+    rng = np.random.default_rng(5)
+    n, k = 400, 5
+    labels = rng.integers(0, k, n)
+    labels[:k] = np.arange(k)
+    truth = np.eye(k)[labels]
+    predictions = np.round(rng.random((n, k)), 1)  # many tied maxima
+    weights = np.where(rng.random(n) < 0.9, rng.uniform(0.5, 1.5, n), 0.0)
+    recalls = []
+    for c in range(k):
+        total = correct = 0.0
+        for i in range(n):
+            if labels[i] != c:
+                continue
+            total += weights[i]
+            top = predictions[i].max()
+            if (predictions[i] == top).sum() == 1 and predictions[i].argmax() == c:
+                correct += weights[i]
+        recalls.append(correct / total)
+    assert (predictions == predictions.max(axis=1, keepdims=True)).sum(axis=1).max() > 1  # ties exist
+    assert clf.balanced_multiclass_accuracy(truth, predictions, weights) == pytest.approx(np.mean(recalls), abs=1e-15)
+
+
+def test_balanced_accuracy_leaves_out_categories_absent_from_the_truth():
+    truth = np.eye(3)[[0, 0, 1, 1]]
+    predictions = np.eye(3)[[0, 1, 1, 1]]
+    assert clf.balanced_multiclass_accuracy(truth, predictions, np.ones(4)) == (0.5 + 1.0) / 2
+
+
+# ---- the CSV number reader against pandas ------------------------------------------------------
+
+
+def test_numbers_are_read_as_pandas_reads_them():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    digits = lambda k: "".join(rng.choice(list("0123456789"), k))  # noqa: E731
+    tokens = []
+    for _ in range(3000):
+        form = rng.integers(0, 8)
+        tokens.append([
+            lambda: "0." + digits(rng.integers(1, 25)),
+            lambda: repr(float(rng.random() ** 5)),
+            lambda: f"{rng.random():.19f}",
+            lambda: digits(rng.integers(1, 4)) + "e-" + digits(rng.integers(1, 3)),
+            lambda: " 0." + digits(rng.integers(1, 18)) + "\t",
+            lambda: str(rng.choice(["1", "0", "-0", "+.5", "5.", "1e", ".", "inf", "-Infinity", "NAN", "NA", "null",
+                                    "1e400", "1e-400", "0x1", "1_0", "True", " ", "1.5e+03", "4.9e-324"])),
+            lambda: "0." + "0" * int(rng.integers(10, 20)) + digits(rng.integers(1, 10)),
+            lambda: digits(rng.integers(16, 24)),
+        ][form]())
+    # One column per token: pandas infers each column's type on its own.
+    text = ",".join(f"c{i}" for i in range(len(tokens))) + "\n" + ",".join(tokens) + "\n"
+    frame = pd.read_csv(io.StringIO(text), header=0, index_col=False)
+    values, kinds = isic_csv.parse_numbers(tokens)
+    for i, token in enumerate(tokens):
+        column = frame[f"c{i}"]
+        cell = column.iloc[0]
+        if column.dtype.kind in "iu":
+            assert kinds[i] == isic_csv.INTEGER, token
+        elif column.dtype == np.float64 and np.isnan(cell):
+            assert kinds[i] == isic_csv.NA, token
+        elif column.dtype == np.float64:
+            assert kinds[i] in (isic_csv.FLOAT, isic_csv.INTEGER) and values[i] == cell, token
+            assert np.signbit(values[i]) == np.signbit(cell), token
+        else:
+            assert kinds[i] == isic_csv.TEXT, token
+
+
+def test_seventeen_digit_values_are_rounded_as_pandas_does_not_as_python():
+    token = "0.570704999622830388"
+    assert isic_csv.pandas_float(token) == 0.5707049996228303 != float(token)
+
+
+# ---- the two phases, end to end ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def both_phases(tmp_path_factory):
+    root = tmp_path_factory.mktemp("isic")
+    write_synthetic(root / "file", Isic2019.categories, seed=4, images=120, phase="file")
+    write_synthetic(root / "algorithm", Isic2019.categories, seed=4, images=120, phase="algorithm")
+    return root
+
+
+def test_algorithm_phase_scores_as_the_predictions_file(both_phases, evaluate):
+    by_file = evaluate("isic2019", both_phases / "file" / "input", both_phases / "file" / "ground-truth")
+    by_jobs = evaluate("isic2019", both_phases / "algorithm" / "input", both_phases / "algorithm" / "ground-truth")
+    assert by_file.code == by_jobs.code == 0, by_file.stderr + by_jobs.stderr
+    assert by_file.metrics == by_jobs.metrics
+
+
+def test_same_bytes_with_one_or_two_workers(both_phases, evaluate):
+    runs = [evaluate("isic2019", both_phases / "algorithm" / "input", both_phases / "algorithm" / "ground-truth",
+                     "--workers", w) for w in (1, 2)]
+    assert (runs[0].output / "metrics.json").read_bytes() == (runs[1].output / "metrics.json").read_bytes()
+
+
+def copy_phase(both_phases, tmp_path, phase="algorithm"):
+    shutil.copytree(both_phases / phase, tmp_path / phase)
+    return tmp_path / phase / "input", tmp_path / phase / "ground-truth"
+
+
+def first_output(input_dir):
+    jobs = json.loads((input_dir / "predictions.json").read_text())
+    job = min(jobs, key=lambda j: j["inputs"][0]["image"]["name"])
+    return job["inputs"][0]["image"]["name"][:-4], input_dir / job["pk"] / "output" / f"{OUTPUT}.json"
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda d: [0.1] * 9, "must be a JSON object {category: confidence}, found a list."),
+    (lambda d: {k: v for k, v in d.items() if k != "SCC"}, "has no confidence for SCC (the categories are MEL, NV, "
+                                                           "BCC, AK, BKL, DF, VASC, SCC, UNK)."),
+    (lambda d: {**d, "melanoma": 0.2}, "has keys that are not categories: 'melanoma' (the categories are"),
+    (lambda d: {**d, "NV": True}, ": the confidence for NV is true; it must be a number in [0, 1]."),
+    (lambda d: {**d, "NV": "0.5"}, ': the confidence for NV is "0.5"; it must be a number in [0, 1].'),
+    (lambda d: {**d, "NV": None}, ": the confidence for NV is null; it must be a number in [0, 1]."),
+    (lambda d: {**d, "BCC": -0.01}, ": the confidence for BCC is -0.01, outside [0, 1]."),
+    (lambda d: {**d, "BCC": float("nan")}, ": the confidence for BCC is NaN; it must be a number in [0, 1]."),
+])
+def test_bad_algorithm_outputs_are_rejected(both_phases, evaluate, tmp_path, mutate, expected):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path)
+    image, path = first_output(input_dir)
+    path.write_text(json.dumps(mutate(json.loads(path.read_text()))))
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line.startswith(f"Image {image}, output '{OUTPUT}'")
+    assert expected in run.last_error_line
+
+
+def test_whole_numbers_in_json_are_accepted(both_phases, evaluate, tmp_path):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path)
+    _, path = first_output(input_dir)
+    document = json.loads(path.read_text())
+    path.write_text(json.dumps({k: (1 if k == "MEL" else 0) for k in document}))
+    assert evaluate("isic2019", input_dir, ground_truth).code == 0
+
+
+def test_missing_job_is_named(both_phases, evaluate, tmp_path):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path)
+    jobs = json.loads((input_dir / "predictions.json").read_text())
+    dropped = jobs.pop()
+    (input_dir / "predictions.json").write_text(json.dumps(jobs))
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    image = dropped["inputs"][0]["image"]["name"][:-4]
+    assert run.last_error_line == ("The submission does not match the test set: no prediction for 1 image(s) of the "
+                                   f"test set ({image}).")
+
+
+@pytest.mark.parametrize("metric", ["auc", "ap", "dice"])
+def test_target_metric_selects_overall(both_phases, evaluate, tmp_path, metric):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    (ground_truth / "config.json").write_text(json.dumps({"target_metric": metric}))
+    metrics = evaluate("isic2019", input_dir, ground_truth).metrics
+    assert metrics["overall"] == metrics["macro_average"][metric]
+    assert metrics["settings"]["target_metric"] == metric
+
+
+@pytest.mark.parametrize("config, truth_edit, expected", [
+    ({"malignant_categories": ["MEL", "XYZ"]}, None, "Setting 'malignant_categories' names XYZ, not a category"),
+    ({"target_metric": "f1"}, None, "setting 'target_metric' is 'f1'; it must be one of"),
+    ({}, lambda t: t.replace(",1.0,", ",0.7,", 1), "the ground truth must be 0 or 1"),
+    ({}, lambda t: t.replace("score_weight", "score_weight_x"), "duplicate"),
+])
+def test_ground_truth_and_settings_errors_are_the_organizers(both_phases, evaluate, tmp_path, config, truth_edit,
+                                                             expected):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    (ground_truth / "config.json").write_text(json.dumps(config))
+    if truth_edit is not None:
+        path = ground_truth / "truth.csv"
+        text = truth_edit(path.read_text())
+        if expected == "duplicate":
+            text = text.replace("score_weight_x", "MEL")
+            expected = "duplicate columns: MEL"
+        path.write_text(text)
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line.startswith("The evaluation could not run, through no fault of the submission")
+    assert expected in run.last_error_line
+
+
+def test_roc_curves_are_compact_and_span_the_square(both_phases, evaluate):
+    metrics = evaluate("isic2019", both_phases / "file" / "input", both_phases / "file" / "ground-truth").metrics
+    for category, curve in metrics["roc_curves"].items():
+        assert len(curve["fpr"]) == len(curve["tpr"]) == len(curve["threshold"]) <= 120
+        assert (curve["fpr"][0], curve["tpr"][0], curve["fpr"][-1], curve["tpr"][-1]) == (0, 0, 1, 1)
+        assert curve["threshold"][0] == 1.0 and np.all(np.diff(curve["fpr"]) >= 0)
+
+
+# ---- the bundled examples, recomputed independently ---------------------------------------------
+
+
+def read_example(challenge):
+    """Truth, weights and predictions of a bundled example, read with the csv/json modules."""
+    import csv
+    rows = list(csv.DictReader((ROOT / "ground-truth" / challenge / "truth.csv").open()))
+    categories = [c for c in rows[0] if c not in ("image", "score_weight", "validation_weight")]
+    ids = [r["image"] for r in rows]
+    truth = np.array([[float(r[c]) for c in categories] for r in rows])
+    weights = {w: np.array([float(r[w]) for r in rows]) for w in ("score_weight", "validation_weight")}
+    if "ISIC_0035068" in ids and challenge == "isic2018":
+        for w in weights.values():
+            w[ids.index("ISIC_0035068")] = 0.0
+    input_dir = ROOT / "test" / challenge / "input"
+    if (input_dir / "predictions.csv").exists():
+        given = {r["image"]: [float(r[c]) for c in categories]
+                 for r in csv.DictReader((input_dir / "predictions.csv").open())}
+    else:
+        given = {}
+        for job in json.loads((input_dir / "predictions.json").read_text()):
+            document = json.loads((input_dir / job["pk"] / "output" / f"{OUTPUT}.json").read_text())
+            given[job["inputs"][0]["image"]["name"][:-4]] = [document[c] for c in categories]
+    return categories, truth, weights, np.array([given[i] for i in ids])
+
+
+@pytest.mark.parametrize("challenge, malignant", [("isic2018", ["MEL", "BCC", "AKIEC"]),
+                                                  ("isic2019", ["MEL", "BCC", "SCC", "AK"])])
+def test_expected_metrics_match_an_independent_computation(challenge, malignant):
+    expected = json.loads((ROOT / "test" / challenge / "expected_metrics.json").read_text())
+    categories, truth, weights, predictions = read_example(challenge)
+    w = weights["score_weight"]
+    aucs = []
+    for c, category in enumerate(categories):
+        positive = truth[:, c] == 1
+        has_both = (w[positive] > 0).any() and (w[~positive] > 0).any()
+        if not has_both:
+            assert expected["per_category"]["auc"][category] is None
+            continue
+        value = roc_auc_score(positive, predictions[:, c], sample_weight=w)
+        aucs.append(value)
+        assert expected["per_category"]["auc"][category] == pytest.approx(value, abs=1e-12)
+        assert expected["per_category"]["ap"][category] == pytest.approx(
+            average_precision_score(positive, predictions[:, c], sample_weight=w), abs=1e-12)
+        assert expected["per_category"]["auc_sens_80"][category] == pytest.approx(
+            independent_auc80(positive, predictions[:, c], w), abs=1e-12)
+        decided = predictions[:, c] > 0.5
+        tp, fn = w[positive & decided].sum(), w[positive & ~decided].sum()
+        assert expected["per_category"]["sensitivity"][category] == pytest.approx(tp / (tp + fn), abs=1e-12)
+    assert expected["aggregate"]["auc"] == pytest.approx(np.mean(aucs), abs=1e-12)
+    # Balanced accuracy: mean recall, a row with a tied maximum counting as wrong.
+    labels = truth.argmax(axis=1)
+    tied = (predictions == predictions.max(axis=1, keepdims=True)).sum(axis=1) > 1
+    hit = (predictions.argmax(axis=1) == labels) & ~tied
+    recalls = [w[(labels == c) & hit].sum() / w[labels == c].sum() for c in range(len(categories))
+               if w[labels == c].sum() > 0]
+    assert expected["aggregate"]["balanced_accuracy"] == pytest.approx(np.mean(recalls), abs=1e-12)
+    assert expected["overall"] == expected["aggregate"]["balanced_accuracy"]
+    malignant_truth = np.isin(labels, [categories.index(m) for m in malignant])
+    score = predictions[:, [categories.index(m) for m in malignant]].sum(axis=1)
+    assert expected["aggregate"]["malignant_vs_benign_auc"] == pytest.approx(
+        roc_auc_score(malignant_truth, score, sample_weight=w), abs=1e-12)
+    assert expected["counts"]["undecided_predictions"] == int((tied & (w > 0)).sum())
