@@ -121,7 +121,11 @@ def test_26_connectivity_joins_corner_neighbours_6_does_not():
     assert connected_lesions(mask, 6)[1] == 2
 
 
-def test_overlapping_pairs_iou_equals_mask_iou():
+@pytest.mark.parametrize("slab", [1 << 22, 97])
+def test_overlapping_pairs_iou_equals_mask_iou(slab, monkeypatch):
+    import evaluation.metrics.lesions as lesions
+
+    monkeypatch.setattr(lesions, "_SLAB", slab)
     rng = np.random.default_rng(3)
     truth, prediction = blobs(rng, (9, 14, 14), 5), blobs(rng, (9, 14, 14), 5)
     lt, nt = connected_lesions(truth)

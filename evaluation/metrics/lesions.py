@@ -14,6 +14,7 @@ import numpy as np
 
 MATCHING_METHODS = ("greedy", "hungarian")
 CONNECTIVITIES_3D = (6, 18, 26)
+_SLAB = 1 << 22  # voxels of the label maps handled at a time
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,21 @@ def overlapping_pairs(truth_labels: np.ndarray, n_truth: int, prediction_labels:
     prediction_labels = np.asarray(prediction_labels).reshape(-1)
     if truth_labels.shape != prediction_labels.shape:
         raise ValueError("label maps differ in size")
-    truth_sizes = np.bincount(truth_labels, minlength=n_truth + 1).astype(np.int64)
-    prediction_sizes = np.bincount(prediction_labels, minlength=n_prediction + 1).astype(np.int64)
-    both = np.flatnonzero((truth_labels != 0) & (prediction_labels != 0))
-    # Sparse joint histogram: one key per overlapping voxel, so memory never grows with
-    # n_truth x n_prediction (a noisy prediction can have thousands of specks).
-    keys = truth_labels[both].astype(np.int64) * (n_prediction + 1) + prediction_labels[both]
-    pairs, intersections = np.unique(keys, return_counts=True)
+    truth_sizes = np.zeros(n_truth + 1, dtype=np.int64)
+    prediction_sizes = np.zeros(n_prediction + 1, dtype=np.int64)
+    keys, counts = [], []
+    # In slabs, so that temporaries stay small even when a prediction is lesion almost everywhere;
+    # the joint histogram is sparse (one entry per overlapping pair), never n_truth x n_prediction.
+    for start in range(0, truth_labels.size, _SLAB):
+        t, p = truth_labels[start:start + _SLAB], prediction_labels[start:start + _SLAB]
+        truth_sizes += np.bincount(t, minlength=n_truth + 1)[: n_truth + 1]
+        prediction_sizes += np.bincount(p, minlength=n_prediction + 1)[: n_prediction + 1]
+        both = np.flatnonzero((t != 0) & (p != 0))
+        slab_keys, slab_counts = np.unique(t[both].astype(np.int64) * (n_prediction + 1) + p[both], return_counts=True)
+        keys.append(slab_keys)
+        counts.append(slab_counts)
+    pairs, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+    intersections = np.bincount(inverse, weights=np.concatenate(counts), minlength=len(pairs)).astype(np.int64)
     truth_index, prediction_index = np.divmod(pairs, n_prediction + 1)
     unions = truth_sizes[truth_index] + prediction_sizes[prediction_index] - intersections
     return truth_index, prediction_index, intersections / unions
