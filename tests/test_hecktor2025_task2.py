@@ -144,7 +144,8 @@ def first_output(input_dir):
 
 
 @pytest.mark.parametrize("content, shown", [
-    ("NaN", "NaN"), ("Infinity", "Infinity"), ('"0.7"', '"0.7"'), ("true", "true"), ("null", "null"),
+    ("NaN", "NaN"), ("Infinity", "Infinity"), ("1e999", "Infinity"), ('"0.7"', '"0.7"'), ("true", "true"),
+    ("null", "null"), ("1" + "0" * 400, "a number 1" + "0" * 29 + "..."),
     ("[0.7]", "[0.7]"), ('{"risk": 0.7}', '{"risk": 0.7}'),
 ])
 def test_bad_risk_values_are_rejected(dataset, evaluate, tmp_path, content, shown):

@@ -168,6 +168,13 @@ def csv_file_cases(input_dir: Path) -> list[tuple[str, str]]:
     return [(row[PATIENT_COLUMN], row[PREDICTION_COLUMN]) for row in rows]
 
 
+def _as_float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # a JSON integer beyond the float range
+        return math.inf
+
+
 def shown(value: Any) -> str:
     """A submitted value as written in its file, shortened for a one-line message."""
     text = json.dumps(value)  # "0.5", true, null, NaN: as written in the file
@@ -277,7 +284,7 @@ class HecktorTask2(BootstrapTask):
                                       f"number (a risk score).")
             return value
         value = case.read_json(slug)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(_as_float(value)):
             raise SubmissionError(f"{case.name}: the output {slug!r} is {shown(value)}; it must be one finite number "
                                   f"(a risk score, higher for an earlier recurrence).")
         return float(value)
