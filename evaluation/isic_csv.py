@@ -253,12 +253,14 @@ def tokenize(text: str) -> RawTable:
     rows.pop()
     if "\x00" in text:  # pandas ends a field at a NUL character
         rows = [[field.split("\x00", 1)[0] for field in row] for row in rows]
-    rows = [row for row in rows if not _is_blank_line(row)]
+    rows = [row for row in rows if len(row) > 1 or not _is_blank_line(row)]
     if not rows:
         raise CsvError("the file has no header line")
     header, data = rows[0], rows[1:]
     width = len(header)
     allowed = max(width, len(data[0])) if data else width
+    if all(len(row) == width for row in data):
+        return RawTable(header=header, rows=data)
     truncated = 0
     out: list[list[str | None]] = []
     for number, row in enumerate(data, start=2):
@@ -279,4 +281,6 @@ def image_id(field: str | None) -> str | None:
     an NA token (pandas reads those as NaN)."""
     if field is None or field in NA_TOKENS:
         return None
+    if ".jpg" not in field[-5:].lower():  # the regex below, only when it can match
+        return field
     return _JPG_SUFFIX.sub("", field)

@@ -240,7 +240,8 @@ def read_truth_csv(path: Path, zero_weight_images: list[str] | tuple[str, ...] =
     def column(name: str, default: float | None) -> np.ndarray:
         if name not in header:
             return np.full(len(ids), default)
-        tokens = [row[header.index(name)] for row in table.rows]
+        at = header.index(name)
+        tokens = [row[at] for row in table.rows]
         values, kinds = isic_csv.parse_numbers([t if t is not None else "" for t in tokens])
         bad_rows = np.flatnonzero((kinds == isic_csv.NA) | (kinds == isic_csv.TEXT) | ~np.isfinite(values))
         if len(bad_rows):
