@@ -247,6 +247,18 @@ def test_missing_job_is_named(both_phases, evaluate, tmp_path):
                                    f"test set ({image}).")
 
 
+def test_long_lists_of_images_are_cut_short_with_a_count(both_phases, evaluate, tmp_path):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    lines = (input_dir / "predictions.csv").read_text().splitlines(keepends=True)
+    kept, dropped = lines[:21], lines[21:]
+    (input_dir / "predictions.csv").write_text("".join(kept))
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    missing = sorted(line.split(",")[0] for line in dropped)
+    assert run.last_error_line == (f"The CSV has no row for {len(missing)} image(s) of the test set: "
+                                   f"{', '.join(missing[:10])} and {len(missing) - 10} more.")
+
+
 @pytest.mark.parametrize("metric", ["auc", "ap", "dice"])
 def test_target_metric_selects_overall(both_phases, evaluate, tmp_path, metric):
     input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")

@@ -139,10 +139,9 @@ class IsicEvaluation(Evaluation):
 
     def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
         truth = self.truth
-        order = [self.ground_truth[image] for image in sorted(results)]
-        if order != list(range(len(truth.ids))):
-            raise SetupError("internal: the cases do not match the ground truth rows")  # check_case_ids prevents it
-        predictions = np.vstack([results[image] for image in sorted(results)])
+        predictions = np.empty(truth.values.shape)
+        for image, confidences in results.items():  # one per truth image: check_case_ids saw to it
+            predictions[self.ground_truth[image]] = confidences
         return score(truth, predictions, self.settings.target_metric, self.settings.malignant_categories)
 
     # ---- synthetic data ------------------------------------------------------------------
