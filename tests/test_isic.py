@@ -216,7 +216,7 @@ def first_output(input_dir):
     (lambda d: {**d, "NV": None}, ": the confidence for NV is null; it must be a number in [0, 1]."),
     (lambda d: {**d, "BCC": -0.01}, ": the confidence for BCC is -0.01, outside [0, 1]."),
     (lambda d: {**d, "BCC": float("nan")}, ": the confidence for BCC is NaN; it must be a number in [0, 1]."),
-    (lambda d: {**d, "BCC": 10**400}, ": the confidence for BCC is 1e+400, outside [0, 1]."),
+    (lambda d: {**d, "BCC": 10**400}, ": the confidence for BCC is 100000000000... (a 401-digit number), outside [0, 1]."),
 ])
 def test_bad_algorithm_outputs_are_rejected(both_phases, evaluate, tmp_path, mutate, expected):
     input_dir, ground_truth = copy_phase(both_phases, tmp_path)

@@ -416,7 +416,9 @@ def confidences_from_json(document: Any, categories: tuple[str, ...], where: str
             shown = shown if len(shown) <= 40 else f"{json_type(value)} {shown[:30]}..."
             raise SubmissionError(f"{where}: the confidence for {category} is {shown}; it must be a number in [0, 1].")
         if not 0 <= value <= 1:
-            raise SubmissionError(f"{where}: the confidence for {category} is {value:.6g}, outside [0, 1].")
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 24 else f"{shown[:12]}... (a {len(shown)}-digit number)"
+            raise SubmissionError(f"{where}: the confidence for {category} is {shown}, outside [0, 1].")
         values.append(float(value))
     return np.asarray(values)
 
