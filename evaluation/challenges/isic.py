@@ -126,8 +126,8 @@ class IsicEvaluation(Evaluation):
 
     def _score_all(self, cases, workers):
         # One image is a row of the predictions file, or ~200 bytes of JSON to read: worker
-        # processes cost more than they save (25,000 jobs: 7.6 s in this process, 17.6 s with
-        # two workers), so every image is read here.
+        # processes cost more than they save (25,000 jobs: 7.6 s in one process, 17.6 s with two
+        # workers, measured side by side), so every image is read here.
         if workers > 1:
             log("Reading every image's confidences in this process (too little work per image for workers).")
         return super()._score_all(cases, 1)
