@@ -86,6 +86,7 @@ class IsicEvaluation(Evaluation):
 
     case_label = "Image"
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (synthetic data, docs)
+    example_phase: ClassVar[str] = "file"  # the bundled example: "file" (predictions.csv) or "algorithm"
     ranked_paths = ("overall", "aggregate.balanced_accuracy", "aggregate.auc",
                     *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
 
@@ -154,8 +155,6 @@ class IsicEvaluation(Evaluation):
         default = 150 if cls.example_phase == "file" else 45  # one job folder per image: keep it small
         write_synthetic(out_dir, cls.categories, seed=seed, images=default if cases is None else cases,
                         phase=cls.example_phase)
-
-    example_phase: ClassVar[str] = "file"
 
     @classmethod
     def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
