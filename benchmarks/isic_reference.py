@@ -11,6 +11,7 @@ Nothing here is a runtime dependency: the reference runs as a separate process.
 from __future__ import annotations
 
 import hashlib
+import random
 import json
 import os
 import subprocess
@@ -217,3 +218,42 @@ REJECTION_CASES: dict[str, bytes] = {
     "accepted-nul-cut": _rows(values={0: ["0.1\x00junk", *_OK[1:]]}).encode(),
     "accepted-mixed-int-and-float": _rows(values={n: ["1" if n == 0 else "0.0", *_OK[1:]] for n in range(8)}).encode(),
 }
+
+
+# ---- fuzzed submissions ---------------------------------------------------------------------
+
+# The reference's checks in order, as its messages start; None: accepted.
+REFERENCE_STEPS = ("No newlines detected", "Could not parse CSV: could not decode", "Could not parse CSV",
+                   "Missing column in CSV", "Duplicate image rows", "Missing columns in CSV", "Extra columns in CSV",
+                   "Missing value(s)", "CSV contains non-floating-point", "Values in CSV are outside",
+                   "Missing images in CSV", "Extra images in CSV")
+
+_FUZZ_PIECES = [",", "\n", "\r", '"', " ", "\t", "0", "1", ".", "e", "-", "+", "x", "\x00", "NA", "", ".jpg",
+                "\ufeff", ";", "inf", "\xe9"]
+
+
+def fuzzed_submissions(seed: int, count: int) -> list[bytes]:
+    """Accepted rejection-suite files with 1 to 8 random edits each (characters inserted or
+    deleted, lines repeated): a cheap search for files the two readers would treat apart."""
+    rng = random.Random(seed)
+    bases = [data for name, data in REJECTION_CASES.items() if name.startswith("accepted")]
+    files = []
+    for _ in range(count):
+        data = bytearray(rng.choice(bases))
+        for _ in range(rng.randint(1, 8)):
+            action, at = rng.random(), rng.randrange(len(data) + 1)
+            if action < 0.5:
+                data[at:at] = rng.choice(_FUZZ_PIECES).encode()
+            elif action < 0.8 and len(data) > 1:
+                del data[at:at + rng.randint(1, 3)]
+            else:
+                lines = bytes(data).split(b"\n")
+                lines.insert(rng.randrange(len(lines)), lines[rng.randrange(len(lines))])
+                data = bytearray(b"\n".join(lines))
+        files.append(bytes(data))
+    return files
+
+
+def values_digest(values) -> str:
+    """Digest of accepted confidences (rows sorted by image, columns in category order)."""
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.float64).tobytes()).hexdigest()[:16]

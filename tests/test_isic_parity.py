@@ -7,13 +7,16 @@ is present (scripts/isic_reference_env.sh), else they are skipped saying so.
 """
 
 import json
+import re
 
 import pytest
 
 from benchmarks.isic_reference import (
-    FIXTURES, PARITY_CASES, REJECTION_CASES, inputs_digest, parity_inputs, reference_cli, rejection_truth,
-    run_reference,
+    FIXTURES, PARITY_CASES, REJECTION_CASES, REJECTION_CATEGORIES, REJECTION_IMAGES, fuzzed_submissions,
+    inputs_digest, parity_inputs, reference_cli, rejection_truth, run_reference, values_digest,
 )
+from evaluation.challenges.isic import read_predictions_csv
+from evaluation.errors import SubmissionError
 
 RECORDED = json.loads(FIXTURES.read_text())
 LIVE = pytest.mark.skipif(reference_cli() is None, reason="the reference environment is missing (make it with "
@@ -140,6 +143,34 @@ def test_every_rejection_case_has_our_message():
     refused = {name for name, result in RECORDED["rejections"].items() if "error" in result}
     assert refused == set(OUR_MESSAGES)
     assert set(RECORDED["rejections"]) == set(REJECTION_CASES)
+
+
+# Our messages, by the reference's check number (benchmarks.isic_reference.REFERENCE_STEPS).
+OUR_STEPS = {0: r"The CSV has no line breaks", 1: r"The CSV is not UTF-8", 2: r"The CSV cannot be parsed",
+             3: r"The CSV has no 'image' column", 4: r"The CSV has more than one row",
+             5: r"The CSV has no column for", 6: r"The CSV has column\(s\) that are not categories",
+             7: r"The CSV has missing or empty values", 8: r"Column \S+ of the CSV |The CSV has a header but no image",
+             9: r"The CSV has values outside \[0, 1\]", 10: r"The CSV has no row for \d+ image",
+             11: r"The CSV has \d+ image\(s\) that are not in the test set"}
+
+
+def test_fuzzed_files_are_refused_at_the_same_check_or_read_to_the_same_bits():
+    """600 accepted files with random edits (quotes, NULs, CRs, BOMs, lines repeated...): the
+    reference's own reader refused each at check N or read it to these values."""
+    fuzz = RECORDED["fuzz"]
+    files = fuzzed_submissions(fuzz["seed"], fuzz["count"])
+    disagreements = []
+    for n, (data, outcome) in enumerate(zip(files, fuzz["outcomes"])):
+        try:
+            _, values = read_predictions_csv(data, REJECTION_CATEGORIES, REJECTION_IMAGES)
+            ours = "ok " + values_digest(values)
+            same = ours == outcome
+        except SubmissionError as error:
+            ours = str(error)
+            same = not outcome.startswith("ok") and re.match(OUR_STEPS[int(outcome)], ours) is not None
+        if not same:
+            disagreements.append((n, outcome, ours[:120]))
+    assert disagreements == []
 
 
 @LIVE
