@@ -62,14 +62,16 @@ def resampled_concordance(time, event, risk, counts) -> tuple[np.ndarray, np.nda
     order = np.argsort(time, kind="stable")
     times, group_of_sorted = np.unique(time[order], return_inverse=True)
     starts = np.flatnonzero(np.r_[True, np.diff(group_of_sorted) != 0])
-    sorted_weights = weights[:, order]
-    per_time = np.add.reduceat(sorted_weights, starts, axis=1)
-    censored_per_time = np.add.reduceat(sorted_weights * ~event[order], starts, axis=1)
-    later = per_time.sum(axis=1, keepdims=True) - np.cumsum(per_time, axis=1)
+    ends = np.r_[starts[1:], n] - 1  # last sorted position of each distinct time
+    sorted_weights = np.ascontiguousarray(weights[:, order].T)  # patients x resamples: fast cumsum
+    cumulative = np.cumsum(sorted_weights, axis=0)
+    later = cumulative[-1] - cumulative[ends]  # per distinct time: weight of strictly later times
+    censored_cumulative = np.cumsum(sorted_weights * ~event[order, None], axis=0)[ends]
+    censored_per_time = np.diff(censored_cumulative, axis=0, prepend=0.0)  # censored at that time
     group = np.empty(n, dtype=np.int64)
     group[order] = group_of_sorted
-    partners = later[:, group[events]] + censored_per_time[:, group[events]]
-    denominators = np.einsum("rk,rk->r", partners, weights[:, events])
+    partners = later[group[events]] + censored_per_time[group[events]]  # events x resamples
+    denominators = np.einsum("kr,rk->r", partners, weights[:, events])
     # Concordance needs the risks too: w' S w, S built for a block of event rows at a time.
     rows = max(1, _PAIR_ELEMENTS // n)
     for start in range(0, len(events), rows):
