@@ -177,7 +177,6 @@ def write_dataset(root: Path, cases: int, shape) -> None:
 
     input_dir, ground_truth = root / "input", root / "ground-truth"
     ground_truth.mkdir(parents=True)
-    rng = np.random.default_rng(0)
     jobs = []
     for number in range(cases):
         truth, prediction, geometry = make_case(number, shape)
@@ -195,7 +194,6 @@ def write_dataset(root: Path, cases: int, shape) -> None:
                                              "images/tumor-lymph-node-segmentation")}
         jobs.append(synthetic.job(f"pk-{number:03d}", [synthetic.image_input("ct-image", f"{patient}__CT.nii.gz",
                                                                              "images/ct")], [output]))
-    del rng
     synthetic.write_predictions(input_dir, jobs)
 
 
