@@ -44,6 +44,9 @@ class Evaluation:
     settings_class: ClassVar[type[Settings]] = Settings
     case_label: ClassVar[str] = "Case"  # how messages name a case ("Stack", "Patient")
     ranked_paths: ClassVar[tuple[str, ...]] = ()  # leaderboard paths: always finite numbers
+    # False when a case is too little work for a process (a few hundred bytes of JSON): the
+    # pool would cost more than it saves, so every case is read in this process.
+    cases_in_workers: ClassVar[bool] = True
 
     def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
         self.ground_truth_dir = ground_truth_dir
@@ -151,6 +154,9 @@ class Evaluation:
         return self.score_case(case, prediction, ground_truth)
 
     def _score_all(self, cases: list[Case], workers: int) -> Iterator[tuple[str, Any]]:
+        if workers > 1 and not self.cases_in_workers:
+            log(f"Reading every case in this process ({self.name} has too little work per case for workers).")
+            workers = 1
         if workers <= 1 or len(cases) <= 1:
             for case in cases:
                 yield case.case_id, self.score_one(case)

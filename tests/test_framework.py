@@ -293,6 +293,19 @@ def test_results_identical_whatever_the_worker_count(tmp_path, recorded, workers
     assert str(os.getpid()) not in {pid for _, pid in calls}  # in worker processes
 
 
+class LightToy(Toy):
+    cases_in_workers = False
+
+
+def test_challenge_with_too_little_work_per_case_stays_in_one_process(tmp_path, recorded):
+    truth, predictions = truth_and_predictions(9, seed=4)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    pooled = metrics_json(LightToy(gt).evaluate(inp, workers=2), Toy.ranked_paths)
+    assert {pid for _, pid in (line.split() for line in calls_of(recorded))} == {str(os.getpid())}
+    recorded.unlink()
+    assert pooled == metrics_json(Toy(gt).evaluate(inp, workers=1), Toy.ranked_paths)
+
+
 def test_more_workers_than_cases(tmp_path):
     truth, predictions = truth_and_predictions(2)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)

@@ -14,7 +14,7 @@ from sklearn.metrics import auc as sk_auc
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 from evaluation import isic_csv
-from evaluation.challenges.isic import Isic2018, Isic2019, write_synthetic
+from evaluation.challenges.isic import Isic2019, write_synthetic
 from evaluation.metrics import classification as clf
 
 ROOT = Path(__file__).resolve().parent.parent

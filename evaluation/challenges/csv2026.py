@@ -34,7 +34,7 @@ from evaluation.grand_challenge import Case, Job, Undefined, ground_truth_files,
 from evaluation.images import read_image
 from evaluation.metrics.overlap import dice
 from evaluation.metrics.surface import normalized_surface_dice
-from evaluation.settings import Settings, json_type, setting
+from evaluation.settings import Settings, setting
 
 VIEWS = ("long", "trans")
 VIEW_NAMES = {"long": "longitudinal", "trans": "transverse"}
