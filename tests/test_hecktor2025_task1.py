@@ -345,3 +345,19 @@ def test_bad_settings_are_setup_errors(dataset, evaluate, tmp_path):
         (ground_truth / "config.json").write_text(json.dumps(config))
         run = evaluate(CHALLENGE, input_dir, ground_truth)
         assert run.code == 3 and not run.wrote_metrics, config
+
+
+@pytest.mark.parametrize("config", [{"lesion_matching": "hungarian"}, {"lesion_connectivity": 6, "lesion_iou_threshold": 0.1}])
+def test_lesion_settings_equal_the_reference_with_the_same_rule(dataset, evaluate, tmp_path, config):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    (ground_truth / "config.json").write_text(json.dumps(config))
+    run = evaluate(CHALLENGE, input_dir, ground_truth)
+    assert run.code == 0, run.stderr
+    connectivity, threshold = config.get("lesion_connectivity", 26), config.get("lesion_iou_threshold", 0.3)
+    method = config.get("lesion_matching", "greedy")
+    for patient, path in prediction_files(input_dir).items():
+        truth = sitk.GetArrayFromImage(sitk.ReadImage(str(ground_truth / f"{patient}.nii.gz"))) == 2
+        prediction = sitk.GetArrayFromImage(sitk.ReadImage(str(path))) == 2
+        case = run.metrics["case"][patient]
+        assert (case["gtvn_tp"], case["gtvn_fp"], case["gtvn_fn"]) == \
+            reference_lesions(truth, prediction, connectivity, threshold, method), patient
