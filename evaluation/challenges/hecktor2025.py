@@ -223,6 +223,8 @@ def percentile_interval(values: np.ndarray, level: float, what: str) -> tuple[fl
 class BootstrapTask(HecktorEvaluation):
     """Tasks 2 and 3: one value per patient from a JSON output or a 2022-style CSV."""
 
+    cases_in_workers = False  # a few bytes of JSON per patient: a process pool would cost more than it saves
+
     def file_cases(self, input_dir: Path) -> list[tuple[str, str]]:
         return csv_file_cases(input_dir)
 
