@@ -123,16 +123,14 @@ class CaseResult:
 
 
 def binary_f1_scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, float]:
-    """(F1 of class 0, F1 of class 1) = 2TP / (2TP + FP + FN) per class; a class with no true and
-    no predicted case has F1 0 (sklearn's zero_division=0)."""
-    y_true, y_pred = np.asarray(y_true).astype(int), np.asarray(y_pred).astype(int)
-    scores = []
-    for label in (0, 1):
-        tp = int(np.sum((y_true == label) & (y_pred == label)))
-        fp = int(np.sum((y_true != label) & (y_pred == label)))
-        fn = int(np.sum((y_true == label) & (y_pred != label)))
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
-    return scores[0], scores[1]
+    """(F1 of class 0, F1 of class 1), scikit-learn's per-class F1; a class with no true and no
+    predicted case has F1 0 (zero_division=0; the ground truth has both classes, so only a
+    direct call can meet it)."""
+    from sklearn.metrics import f1_score  # imported here: every run imports every challenge module
+
+    low, high = f1_score(np.asarray(y_true, dtype=int), np.asarray(y_pred, dtype=int), labels=[0, 1],
+                         average=None, zero_division=0)
+    return float(low), float(high)
 
 
 def time_score(seconds: float, baseline: float) -> float:
