@@ -4,7 +4,7 @@ Pure functions, arrays in and numbers out. The reference (`isic-challenge-scorin
 scikit-learn 1.7 once per metric, sorting the scores each time; here one sort per category gives
 a `RankingCurve` from which ROC AUC, average precision, AUC80 and the ROC points all derive, with
 the same floating-point operations in the same order as scikit-learn, so the numbers are equal
-bit for bit (tests/test_isic_metrics.py checks them against scikit-learn itself).
+bit for bit (tests/test_isic.py checks them against scikit-learn itself).
 
 Undefined values (a category without positives or without negatives) are NaN here; the challenge
 turns them into nulls with a reason.
