@@ -41,6 +41,11 @@ def main(challenge: str) -> None:
             target = case / "input" / relative
             if content is None:
                 target.unlink()
+                # git keeps no empty folder: remove them here too, so a clone fails the same way
+                for folder in target.parents:
+                    if folder == case / "input" or any(folder.iterdir()):
+                        break
+                    folder.rmdir()
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(content)
