@@ -47,3 +47,10 @@ def test_rare26_expected_metrics_match_the_official_loop():
     y, s, _ = load_arrays(ROOT / "test" / "rare26" / "input", ROOT / "ground-truth" / "rare26")
     seed, repetitions = expected["settings"]["seed"], expected["settings"]["repetitions"]
     assert_matches_reference(expected, official_image_level(y, s, seed, repetitions), y, s)
+
+
+def test_examples_hold_no_empty_folder():
+    """git keeps no empty folder: one here would make a clone (CI, organizers) behave differently."""
+    empty = [str(path.relative_to(ROOT)) for base in ("test", "ground-truth") for path in (ROOT / base).rglob("*")
+             if path.is_dir() and not any(path.iterdir())]
+    assert empty == []
