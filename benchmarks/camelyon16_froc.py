@@ -19,13 +19,8 @@ Writes `--slides` synthetic slides (half tumor; single-page level-5 masks of `--
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import resource
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -39,67 +34,13 @@ from benchmarks.camelyon16_reference import (
     read_level5,
     read_rows,
 )
+from benchmarks.measure import run_evaluation
 from evaluation.challenges.camelyon16 import write_synthetic
 from evaluation.metrics.evaluation_mask import evaluation_mask
 from evaluation.metrics.froc import froc_curve, froc_sensitivities, normal_slide_hits, slide_hits
 from evaluation.wsi_masks import read_mask
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def tree_rss_bytes(root: int) -> int:
-    """Sum of VmRSS of `root` and all its descendants."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-                parents[int(entry)] = int(fields[1])
-            except (OSError, IndexError):
-                continue
-    tree, frontier = {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        for pid, ppid in parents.items():
-            if ppid == parent and pid not in tree:
-                tree.add(pid)
-                frontier.append(pid)
-    total = 0
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/status") as handle:
-                for line in handle:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return total
-
-
-def run_framework(input_dir: Path, ground_truth: Path, output: Path, workers: int) -> tuple[float, int, dict]:
-    command = [sys.executable, "-m", "evaluation", "camelyon16", "--input", str(input_dir), "--ground-truth",
-               str(ground_truth), "--output", str(output), "--workers", str(workers)]
-    start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    done = threading.Event()
-
-    def sample():
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, tree_rss_bytes(process.pid))
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    _, stderr = process.communicate()
-    done.set()
-    sampler.join()
-    seconds = time.perf_counter() - start
-    if process.returncode != 0:
-        raise SystemExit(f"the evaluation failed: {stderr.strip().splitlines()[-1]}")
-    return seconds, peak, json.loads((output / "metrics.json").read_text())
 
 
 def detections_of(input_dir: Path, slide: str):
@@ -188,7 +129,8 @@ def main() -> None:
         print(f"peak RSS of this process (2016 pipeline dominates): "
               f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
-        seconds, peak, metrics = run_framework(input_dir, ground_truth, root / "output", args.workers)
+        run = run_evaluation("camelyon16", input_dir, ground_truth, root / "output", args.workers, interval=0.02)
+        seconds, peak, metrics = run.seconds, run.peak_rss_bytes, run.metrics
         aggregates = metrics["aggregates"]
         same = aggregates["froc_score"] == their_score
         print(f"end to end (python -m evaluation, {args.workers} workers): {seconds:.1f} s, peak RSS of the process "

@@ -20,12 +20,8 @@ the per-pair values computed here. Not a timed test: run it, read the numbers.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -33,52 +29,12 @@ import h5py
 import numpy as np
 from scipy import ndimage
 
+from benchmarks.measure import run_evaluation
 from evaluation.challenges.csv2026 import write_dataset
 from evaluation.metrics.surface import normalized_surface_dice
 
 PAIRS = [(v, s) for v in ("long", "trans") for s in ("vessel", "plaque")]
 CROSS = ndimage.generate_binary_structure(2, 1)
-
-
-def tree_rss_bytes(pid: int) -> int:
-    """Resident memory of a process and all its descendants (Linux /proc)."""
-    total, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total += next(int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:"))
-            for task in Path(f"/proc/{current}/task").iterdir():
-                stack.extend(int(child) for child in (task / "children").read_text().split())
-        except (FileNotFoundError, ProcessLookupError, StopIteration):
-            continue
-    return total
-
-
-def run_end_to_end(root: Path, workers: int) -> tuple[float, int, dict]:
-    output = root / "output"
-    command = [sys.executable, "-m", "evaluation", "csv2026", "--input", str(root / "input"),
-               "--ground-truth", str(root / "ground-truth"), "--output", str(output), "--workers", str(workers)]
-    start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    done = threading.Event()
-
-    def sample():
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, tree_rss_bytes(process.pid))
-            time.sleep(0.01)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    _, stderr = process.communicate()
-    seconds = time.perf_counter() - start
-    done.set()
-    sampler.join()
-    if process.returncode != 0:
-        raise SystemExit(f"evaluation failed ({process.returncode}): {stderr.strip().splitlines()[-1]}")
-    return seconds, peak, json.loads((output / "metrics.json").read_text())
 
 
 def decode(array: np.ndarray) -> dict[str, np.ndarray]:
@@ -132,7 +88,8 @@ def main() -> None:
         write_dataset(root, seed=args.seed, cases=args.cases, phase="file", shape=(args.size, args.size))
         print(f"wrote {args.cases} cases at {args.size}x{args.size} in {time.perf_counter() - start:.1f} s")
 
-        seconds, peak, metrics = run_end_to_end(root, args.workers)
+        run = run_evaluation("csv2026", root / "input", root / "ground-truth", root / "output", args.workers)
+        seconds, peak, metrics = run.seconds, run.peak_rss_bytes, run.metrics
         print(f"end to end (python -m evaluation csv2026 --workers {args.workers}): {seconds:.2f} s, "
               f"peak RSS of the process tree {peak / 2**20:.0f} MiB")
 

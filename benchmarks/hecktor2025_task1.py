@@ -16,19 +16,15 @@ Not a timed test: run it, read the ratio and the peak memory.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.measure import run_evaluation
 from evaluation import synthetic
 from evaluation.challenges.hecktor2025_task1 import HecktorTask1, Task1Settings, score_patient
 from evaluation.images import Geometry
@@ -197,56 +193,18 @@ def write_dataset(root: Path, cases: int, shape) -> None:
     synthetic.write_predictions(input_dir, jobs)
 
 
-def tree_rss_bytes(pid: int, high_water: dict[int, int]) -> int:
-    """Resident memory of a process and all its descendants now (from /proc); records each
-    process's own peak (VmHWM) in high_water."""
-    total, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        try:
-            with open(f"/proc/{current}/status") as status:
-                for line in status:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-                    elif line.startswith("VmHWM:"):
-                        high_water[current] = max(high_water.get(current, 0), int(line.split()[1]) * 1024)
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    stack.extend(int(c) for c in children.read().split())
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return total
-
-
 def end_to_end(cases: int, shape, workers: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         started = time.perf_counter()
         write_dataset(root, cases, shape)
         written = time.perf_counter() - started
-        command = [sys.executable, "-m", "evaluation", HecktorTask1.name, "--input", str(root / "input"),
-                   "--ground-truth", str(root / "ground-truth"), "--output", str(root / "out"), "--workers", str(workers)]
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-        peak, high_water = [0], {}
-
-        def sample():
-            while process.poll() is None:
-                peak[0] = max(peak[0], tree_rss_bytes(process.pid, high_water))
-                time.sleep(0.01)
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
-        process.wait()
-        sampler.join()
-        seconds = time.perf_counter() - started
-        if process.returncode != 0:
-            raise SystemExit(f"the evaluation failed with exit {process.returncode}")
-        metrics = json.loads((root / "out" / "metrics.json").read_text())["aggregates"]
-        print(f"end to end, {cases} on-disk cases (written in {written:.0f} s), {workers} workers: {seconds:.1f} s "
-              f"({seconds / cases:.2f} s per case, reading included); peak RSS of all evaluation processes "
-              f"{peak[0] / 2**30:.2f} GiB sampled every 10 ms (sum of each process's own peak, an upper bound: "
-              f"{sum(high_water.values()) / 2**30:.2f} GiB over {len(high_water)} processes); "
+        run = run_evaluation(HecktorTask1.name, root / "input", root / "ground-truth", root / "out", workers)
+        metrics = run.metrics["aggregates"]
+        print(f"end to end, {cases} on-disk cases (written in {written:.0f} s), {workers} workers: {run.seconds:.1f} s "
+              f"({run.seconds / cases:.2f} s per case, reading included); peak RSS of all evaluation processes "
+              f"{run.peak_rss_bytes / 2**30:.2f} GiB sampled every 10 ms (sum of each process's own peak, an upper "
+              f"bound: {run.high_water_bytes / 2**30:.2f} GiB over {len(run.high_water)} processes); "
               f"GTVp mean Dice {metrics['gtvp_dsc_mean']:.4f}, GTVn TP/FP/FN {metrics['gtvn_tp']}/"
               f"{metrics['gtvn_fp']}/{metrics['gtvn_fn']}", flush=True)
 
