@@ -12,6 +12,7 @@ import pytest
 import SimpleITK as sitk
 
 from evaluation.challenges.hecktor2025_task1 import HecktorTask1
+from tests.hecktor_data import copy_dataset
 from tests.test_hecktor2025_metrics import reference_lesions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,11 +25,6 @@ def dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("hecktor1")
     HecktorTask1.synthesize(root, seed=11, cases=7)
     return root
-
-
-def copy_dataset(dataset, tmp_path):
-    shutil.copytree(dataset, tmp_path / "data")
-    return tmp_path / "data" / "input", tmp_path / "data" / "ground-truth"
 
 
 def prediction_files(input_dir):

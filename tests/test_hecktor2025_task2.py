@@ -3,7 +3,6 @@ lifelines in a loop on the same draws, the 2022 CSV phase, reproducibility, the 
 the framework, and every bad input of the spec."""
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ from evaluation import synthetic
 from evaluation.challenges.hecktor2025 import HecktorTask2
 from evaluation.framework import Evaluation
 from evaluation.grand_challenge import case_id_of_job, parse_predictions, strip_extension
+from tests.hecktor_data import copy_dataset, ground_truth_table, value_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGE = "hecktor2025-task2"
@@ -26,21 +26,9 @@ def dataset(tmp_path_factory):
     return root
 
 
-def copy_dataset(dataset, tmp_path):
-    shutil.copytree(dataset, tmp_path / "data")
-    return tmp_path / "data" / "input", tmp_path / "data" / "ground-truth"
-
-
 def load_arrays(input_dir, ground_truth):
     """(patients, RFS, Relapse, risk) in sorted patient order, read without our code."""
-    import pandas as pd
-
-    (csv,) = ground_truth.glob("*.csv")
-    table = pd.read_csv(csv).set_index("PatientID").sort_index()
-    risks = {}
-    for job in json.loads((input_dir / "predictions.json").read_text()):
-        ct = next(i for i in job["inputs"] if i["socket"]["slug"] == "ct-image")
-        risks[ct["image"]["name"].split("__")[0]] = json.loads((input_dir / job["pk"] / "output" / "rfs.json").read_text())
+    table, risks = ground_truth_table(ground_truth), value_outputs(input_dir, "rfs.json")
     patients = list(table.index)
     return patients, table["RFS"].to_numpy(float), table["Relapse"].to_numpy(int), np.array([risks[p] for p in patients])
 

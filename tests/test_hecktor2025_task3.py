@@ -3,7 +3,6 @@ scikit-learn, their bootstrap intervals against a loop of scikit-learn calls on 
 the 2022 CSV phase, and every accepted and rejected form of the HPV status."""
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 from sklearn.metrics import balanced_accuracy_score, recall_score
 
 from evaluation.challenges.hecktor2025 import HecktorTask3
+from tests.hecktor_data import copy_dataset, ground_truth_table, value_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGE = "hecktor2025-task3"
@@ -24,20 +24,8 @@ def dataset(tmp_path_factory):
     return root
 
 
-def copy_dataset(dataset, tmp_path):
-    shutil.copytree(dataset, tmp_path / "data")
-    return tmp_path / "data" / "input", tmp_path / "data" / "ground-truth"
-
-
 def load_arrays(input_dir, ground_truth):
-    import pandas as pd
-
-    (csv,) = ground_truth.glob("*.csv")
-    table = pd.read_csv(csv).set_index("PatientID").sort_index()
-    predicted = {}
-    for job in json.loads((input_dir / "predictions.json").read_text()):
-        ct = next(i for i in job["inputs"] if i["socket"]["slug"] == "ct-image")
-        predicted[ct["image"]["name"].split("__")[0]] = json.loads((input_dir / job["pk"] / "output" / OUTPUT).read_text())
+    table, predicted = ground_truth_table(ground_truth), value_outputs(input_dir, OUTPUT)
     patients = list(table.index)
     return patients, table["HPV Status"].to_numpy(int), np.array([int(predicted[p]) for p in patients])
 
