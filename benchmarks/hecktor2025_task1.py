@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.measure import run_evaluation
-from evaluation import synthetic
+from evaluation.examples import synthetic
 from evaluation.challenges.hecktor2025_task1 import HecktorTask1, Task1Settings, score_patient
-from evaluation.images import Geometry
+from evaluation.reading.images import Geometry
 
 GTVP, GTVN = 1, 2
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from evaluation import __version__
 from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EvaluationError, SetupError, SubmissionError
 from evaluation.framework import available_challenges, default_workers, log
-from evaluation.grand_challenge import INPUT_DIR, OUTPUT_DIR, resolve_ground_truth_dir, write_metrics
+from evaluation.grand_challenge import INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir, write_metrics
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
@@ -80,6 +80,11 @@ def run(args: argparse.Namespace, challenges) -> int:
     challenge = challenges[name]
     started = time.perf_counter()
     log(f"evaluation {__version__}: {challenge.title}")
+    prepare_output(args.output)  # before scoring: an unwritable output must not waste the run
+    if not args.input.exists():
+        raise SetupError(f"The input folder {args.input} does not exist.")
+    if not args.input.is_dir():
+        raise SetupError(f"The input {args.input} is not a folder.")
 
     ground_truth_dir = resolve_ground_truth_dir(args.ground_truth, name)
     log(f"Ground truth: {ground_truth_dir}; input: {args.input}; output: {args.output}")
@@ -90,8 +95,6 @@ def run(args: argparse.Namespace, challenges) -> int:
         else:
             settings = settings.replace(seed=args.seed)
     evaluation = challenge(ground_truth_dir, settings)
-    if not args.input.is_dir():
-        raise SetupError(f"The input folder {args.input} does not exist.")
     metrics = evaluation.evaluate(args.input, default_workers(args.workers))
     path = write_metrics(args.output, metrics, challenge.ranked_paths)
     log(f"Wrote {path} in {time.perf_counter() - started:.2f} s.")

@@ -20,12 +20,14 @@ from typing import Any, ClassVar, Iterator
 from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
+    CASE_MAPPING_FILE,
     Case,
     case_id_of_job,
     read_case_mapping,
     read_predictions,
     strip_extension,
 )
+from evaluation.reading.files import Origin
 from evaluation.settings import Settings
 
 WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those
@@ -50,11 +52,16 @@ class Evaluation:
 
     def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
         self.ground_truth_dir = ground_truth_dir
+        self.truth = Origin.ground_truth(ground_truth_dir)  # its files are the organizer's: exit 3
         self.settings = settings if settings is not None else self.settings_class.from_ground_truth(ground_truth_dir)
         self.case_mapping = read_case_mapping(ground_truth_dir)
         self.ground_truth: dict[str, Any] = self.load_ground_truth(ground_truth_dir)
         if not self.ground_truth:
             raise SetupError(f"The ground truth in {ground_truth_dir} has no cases.")
+        unknown = sorted(set(self.case_mapping.values()) - set(self.ground_truth))
+        if unknown:  # the organizer's mapping, not the participant's submission
+            raise SetupError(f"{CASE_MAPPING_FILE} maps images to {len(unknown)} case id(s) that are not in the ground "
+                             f"truth ({id_list(unknown)}).")
 
     # ---- hooks ---------------------------------------------------------------------------
 
@@ -63,8 +70,10 @@ class Evaluation:
         images) since it is shared with every worker. Raise SetupError on a bad ground truth."""
         raise NotImplementedError
 
-    def case_input_socket(self) -> str | None:
-        """The input socket whose image name is the case id (None: the job's only image)."""
+    def case_input_socket(self) -> str | tuple[str, ...] | None:
+        """The input socket whose image name is the case id (None: the job's only image). A
+        phase with several interfaces names one socket per interface, in order: a job's case id
+        comes from the first of them it has."""
         return None
 
     def case_id_from_image_name(self, name: str) -> str:
@@ -79,7 +88,19 @@ class Evaluation:
                               "submit an algorithm, not a predictions file.")
 
     def load_prediction(self, case: Case, ground_truth: Any) -> Any:
-        """Read and validate one case's prediction; raise SubmissionError naming the case."""
+        """Read and validate one case's prediction (SubmissionError naming the case): an
+        algorithm job's outputs, or what a predictions-file phase gave for the case."""
+        if case.job is not None:
+            return self.read_job_prediction(case, ground_truth)
+        return self.read_file_prediction(case, ground_truth)
+
+    def read_job_prediction(self, case: Case, ground_truth: Any) -> Any:
+        """An algorithm job's prediction, from its outputs (case.read_json, case.image)."""
+        raise NotImplementedError
+
+    def read_file_prediction(self, case: Case, ground_truth: Any) -> Any:
+        """A predictions-file phase's prediction for one case, from what file_cases gave it
+        (case.source); read files through case.origin."""
         raise NotImplementedError
 
     def score_case(self, case: Case, prediction: Any, ground_truth: Any) -> Any:
@@ -89,19 +110,6 @@ class Evaluation:
     def score_aggregates(self, results: dict[str, Any]) -> dict[str, Any]:
         """The metrics.json content from every case's result, keyed by case id in sorted order."""
         raise NotImplementedError
-
-    @classmethod
-    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
-        """Write a synthetic ground truth (out_dir/ground-truth) and a submission scored against
-        it (out_dir/input), the same for the same seed (see evaluation.synthetic)."""
-        raise NotImplementedError
-
-    @classmethod
-    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-        """Bad submissions bundled with the example (test/<challenge>/invalid/<name>/), each made
-        from a copy of the valid one in input_dir: {name: {relative path: new bytes, or None to
-        delete the file}}. scripts/make_example.py records the error each one gives."""
-        return {}
 
     # ---- the run -------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The grand-challenge.org evaluation contract, and nothing about any challenge.
 
-What the platform gives us (../shared/specs/grand-challenge.md): /input/predictions.json listing
+What the platform gives us (docs/grand-challenge.md): /input/predictions.json listing
 the submission's algorithm jobs with their outputs under /input/<job pk>/output/, or, in a
 predictions-file phase, the participant's CSV or unpacked ZIP in /input; the ground truth baked
 into the image or uploaded on the phase. What it wants back: /output/metrics.json, valid JSON,
@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from evaluation.errors import SetupError, SubmissionError
+from evaluation.reading.files import MEGABYTE, Origin, shown_path
+from evaluation.reading.images import ImageFile, open_image
+from evaluation.reading.json_files import read_json
 
 INPUT_DIR = Path("/input")
 OUTPUT_DIR = Path("/output")
@@ -27,6 +30,7 @@ UPLOADED_GROUND_TRUTH_DIR = Path("/opt/ml/input/data/ground_truth")  # phase upl
 BAKED_GROUND_TRUTH_DIR = Path("/opt/app/ground-truth")  # built into the image (evalutils way)
 
 CONFIG_FILE = "config.json"  # settings of the phase, next to the ground truth
+METRICS_FILE = "metrics.json"
 CASE_MAPPING_FILE = "case-mapping.json"  # optional {input image name: case id}
 RESERVED_GROUND_TRUTH_FILES = frozenset({CONFIG_FILE, CASE_MAPPING_FILE})
 # Files the platform itself puts in /input, never part of a participant's upload.
@@ -41,7 +45,9 @@ _IMAGE_EXTENSIONS = (
     ".h5", ".hdf5", ".json", ".csv", ".npy", ".npz", ".zip", ".gz", ".mp4", ".avi",
 )
 IMAGE_OUTPUT_SUFFIXES = (".mha", ".tif", ".tiff")
-_PK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_PK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+# predictions.json is the platform's: about 2 kB a job; 25,000 jobs are 50 MB.
+MAX_PREDICTIONS_BYTES = 1024 * MEGABYTE
 
 
 def strip_extension(name: str) -> str:
@@ -89,58 +95,12 @@ def single_ground_truth_file(directory: Path, suffix: str) -> Path:
     return found[0]
 
 
-def read_json_file(path: Path, what: str, error=SubmissionError) -> Any:
-    """Parse a JSON file; `what` names it in the one-line error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{what}: the file {path.name} is missing.") from None
-    except UnicodeDecodeError:
-        raise error(f"{what}: {path.name} is not UTF-8 text.") from None
-    except OSError as e:
-        raise error(f"{what}: {path.name} cannot be read ({e.strerror}).") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise error(f"{what}: {path.name} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno}).") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# Paths the submission names must stay inside /input.
-
-
-def resolve_inside(root: Path, *parts: str, what: str) -> Path:
-    """root/parts, refusing absolute parts, `..` and symlinks that lead out of root."""
-    for part in parts:
-        if not isinstance(part, str) or not part:
-            raise SubmissionError(f"{what}: the path {part!r} is empty or not text.")
-        pure = Path(part)
-        if pure.is_absolute() or "\\" in part or ".." in pure.parts:
-            raise SubmissionError(f"{what}: the path {part!r} leaves the input folder; only plain relative paths are allowed.")
-    real_root = Path(os.path.realpath(root))
-    candidate = real_root.joinpath(*parts)
-    real = Path(os.path.realpath(candidate))
-    if real != real_root and real_root not in real.parents:
-        raise SubmissionError(f"{what}: {'/'.join(parts)} is a link that leads out of the input folder.")
-    return real
-
-
-def list_submission_files(root: Path) -> list[Path]:
-    """Every regular file below root (an unpacked ZIP), in a stable order, skipping archive debris
-    (__MACOSX, dot files) and the platform's own inputs.json, and refusing links that lead out
-    of root."""
-    real_root = Path(os.path.realpath(root))
-    found = []
-    for directory, subdirs, files in os.walk(real_root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d != "__MACOSX")
-        for name in sorted(files):
-            if name.startswith(".") or (directory == str(real_root) and name in PLATFORM_INPUT_FILES):
-                continue
-            path = Path(directory) / name
-            relative = path.relative_to(real_root).as_posix()
-            resolve_inside(real_root, relative, what=f"Submission file {relative}")  # refuses links out
-            found.append(path)  # the name the submission gave, not a link target's
-    return found
+def list_submission_files(input_dir: Path) -> list[Path]:
+    """Every file of a predictions-file submission (an unpacked ZIP), in a stable order: regular
+    files inside /input only (see Origin.list_files), without the platform's own inputs.json."""
+    real_root = Path(os.path.realpath(input_dir))
+    return [path for path in Origin.submission(input_dir).list_files()
+            if not (path.parent == real_root and path.name in PLATFORM_INPUT_FILES)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,12 +193,16 @@ def parse_predictions(document: Any) -> list[Job]:
     if not isinstance(document, list):
         raise SetupError("predictions.json must be a list of algorithm jobs.")
     jobs = []
+    seen_pks: set[str] = set()
     for index, raw in enumerate(document):
         if not isinstance(raw, dict):
             raise SetupError(f"predictions.json: job {index} is not an object.")
         pk = raw.get("pk")
         if not isinstance(pk, str) or not _PK.match(pk):
-            raise SetupError(f"predictions.json: job {index} has no usable pk ({pk!r}).")
+            raise SetupError(f"predictions.json: job {index} has no usable pk ({shown_path(repr(pk), 60)}).")
+        if pk in seen_pks:  # two jobs would read the same /input/<pk>/ folder
+            raise SetupError(f"predictions.json lists two jobs with the pk {pk}.")
+        seen_pks.add(pk)
         values = {}
         for direction in ("inputs", "outputs"):
             entries = raw.get(direction) or []
@@ -265,9 +229,10 @@ def parse_predictions(document: Any) -> list[Job]:
 def read_predictions(input_dir: Path) -> list[Job] | None:
     """The jobs of /input/predictions.json, or None in a predictions-file phase (no such file)."""
     path = input_dir / "predictions.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
-    return parse_predictions(read_json_file(path, "predictions.json", error=SetupError))
+    origin = Origin.platform(input_dir)
+    return parse_predictions(read_json(origin, path, "The platform's predictions.json", MAX_PREDICTIONS_BYTES))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,6 +254,11 @@ class Case:
     def name(self) -> str:
         return f"{self.label} {self.case_id}"
 
+    @property
+    def origin(self) -> Origin:
+        """The participant's files: a bad one is the submission's fault."""
+        return Origin.submission(self.input_dir)
+
     def _output(self, slug: str) -> SocketValue:
         if self.job is None:
             raise SetupError(f"{self.name}: output {slug!r} asked of a predictions-file submission.")
@@ -299,45 +269,62 @@ class Case:
         return output
 
     def output_path(self, slug: str) -> Path:
+        """Where an output's file (or an Image output's folder) is: /input/<pk>/output/<relative_path>.
+        The path comes from predictions.json, the platform's, so a bad one is not the participant's
+        fault; a link there that leads out of /input is."""
         output = self._output(slug)
-        if not output.relative_path:
+        what = f"{self.name}, output {slug!r}"
+        if not output.relative_path and output.super_kind != "Image":
             raise SetupError(f"predictions.json: output {slug!r} of job {self.job.pk} has no relative_path.")
-        return resolve_inside(self.input_dir, self.job.pk, "output", output.relative_path,
-                              what=f"{self.name}, output {slug!r}")
+        parts = [self.job.pk, "output"] + ([output.relative_path] if output.relative_path else [])
+        Origin.platform(self.input_dir).check_parts(*parts, what=what)
+        return self.origin.path(*parts, what=what)
 
     def read_json(self, slug: str) -> Any:
         """A JSON output (File or Value kind). The file is the truth: `value` is only a fallback
         for Value outputs, as the platform writes their file too."""
         output = self._output(slug)
         path = self.output_path(slug)
-        if not path.exists() and output.super_kind == "Value" and output.value is not None:
+        if not os.path.lexists(path) and output.super_kind == "Value" and output.value is not None:
             return output.value
-        return read_json_file(path, f"{self.name}, output {slug!r}")
+        return read_json(self.origin, path, f"{self.name}, output {slug!r}")
 
     def image_file(self, slug: str) -> Path:
-        """The single image in an Image output's folder, whatever name the platform gave it."""
+        """The single image of an Image output, whatever name the platform gave it: the one .mha,
+        .tif or .tiff in its folder, or, when its socket has no relative_path (the platform's
+        default image socket), the output's named image directly in /input/<pk>/output/."""
+        output = self._output(slug)
         folder = self.output_path(slug)
-        if not folder.is_dir():
+        what = f"{self.name}, output {slug!r}"
+        if not output.relative_path and output.image_name:
+            return self.origin.path(self.job.pk, "output", output.image_name, what=what)
+        if not os.path.isdir(folder):
             raise SubmissionError(f"{self.name}: the image output {slug!r} is missing.")
-        images = sorted(p for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(IMAGE_OUTPUT_SUFFIXES))
+        images = sorted(p for p in folder.iterdir() if p.name.lower().endswith(IMAGE_OUTPUT_SUFFIXES))
         if len(images) != 1:
             raise SubmissionError(f"{self.name}: the image output {slug!r} must hold exactly one .mha, .tif or "
                                   f".tiff file; found {len(images)}.")
-        output = self._output(slug)
-        return resolve_inside(self.input_dir, self.job.pk, "output", output.relative_path, images[0].name,
-                              what=f"{self.name}, output {slug!r}")
+        return self.origin.contains(images[0], what)
+
+    def image(self, slug: str) -> ImageFile:
+        """An Image output with its header read (and nothing decoded yet)."""
+        return open_image(self.origin, self.image_file(slug), f"{self.name}, output {slug!r}")
 
 
-def case_id_of_job(job: Job, socket_slug: str | None, mapping: dict[str, str],
+def case_id_of_job(job: Job, socket_slugs: str | tuple[str, ...] | None, mapping: dict[str, str],
                    case_id_of_name: Callable[[str], str] = strip_extension) -> str:
-    """The case id of a job: its input image's name (socket `socket_slug`, or the only image
-    input) turned into an id by `case_id_of_name` (default: extension stripped); the ground
-    truth's case mapping (by full name, then by name without extension) overrides."""
-    if socket_slug is not None:
-        value = job.inputs.get(socket_slug)
+    """The case id of a job: its input image's name turned into an id by `case_id_of_name`
+    (default: extension stripped). The image is the job's input at the first of `socket_slugs`
+    it has (a phase with several interfaces, e.g. a CT or an MR input), or its only image input
+    when None. The ground truth's case mapping (by full name, then without extension) overrides."""
+    if isinstance(socket_slugs, str):
+        socket_slugs = (socket_slugs,)
+    if socket_slugs is not None:
+        value = next((job.inputs[slug] for slug in socket_slugs if slug in job.inputs), None)
         if value is None:
             found = ", ".join(sorted(job.inputs)) or "none"
-            raise SubmissionError(f"Job {job.pk} has no input {socket_slug!r} (inputs: {found}); was the algorithm "
+            wanted = " or ".join(repr(slug) for slug in socket_slugs)
+            raise SubmissionError(f"Job {job.pk} has no input {wanted} (inputs: {found}); was the algorithm "
                                   f"built for this phase's interface?")
     else:
         images = [v for v in job.inputs.values() if v.image_name is not None]
@@ -359,9 +346,9 @@ def case_id_of_job(job: Job, socket_slug: str | None, mapping: dict[str, str],
 def read_case_mapping(ground_truth_dir: Path) -> dict[str, str]:
     """Optional case-mapping.json: {input image name (with or without extension): case id}."""
     path = ground_truth_dir / CASE_MAPPING_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
-    mapping = read_json_file(path, CASE_MAPPING_FILE, error=SetupError)
+    mapping = read_json(Origin.ground_truth(ground_truth_dir), path, "The case mapping")
     if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
         raise SetupError(f"{CASE_MAPPING_FILE} must be a JSON object mapping input image names to case ids (strings).")
     return mapping
@@ -430,11 +417,39 @@ def metrics_json(metrics: dict, ranked_paths: Iterable[str] = ()) -> str:
     return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
 
 
+def prepare_output(output_dir: Path) -> None:
+    """Before any scoring: the output folder exists and is writable (else the whole run would be
+    lost at the end), and holds no metrics.json from an earlier run (a failed run must leave
+    none behind)."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SetupError(f"The output folder {output_dir} cannot be created ({error.strerror}).") from None
+    if not output_dir.is_dir():
+        raise SetupError(f"The output {output_dir} is not a folder.")
+    target = output_dir / METRICS_FILE
+    try:
+        if os.path.lexists(target):
+            os.unlink(target)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=output_dir)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise SetupError(f"The output folder {output_dir} is not writable ({error.strerror}).") from None
+
+
 def write_metrics(output_dir: Path, metrics: dict, ranked_paths: Iterable[str] = ()) -> Path:
     """Write metrics.json atomically: a reader sees the whole file or none."""
     text = metrics_json(metrics, ranked_paths)
+    try:
+        return _write_atomically(output_dir, text)
+    except OSError as error:
+        raise SetupError(f"metrics.json cannot be written to {output_dir} ({error.strerror}).") from None
+
+
+def _write_atomically(output_dir: Path, text: str) -> Path:
     output_dir.mkdir(parents=True, exist_ok=True)
-    target = output_dir / "metrics.json"
+    target = output_dir / METRICS_FILE
     fd, temporary = tempfile.mkstemp(prefix=".metrics-", suffix=".json", dir=output_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -1,7 +1,9 @@
 """Settings: what a spec calls configurable, with the spec's default, changeable per phase.
 
 A challenge declares its settings as a frozen dataclass deriving from `Settings`, each field
-with its default and, where the spec restricts it, `choices` or a `minimum`:
+with its default and, where the spec restricts it, `choices` or bounds (`minimum`/`maximum`
+inclusive, `above`/`below` exclusive). A number is always finite: NaN and Infinity are refused
+for every setting, so no challenge writes its own checks:
 
     @dataclass(frozen=True)
     class Rare26Settings(Settings):
@@ -15,18 +17,25 @@ into metrics.json.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from pathlib import Path
 from typing import Any
 
 from evaluation.errors import SetupError
-from evaluation.grand_challenge import CONFIG_FILE, read_json_file
+from evaluation.reading.files import Origin
+from evaluation.reading.json_files import read_json
+from evaluation.reading.values import HugeNumber, json_type, shown
+from evaluation.grand_challenge import CONFIG_FILE
 
 
-def setting(default: Any, *, doc: str, choices: tuple | None = None, minimum: float | None = None):
-    """A settings field: its default, one line of documentation, and optional limits."""
-    metadata = {"doc": doc, "choices": choices, "minimum": minimum}
+def setting(default: Any, *, doc: str, choices: tuple | None = None, minimum: float | None = None,
+            maximum: float | None = None, above: float | None = None, below: float | None = None):
+    """A settings field: its default, one line of documentation, and optional limits (`minimum`
+    and `maximum` inclusive, `above` and `below` exclusive; they apply to each item of a list)."""
+    metadata = {"doc": doc, "choices": choices, "minimum": minimum, "maximum": maximum, "above": above,
+                "below": below}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -53,19 +62,16 @@ def _check_value(name: str, kind: Any, value: Any) -> Any:
         return tuple(items) if origin is tuple else items
     if kind is Any:
         return value
+    if isinstance(value, HugeNumber):
+        raise SetupError(f"{CONFIG_FILE}: setting {name!r} is {shown(value)}, too large to be a number.")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if kind is float and isinstance(value, float) and not math.isfinite(value):
+        raise SetupError(f"{CONFIG_FILE}: setting {name!r} is {shown(value)}; it must be a finite number.")
     if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
         raise SetupError(f"{CONFIG_FILE}: setting {name!r} must be {_type_name(kind)}, not {json_type(value)}.")
     return value
 
-
-def json_type(value: Any) -> str:
-    """How a JSON value's type is named in messages."""
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list",
-            dict: "an object"}.get(type(value), type(value).__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,9 +96,9 @@ class Settings:
     @classmethod
     def from_ground_truth(cls, ground_truth_dir: Path) -> "Settings":
         path = ground_truth_dir / CONFIG_FILE
-        if not path.is_file():
+        if not path.exists():
             return cls()
-        return cls.from_mapping(read_json_file(path, CONFIG_FILE, error=SetupError))
+        return cls.from_mapping(read_json(Origin.ground_truth(ground_truth_dir), path, "The phase's settings"))
 
     def replace(self, **changes: Any) -> "Settings":
         settings = dataclasses.replace(self, **changes)
@@ -103,12 +109,9 @@ class Settings:
         """Limits declared on the fields; subclasses add rules that span several fields."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            choices, minimum = f.metadata.get("choices"), f.metadata.get("minimum")
-            if choices is not None and value not in choices:
-                raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {value!r}; it must be one of "
-                                 f"{', '.join(map(repr, choices))}.")
-            if minimum is not None and value is not None and value < minimum:
-                raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {value!r}; it must be at least {minimum}.")
+            items = value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                _check_limits(f, item)
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -118,6 +121,23 @@ class Settings:
         """(name, default, doc) of every setting, for --list and the README."""
         defaults = cls()
         return [(f.name, _plain(getattr(defaults, f.name)), f.metadata.get("doc", "")) for f in dataclasses.fields(cls)]
+
+
+def _check_limits(f: dataclasses.Field, value: Any) -> None:
+    choices = f.metadata.get("choices")
+    if choices is not None and value not in choices:
+        raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {value!r}; it must be one of "
+                         f"{', '.join(map(repr, choices))}.")
+    if value is None or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {shown(value)}; it must be a finite number.")
+    limits = [("minimum", lambda v, b: v >= b, "at least"), ("maximum", lambda v, b: v <= b, "at most"),
+              ("above", lambda v, b: v > b, "above"), ("below", lambda v, b: v < b, "below")]
+    for key, holds, words in limits:
+        bound = f.metadata.get(key)
+        if bound is not None and not holds(value, bound):
+            raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {value!r}; it must be {words} {bound:g}.")
 
 
 def _plain(value: Any) -> Any:

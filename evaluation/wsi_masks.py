@@ -38,9 +38,10 @@ def read_mask(path: Path, pyramid_level: int, single_page_level: int, what: str)
     path = Path(path)
     if path.name.lower().endswith(TIFF_SUFFIXES):
         return _read_tiff(path, pyramid_level, single_page_level, what)
-    from evaluation.images import read_image
+    from evaluation.reading.files import Origin
+    from evaluation.reading.images import read_image
 
-    voxels, _ = read_image(path, what, error=SetupError)
+    voxels, _ = read_image(Origin.ground_truth(path.parent), path, what)
     voxels = np.squeeze(voxels)
     if voxels.ndim != 2:
         raise SetupError(f"{what}: {path.name} has shape {voxels.shape}; a 2-D mask is expected.")

@@ -16,17 +16,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluation.framework import available_challenges  # noqa: E402
+from evaluation import examples  # noqa: E402
 
 
 def main(challenge: str) -> None:
-    cls = available_challenges()[challenge]
     example = ROOT / "test" / challenge
     ground_truth = ROOT / "ground-truth" / challenge
     for folder in (example, ground_truth):
         shutil.rmtree(folder, ignore_errors=True)
     with tempfile.TemporaryDirectory() as scratch:
-        cls.synthesize(Path(scratch), seed=0)
+        examples.synthesize(challenge, Path(scratch), seed=0)
         shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
         shutil.copytree(Path(scratch) / "input", example / "input")
     run = [sys.executable, "-m", "evaluation", challenge, "--input", str(example / "input"),
@@ -34,7 +33,7 @@ def main(challenge: str) -> None:
     with tempfile.TemporaryDirectory() as out:
         subprocess.run(run + ["--output", out], check=True, cwd=ROOT)
         shutil.copy(Path(out) / "metrics.json", example / "expected_metrics.json")
-    for name, changes in cls.invalid_examples(example / "input").items():
+    for name, changes in examples.invalid_examples(challenge, example / "input").items():
         case = example / "invalid" / name
         shutil.copytree(example / "input", case / "input")
         for relative, content in changes.items():

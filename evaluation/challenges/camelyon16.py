@@ -1,4 +1,4 @@
-"""CAMELYON16: lymph-node metastases in whole-slide images (../shared/specs/camelyon16.md).
+"""CAMELYON16: lymph-node metastases in whole-slide images (docs/challenges/camelyon16.md).
 
 Two leaderboards from one submission: slide-level ROC AUC (tumor vs normal against one
 probability per slide), and lesion-level FROC (the mean sensitivity at 1/4 .. 8 false positives
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation import synthetic
+from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, list_submission_files, strip_extension

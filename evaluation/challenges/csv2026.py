@@ -1,4 +1,4 @@
-"""CSV 2026: carotid plaque segmentation and vulnerability in ultrasound (../shared/specs/csv2026.md).
+"""CSV 2026: carotid plaque segmentation and vulnerability in ultrasound (docs/challenges/csv2026.md).
 
 Each case is a longitudinal and a transverse B-mode image; the algorithm segments vessel and
 plaque in both and gives one risk class per case. The leaderboard:
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation import synthetic
+from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Job, Undefined, ground_truth_files, list_submission_files

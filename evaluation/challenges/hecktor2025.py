@@ -1,4 +1,4 @@
-"""HECKTOR 2025: head-and-neck cancer in PET/CT (../shared/specs/hecktor2025.md).
+"""HECKTOR 2025: head-and-neck cancer in PET/CT (docs/challenges/hecktor2025.md).
 
 Three tasks, three leaderboards, one evaluation image each:
   hecktor2025-task1  GTVp / GTVn segmentation and GTVn detection  (hecktor2025_task1.py)
@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluation import synthetic
+from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import (

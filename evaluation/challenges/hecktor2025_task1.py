@@ -1,5 +1,5 @@
 """HECKTOR 2025 Task 1: GTVp and GTVn detection and segmentation in PET/CT
-(../shared/specs/hecktor2025.md, "Task 1").
+(docs/challenges/hecktor2025.md, "Task 1").
 
 Per patient, one pass over both label maps gives every label count; GTVn lesions are the
 26-connected components of label 2, matched one to one by IoU > 0.3. Leaderboard values: the mean
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation import synthetic
+from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,

@@ -1,5 +1,5 @@
 """ISIC skin-lesion classification: 2018 Task 3 (`isic2018`) and 2019 (`isic2019`)
-(../shared/specs/isic.md).
+(docs/challenges/isic.md).
 
 Ranked by balanced multi-class accuracy (mean per-category recall, labels by argmax, a tied
 prediction counts as wrong), ties broken by the mean AUC over categories. Every number is the

@@ -1,4 +1,4 @@
-"""RARE26: early neoplasia in Barrett's esophagus (../shared/specs/rare26.md).
+"""RARE26: early neoplasia in Barrett's esophagus (docs/challenges/rare26.md).
 
 Ranked by PPV at 90% recall under a simulated 1% prevalence: every repetition keeps all NDBE
 images and draws neoplasia images with replacement, 1 per 100 NDBE; the score is the median
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from evaluation import synthetic
+from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, read_json_file, single_ground_truth_file, strip_extension

@@ -1,6 +1,6 @@
 """The CAMELYON16 evaluation mask of one tumor slide: arrays in, labelled lesions out.
 
-The 2016 rule (../shared/specs/camelyon16.md, "Evaluation mask"): grow the annotated tumor by
+The 2016 rule (docs/challenges/camelyon16.md, "Evaluation mask"): grow the annotated tumor by
 every pixel whose Euclidean distance to a tumor pixel is strictly below 75 µm / 2 (the
 organizers' `distance < 75 / (resolution * 2**level * 2)`), fill the holes, label 8-connected
 regions (one region = one lesion), and call a region an isolated-tumor-cell (ITC) region when its

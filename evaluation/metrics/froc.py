@@ -1,6 +1,6 @@
 """CAMELYON16 lesion-level FROC: detections to hits, the FROC curve, and the score.
 
-Rules (../shared/specs/camelyon16.md, "Detections" and "FROC and the score"):
+Rules (docs/challenges/camelyon16.md, "Detections" and "FROC and the score"):
 
 - A detection at level-0 pixel (X, Y) falls on evaluation-mask pixel [floor(Y/2**level),
   floor(X/2**level)]. On a tumor slide: background -> false positive; an ITC region -> ignored;

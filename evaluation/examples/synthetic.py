@@ -1,7 +1,7 @@
 """Writing synthetic submissions as the platform lays them out, for tests, examples and benchmarks.
 
-Each challenge's `synthesize` makes its ground truth and a submission from a seed with these
-helpers; `python -m evaluation.synthetic CHALLENGE --out DIR` runs it:
+Each challenge's `synthesize` (evaluation.examples) makes its ground truth and a submission from
+a seed with these helpers; `python -m evaluation.examples CHALLENGE --out DIR` runs it:
 
     DIR/ground-truth/   what goes in ground-truth/<challenge>/
     DIR/input/          what the platform mounts at /input
@@ -9,9 +9,7 @@ helpers; `python -m evaluation.synthetic CHALLENGE --out DIR` runs it:
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -70,24 +68,3 @@ def write_output(input_dir: Path, pk: str, relative_path: str, content: Any) -> 
 
 def write_predictions(input_dir: Path, jobs: list[dict]) -> None:
     write_json(input_dir / "predictions.json", jobs, indent=2)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from evaluation.framework import available_challenges
-
-    challenges = available_challenges()
-    parser = argparse.ArgumentParser(prog="python -m evaluation.synthetic",
-                                     description="Write a synthetic ground truth and submission for a challenge.")
-    parser.add_argument("challenge", choices=sorted(challenges))
-    parser.add_argument("--out", type=Path, required=True, help="folder to write ground-truth/ and input/ into")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cases", type=int, default=None, help="number of cases (challenge default if omitted)")
-    args = parser.parse_args(argv)
-    options = {} if args.cases is None else {"cases": args.cases}
-    challenges[args.challenge].synthesize(args.out, seed=args.seed, **options)
-    print(f"wrote {args.out / 'ground-truth'} and {args.out / 'input'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

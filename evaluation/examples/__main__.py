@@ -1,0 +1,5 @@
+import sys
+
+from evaluation.examples import main
+
+sys.exit(main())
