@@ -13,11 +13,13 @@ import pytest
 
 from evaluation import __version__, cli, framework
 from evaluation import grand_challenge as gc
-from evaluation import synthetic
+from evaluation import examples
+from evaluation.examples import synthetic
 from evaluation.challenges.rare26 import Rare26, Rare26Settings
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation
-from evaluation.grand_challenge import list_submission_files, read_json_file
+from evaluation.grand_challenge import list_submission_files
+from evaluation.reading.json_files import read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 REPETITIONS = 20  # a quick bootstrap: these tests are about the command line, not the metric
@@ -39,7 +41,7 @@ def assert_one_sentence(line: str):
 @pytest.fixture
 def rare26(tmp_path):
     """A small synthetic RARE26 ground truth and submission: (ground truth, input, output)."""
-    Rare26.synthesize(tmp_path, seed=11, cases=3)
+    examples.synthesize("rare26", tmp_path, seed=11, cases=3)
     synthetic.write_json(tmp_path / "ground-truth" / "config.json", {"repetitions": REPETITIONS})
     return tmp_path / "ground-truth", tmp_path / "input", tmp_path / "output"
 
@@ -413,13 +415,13 @@ class Plain(Evaluation):
     ranked_paths = ("total",)
 
     def load_ground_truth(self, directory):
-        return read_json_file(directory / "truth.json", "truth", error=SetupError)
+        return read_json(self.truth, directory / "truth.json", "truth")
 
     def file_cases(self, input_dir):
         return [(path.stem, path) for path in list_submission_files(input_dir)]
 
-    def load_prediction(self, case, ground_truth):
-        return read_json_file(case.source, case.name)
+    def read_file_prediction(self, case, ground_truth):
+        return read_json(case.origin, case.source, case.name)
 
     def score_aggregates(self, results):
         return {"total": float(sum(results.values()))}
@@ -497,3 +499,66 @@ def test_bad_command_line_numbers_are_usage_errors(rare26, capsys, option, value
     assert exit_info.value.code == 2
     assert complaint in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (out / "metrics.json").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# The output and input folders are checked before any scoring
+
+
+def test_unwritable_output_exit_3_before_scoring(rare26, capsys, tmp_path):
+    gt, inp, _ = rare26
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    code, stdout, stderr = run_main(capsys, *args(gt, inp, blocker / "out"))
+    assert code == 3 and NOT_THEIR_FAULT in last_line(stderr)
+    assert "cannot be created" in last_line(stderr) and "Traceback" not in stderr
+    assert "Scoring" not in stdout  # refused before the work, not after it
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_output_exit_3(rare26, capsys):
+    gt, inp, out = rare26
+    out.mkdir()
+    out.chmod(0o555)
+    code, _, stderr = run_main(capsys, *args(gt, inp, out))
+    assert code == 3 and "is not writable" in last_line(stderr)
+
+
+def test_output_that_is_a_file_exit_3(rare26, capsys, tmp_path):
+    gt, inp, _ = rare26
+    (tmp_path / "out-file").write_text("x")
+    code, _, stderr = run_main(capsys, *args(gt, inp, tmp_path / "out-file"))
+    assert code == 3 and NOT_THEIR_FAULT in last_line(stderr) and "is not a folder" in last_line(stderr)
+
+
+def test_input_naming_a_file_says_so(rare26, capsys):
+    gt, inp, out = rare26
+    code, _, stderr = run_main(capsys, *args(gt, inp / "predictions.json", out))
+    assert code == 3 and f"The input {inp / 'predictions.json'} is not a folder." in last_line(stderr)
+
+
+def test_a_failed_run_leaves_no_old_metrics_json(rare26, capsys):
+    gt, inp, out = rare26
+    assert run_main(capsys, *args(gt, inp, out))[0] == 0 and (out / "metrics.json").exists()
+    next(iter(stack_files(inp).values())).write_text("[")
+    code, _, _ = run_main(capsys, *args(gt, inp, out))
+    assert code == 1 and not (out / "metrics.json").exists()
+
+
+def test_case_mapping_to_unknown_ids_is_the_organizers_error(rare26, capsys):
+    gt, inp, out = rare26
+    synthetic.write_json(gt / "case-mapping.json", {"rare26_stack_0000.tiff": "no-such-stack"})
+    code, _, stderr = run_main(capsys, *args(gt, inp, out))
+    assert code == 3 and not (out / "metrics.json").exists()
+    assert last_line(stderr) == ("The evaluation could not run, through no fault of the submission: case-mapping.json "
+                                 "maps images to 1 case id(s) that are not in the ground truth (no-such-stack) (please "
+                                 "tell the challenge organizers).")
+
+
+def test_two_jobs_sharing_a_pk_are_refused(rare26, capsys):
+    gt, inp, out = rare26
+    jobs = json.loads((inp / "predictions.json").read_text())
+    jobs[1]["pk"] = jobs[0]["pk"]
+    (inp / "predictions.json").write_text(json.dumps(jobs))
+    code, _, stderr = run_main(capsys, *args(gt, inp, out))
+    assert code == 3 and f"predictions.json lists two jobs with the pk {jobs[0]['pk']}." in last_line(stderr)

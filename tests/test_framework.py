@@ -12,17 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation import __version__, framework, synthetic
+from evaluation import __version__, framework
+from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError, id_list, EvaluationError
 from evaluation.framework import Evaluation, available_challenges, default_workers
 from evaluation.grand_challenge import (
     Case,
     list_submission_files,
     metrics_json,
-    read_json_file,
     single_ground_truth_file,
     write_metrics,
 )
+from evaluation.reading.json_files import read_json
 from evaluation.settings import Settings, setting
 
 TOY_INPUT = "toy-image"
@@ -47,16 +48,19 @@ class Toy(Evaluation):
 
     def load_ground_truth(self, directory):
         path = single_ground_truth_file(directory, ".json")
-        return {key: float(value) for key, value in read_json_file(path, "truth", error=SetupError).items()}
+        return {key: float(value) for key, value in read_json(self.truth, path, "truth").items()}
 
     def case_input_socket(self):
         return TOY_INPUT
 
-    def load_prediction(self, case, ground_truth):
-        if case.job is not None:
-            content = case.read_json(TOY_OUTPUT)
-        else:
-            content = read_json_file(case.source, case.name)
+    def read_job_prediction(self, case, ground_truth):
+        return self.number(case, case.read_json(TOY_OUTPUT))
+
+    def read_file_prediction(self, case, ground_truth):
+        return self.number(case, read_json(case.origin, case.source, case.name))
+
+    @staticmethod
+    def number(case, content):
         if isinstance(content, dict):
             time.sleep(content.get("sleep", 0))
             content = content.get("value")

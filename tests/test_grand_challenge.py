@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from evaluation import grand_challenge as gc
-from evaluation import synthetic
+from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError
+from evaluation.reading.files import Origin
 from evaluation.grand_challenge import (
     Case,
     Undefined,
@@ -25,7 +26,6 @@ from evaluation.grand_challenge import (
     parse_predictions,
     read_case_mapping,
     read_predictions,
-    resolve_inside,
     strip_extension,
     write_metrics,
 )
@@ -354,7 +354,8 @@ def test_relative_paths_leaving_input_are_refused(tmp_path, relative_path):
     inp.mkdir()
     (tmp_path / "escape.json").write_text("[1]")
     raw = one_job(outputs=[synthetic.file_output("likelihood", relative_path)])
-    with pytest.raises(SubmissionError, match="leaves the input folder"):
+    # relative_path is the platform's (the socket's), not the participant's: exit 3
+    with pytest.raises(SetupError, match="leaves the input folder"):
         case_of(inp, raw).read_json("likelihood")
 
 
@@ -414,13 +415,16 @@ def test_symlinks_staying_inside_are_followed(tmp_path):
     assert case_of(inp, raw).image_file("detection").read_bytes() == b"img"
 
 
-def test_resolve_inside_direct(tmp_path):
+def test_origin_path_direct(tmp_path):
     (tmp_path / "a").mkdir()
-    assert resolve_inside(tmp_path, "a", "b.json", what="x") == Path(os.path.realpath(tmp_path)) / "a" / "b.json"
-    for bad in ["", None, "/abs", "..", "a/../.."]:
+    origin = Origin.submission(tmp_path)
+    assert origin.path("a", "b.json", what="x") == Path(os.path.realpath(tmp_path)) / "a" / "b.json"
+    for bad in ["", None, "/abs", "..", "a/../..", "a\\b", "x\x00y", "n" * 300]:
         with pytest.raises(SubmissionError) as error:
-            resolve_inside(tmp_path, "a", bad, what="Output z")
+            origin.path("a", bad, what="Output z")
         assert str(error.value).startswith("Output z: ")
+    with pytest.raises(SetupError):
+        Origin.platform(tmp_path).path("a", "..", what="Output z")
 
 
 def test_list_submission_files_skips_debris_and_sorts(tmp_path):
@@ -618,7 +622,7 @@ def test_write_metrics_failure_leaves_no_temporary_and_keeps_old_file(tmp_path, 
     for target in ("fsync", "replace"):
         with monkeypatch.context() as patch:
             patch.setattr(gc.os, target, broken)
-            with pytest.raises(OSError, match="No space"):
+            with pytest.raises(SetupError, match="No space"):
                 write_metrics(out, {"a": 2})
         assert os.listdir(out) == ["metrics.json"], target
         assert (out / "metrics.json").read_bytes() == old
@@ -627,6 +631,58 @@ def test_write_metrics_failure_leaves_no_temporary_and_keeps_old_file(tmp_path, 
 def test_write_metrics_failure_without_old_file_leaves_nothing(tmp_path, monkeypatch):
     out = tmp_path / "out"
     monkeypatch.setattr(gc.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error")))
-    with pytest.raises(OSError):
+    with pytest.raises(SetupError, match="cannot be written"):
         write_metrics(out, {"a": 2})
     assert os.listdir(out) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Real platform shapes: several interfaces, the default image socket without relative_path
+
+
+def test_case_socket_can_be_one_of_several_interfaces():
+    ct_job = synthetic.job(PK, [synthetic.image_input("ct-image", "P-1__CT.nii.gz", "images/ct")], [])
+    mr_job = synthetic.job(PK2, [synthetic.image_input("mr-image", "P-2__MR.mha", "images/mr"),
+                                 synthetic.image_input("clinical", "extra.mha", "images/clinical")], [])
+    ct, mr = parse_predictions([ct_job, mr_job])
+    assert ct.interface_key == ("ct-image",) and mr.interface_key == ("clinical", "mr-image")
+    sockets = ("ct-image", "mr-image")  # in order: the first a job has names its case
+    assert case_id_of_job(ct, sockets, {}) == "P-1__CT" and case_id_of_job(mr, sockets, {}) == "P-2__MR"
+    with pytest.raises(SubmissionError, match=r"has no input 'pet-image' or 'dose' \(inputs: clinical, mr-image\)"):
+        case_id_of_job(mr, ("pet-image", "dose"), {})
+
+
+def test_image_output_without_relative_path_sits_in_the_output_folder(tmp_path):
+    raw = one_job(outputs=[image_output("segmentation", "", name="3f2a.mha"),
+                           synthetic.file_output("likelihood", "likelihood.json")])
+    (tmp_path / PK / "output").mkdir(parents=True)
+    (tmp_path / PK / "output" / "3f2a.mha").write_bytes(b"image")
+    (tmp_path / PK / "output" / "likelihood.json").write_text("0.5")
+    case = case_of(tmp_path, raw)
+    assert case.image_file("segmentation").read_bytes() == b"image"
+    assert case.read_json("likelihood") == 0.5
+
+
+def test_file_output_without_relative_path_is_the_platforms_error(tmp_path):
+    raw = one_job(outputs=[synthetic.file_output("likelihood", "")])
+    with pytest.raises(SetupError, match="has no relative_path"):
+        case_of(tmp_path, raw).read_json("likelihood")
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("[" * 100_000 + "]" * 100_000, "The platform's predictions.json: predictions.json is nested too deeply to be read."),
+    ('[{"pk": "a", "pk": "b"}]', "The platform's predictions.json: predictions.json gives the key \"pk\" twice in one "
+                                 "object."),
+])
+def test_hostile_predictions_json_is_the_platforms_error(tmp_path, content, expected):
+    (tmp_path / "predictions.json").write_text(content)
+    with pytest.raises(SetupError) as error:
+        gc.read_predictions(tmp_path)
+    assert str(error.value) == expected
+
+
+@pytest.mark.parametrize("relative_path", ["a\x00b.json", "x" * 5000])
+def test_nul_and_overlong_relative_paths_are_refused_not_crashes(tmp_path, relative_path):
+    raw = one_job(outputs=[synthetic.file_output("likelihood", relative_path)])
+    with pytest.raises(SetupError, match="NUL character|longer than a file name may be"):
+        case_of(tmp_path, raw).read_json("likelihood")

@@ -8,7 +8,8 @@ from dataclasses import FrozenInstanceError, dataclass
 import pytest
 
 from evaluation.errors import SetupError
-from evaluation.settings import Settings, json_type, setting
+from evaluation.reading.values import json_type
+from evaluation.settings import Settings, setting
 
 
 @dataclass(frozen=True)
@@ -180,3 +181,41 @@ def test_as_dict_is_plain_json(tmp_path):
                                          ("x", "text"), ([], "a list"), ({}, "an object")])
 def test_json_type(value, name):
     assert json_type(value) == name
+
+
+# ---- bounds declared on the fields; numbers always finite -------------------------------------
+
+
+@dataclass(frozen=True)
+class BoundedSettings(Settings):
+    iou: float = setting(0.3, minimum=0.0, maximum=1.0, doc="a threshold")
+    level: float = setting(95.0, above=0.0, below=100.0, doc="a percentage")
+    seconds: float | None = setting(None, above=0.0, doc="optional")
+    weights: list[float] = setting([1.0], minimum=0.0, doc="per item")
+
+
+@pytest.mark.parametrize("config, expected", [
+    ('{"iou": NaN}', "config.json: setting 'iou' is NaN; it must be a finite number."),
+    ('{"iou": Infinity}', "config.json: setting 'iou' is Infinity; it must be a finite number."),
+    ('{"seconds": -Infinity}', "config.json: setting 'seconds' is -Infinity; it must be a finite number."),
+    ('{"iou": 5}', "config.json: setting 'iou' is 5.0; it must be at most 1."),
+    ('{"iou": -0.1}', "config.json: setting 'iou' is -0.1; it must be at least 0."),
+    ('{"level": 100}', "config.json: setting 'level' is 100.0; it must be below 100."),
+    ('{"level": 0}', "config.json: setting 'level' is 0.0; it must be above 0."),
+    ('{"seconds": 0}', "config.json: setting 'seconds' is 0.0; it must be above 0."),
+    ('{"weights": [1, -2]}', "config.json: setting 'weights' is -2.0; it must be at least 0."),
+    ('{"weights": [1, NaN]}', "config.json: setting 'weights[1]' is NaN; it must be a finite number."),
+    ('{"iou": ' + "9" * 400 + "}", "config.json: setting 'iou' is an integer of 400 digits, too large to be a number."),
+    ('{"iou": 0.5, "iou": 0.6}', "The phase's settings: config.json gives the key \"iou\" twice in one object."),
+])
+def test_bounds_and_finiteness_are_declared_not_hand_written(tmp_path, config, expected):
+    write_config(tmp_path, config)
+    with pytest.raises(SetupError) as error:
+        BoundedSettings.from_ground_truth(tmp_path)
+    assert str(error.value) == expected
+
+
+def test_values_on_the_bounds_are_accepted(tmp_path):
+    write_config(tmp_path, {"iou": 1, "level": 99.9, "seconds": 1e-9, "weights": [0, 2]})
+    settings = BoundedSettings.from_ground_truth(tmp_path)
+    assert settings.iou == 1.0 and settings.seconds == 1e-9 and settings.weights == [0.0, 2.0]
