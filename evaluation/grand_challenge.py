@@ -300,7 +300,8 @@ class Case:
             return self.origin.path(self.job.pk, "output", output.image_name, what=what)
         if not os.path.isdir(folder):
             raise SubmissionError(f"{self.name}: the image output {slug!r} is missing.")
-        images = sorted(p for p in folder.iterdir() if p.name.lower().endswith(IMAGE_OUTPUT_SUFFIXES))
+        images = sorted(p for p in folder.iterdir()
+                        if p.name.lower().endswith(IMAGE_OUTPUT_SUFFIXES) and not p.is_dir())
         if len(images) != 1:
             raise SubmissionError(f"{self.name}: the image output {slug!r} must hold exactly one .mha, .tif or "
                                   f".tiff file; found {len(images)}.")

@@ -127,8 +127,8 @@ class Origin:
         info = self.regular_file(path, what, shown_name)
         name = shown_name or Path(path).name
         if info.st_size > max_bytes:
-            self.fail(f"{what}: {shown_path(name)} has {size_text(info.st_size)}; at most {size_text(max_bytes)} "
-                      f"is expected.")
+            self.fail(f"{what}: {shown_path(name)} has {size_text(info.st_size)}, more than the "
+                      f"{size_text(max_bytes)} allowed.")
         try:
             with open(path, "rb") as handle:
                 data = handle.read(max_bytes + 1)
