@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
-from evaluation.challenges.rare26 import Rare26, image_level_bootstrap, patient_level_bootstrap
+from evaluation.challenges.rare26 import image_level_bootstrap, patient_level_bootstrap
+from evaluation.examples.rare26 import synthesize
 
 
 def synthetic_arrays(stacks: int, seed: int):
@@ -28,7 +29,7 @@ def synthetic_arrays(stacks: int, seed: int):
     generator writes (the same data the evaluation would see)."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        Rare26.synthesize(root, seed=seed, cases=stacks)
+        synthesize(root, seed=seed, cases=stacks)
         return load_arrays(root / "input", root / "ground-truth")
 
 

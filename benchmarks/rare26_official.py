@@ -14,15 +14,17 @@ OUTPUT_FILE = "stacked-neoplastic-lesion-likelihoods.json"
 
 
 def load_arrays(input_dir: Path, ground_truth_dir: Path):
-    """Labels (1 neoplasia), scores and patients read straight from the files, stacks in
-    sorted order of their names without extension, frames in stack order."""
+    """Labels (1 neoplasia: any class but NDBE, whatever its case), scores and patients read
+    straight from the files, stacks in sorted order of their names without extension, frames in
+    the order of their `index` (frame i of a stack: element i of its likelihoods)."""
     metadata = json.loads(next(ground_truth_dir.glob("*.json")).read_text())
     jobs = json.loads((input_dir / "predictions.json").read_text())
     by_stack = {job["inputs"][0]["image"]["name"]: job["pk"] for job in jobs}
     y, s, patients = [], [], []
     for stack in sorted(metadata, key=lambda name: name.rsplit(".", 1)[0]):
-        y += [0 if frame["class"] == "ndbe" else 1 for frame in metadata[stack]]
-        patients += [frame["patient_id"] for frame in metadata[stack]]
+        frames = sorted(metadata[stack], key=lambda frame: frame["index"])
+        y += [0 if frame["class"].strip().lower() == "ndbe" else 1 for frame in frames]
+        patients += [frame["patient_id"] for frame in frames]
         s += json.loads((input_dir / by_stack[stack] / "output" / OUTPUT_FILE).read_text())
     return np.array(y), np.array(s, dtype=float), np.array(patients)
 

@@ -3,12 +3,13 @@ same draws, the 13 official keys, reproducibility, and every bad input of rare26
 
 import json
 import shutil
+from collections import Counter
 
 import numpy as np
 import pytest
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_metrics, official_patient_level
-from evaluation.challenges.rare26 import Rare26
+from evaluation.examples.rare26 import synthesize
 
 OFFICIAL_KEYS = [
     "Score",
@@ -23,7 +24,7 @@ OUTPUT = "stacked-neoplastic-lesion-likelihoods"
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("rare26")
-    Rare26.synthesize(root, seed=7, cases=6)
+    synthesize(root, seed=7, cases=6)
     return root
 
 
@@ -114,7 +115,9 @@ def first_output(input_dir):
     (lambda v: v[:3] + [True] + v[4:], "the likelihood at index 3 is true; every likelihood must be a finite number"),
     (lambda v: v[:3] + ["0.5"] + v[4:], 'the likelihood at index 3 is "0.5"; every likelihood must be a finite number'),
     (lambda v: v[:3] + [None] + v[4:], "the likelihood at index 3 is null; every likelihood must be a finite number"),
-    (lambda v: v[:3] + [[0.5]] + v[4:], "the likelihood at index 3 is [0.5]; every likelihood must be a finite number"),
+    (lambda v: v[:3] + [[0.5]] + v[4:], "the likelihood at index 3 is a list of 1 item; every likelihood must be a finite number"),
+    (lambda v: v[:3] + [{"p": 0.5}] + v[4:], "the likelihood at index 3 is an object with 1 key; every likelihood must be a finite number"),
+    (lambda v: v[:3] + ["x" * 100] + v[4:], 'the likelihood at index 3 is "' + "x" * 36 + '...; every likelihood must be a finite number'),
 ])
 def test_bad_likelihoods_are_rejected(dataset, evaluate, tmp_path, mutate, expected):
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
@@ -173,6 +176,7 @@ def test_missing_extra_and_duplicate_stacks_are_named(dataset, evaluate, tmp_pat
         jobs = json.loads(json.dumps(jobs))
         jobs[0]["inputs"][0]["image"]["name"] = "unknown_stack.tiff"
         jobs.append(json.loads(json.dumps(jobs[1])))
+        jobs[-1]["pk"] = "00000000-0000-4000-8000-000000000000"  # a second job (a repeated pk is the platform's error)
         return jobs
 
     shutil.rmtree(tmp_path / "data")
@@ -193,9 +197,10 @@ def test_missing_extra_and_duplicate_stacks_are_named(dataset, evaluate, tmp_pat
 @pytest.mark.parametrize("change, expected", [
     (lambda gt: (gt / "extra.json").write_text("{}"), "must hold exactly one .json file"),
     (lambda gt: next(gt.glob("*.json")).write_text("[1, 2]"), "must be a non-empty object mapping stack names"),
-    (lambda gt: next(gt.glob("*.json")).write_text(json.dumps({"a.tiff": [{"class": "ndbe"}]})),
+    (lambda gt: next(gt.glob("*.json")).write_text(json.dumps({"a.tiff": [{"index": 0, "class": "ndbe"}]})),
      "must hold both NDBE and neoplasia frames"),
-    (lambda gt: next(gt.glob("*.json")).write_text(json.dumps({"a.tiff": [{"class": "neo"}], "a.mha": [{"class": "ndbe"}]})),
+    (lambda gt: next(gt.glob("*.json")).write_text(json.dumps({"a.tiff": [{"index": 0, "class": "neo"}],
+                                                                "a.mha": [{"index": 0, "class": "ndbe"}]})),
      "two stacks are named a once extensions are removed"),
     (lambda gt: (gt / "config.json").write_text(json.dumps({"sampling": "frames"})),
      "setting 'sampling' is 'frames'; it must be one of 'image', 'patient'"),
@@ -229,10 +234,197 @@ def test_stack_names_match_with_or_without_extension_and_through_a_mapping(datas
 
 
 def test_legacy_predictions_json_scores_the_same(dataset, evaluate, tmp_path):
-    from evaluation import synthetic
+    from evaluation.examples import synthetic
 
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
     reference = evaluate("rare26", input_dir, ground_truth).metrics
     edit_jobs(input_dir, synthetic.legacy_shape)
     legacy = evaluate("rare26", input_dir, ground_truth).metrics
     assert legacy == reference
+
+
+# --- a likelihood no float can hold: a sentence naming it, never a crash (exit 4) ------------
+
+
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_huge_integer_likelihood_is_named(dataset, evaluate, tmp_path, digits):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    stack, path = first_output(input_dir)
+    values = json.loads(path.read_text())
+    path.write_text("[" + ", ".join(map(str, values[:4])) + ", " + "9" * digits + ", "
+                    + ", ".join(map(str, values[5:])) + "]")
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == (f"Stack {stack}: the likelihood at index 4 is an integer of {digits} digits; "
+                                   f"every likelihood must be a finite number.")
+
+
+def test_huge_integer_alone_instead_of_a_list(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    stack, path = first_output(input_dir)
+    n = len(json.loads(path.read_text()))
+    path.write_text("1" * 5000)
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == (f"Stack {stack}: the output '{OUTPUT}' must be a JSON array of {n} numbers "
+                                   f"(one likelihood per frame), found a number.")
+
+
+# --- the ground truth: frames placed by their index, classes compared loosely ----------------
+
+GROUND_TRUTH_FILE = "test_metadata.json"
+SETUP = "The evaluation could not run, through no fault of the submission: "
+TELL = " (please tell the challenge organizers)."
+
+
+def edit_metadata(ground_truth, change):
+    path = ground_truth / GROUND_TRUTH_FILE
+    metadata = json.loads(path.read_text())
+    change(metadata)
+    path.write_text(json.dumps(metadata, indent=1))
+
+
+def test_frames_are_placed_by_their_index_not_the_list_order(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    reference = evaluate("rare26", input_dir, ground_truth)
+    rng = np.random.default_rng(0)
+
+    def shuffle(metadata):
+        for name, frames in metadata.items():
+            metadata[name] = [frames[i] for i in rng.permutation(len(frames))]
+
+    edit_metadata(ground_truth, shuffle)
+    shuffled = evaluate("rare26", input_dir, ground_truth)
+    assert shuffled.code == 0, shuffled.stderr
+    assert (shuffled.output / "metrics.json").read_bytes() == (reference.output / "metrics.json").read_bytes()
+
+
+def test_patients_are_placed_by_index_too(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    (ground_truth / "config.json").write_text(json.dumps({"sampling": "patient", "repetitions": 50}))
+    reference = evaluate("rare26", input_dir, ground_truth)
+    edit_metadata(ground_truth, lambda metadata: [frames.reverse() for frames in metadata.values()])
+    reversed_run = evaluate("rare26", input_dir, ground_truth)
+    assert reversed_run.code == 0, reversed_run.stderr
+    assert (reversed_run.output / "metrics.json").read_bytes() == (reference.output / "metrics.json").read_bytes()
+
+
+FIRST_STACK = "rare26_stack_0000.tiff"
+
+
+def set_entry(key, value):
+    """Entry 7 of the first stack gets `key` = value (or loses it when value is ...)."""
+    def change(metadata):
+        if value is ...:
+            del metadata[FIRST_STACK][7][key]
+        else:
+            metadata[FIRST_STACK][7][key] = value
+    return change
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("index", 3, "entry 7 has index 3, as entry 3 does; each index from 0 to {last} must appear once"),
+    ("index", ..., "entry 7 has no index (its position, 0 to {last}, in the stack's likelihoods)"),
+    ("index", "{n}", "entry 7 has index {n}; it must be a whole number from 0 to {last} (the stack has {n} frames)"),
+    ("index", -1, "entry 7 has index -1; it must be a whole number from 0 to {last} (the stack has {n} frames)"),
+    ("index", True, "entry 7 has index true; it must be a whole number from 0 to {last} (the stack has {n} frames)"),
+    ("index", "7", 'entry 7 has index "7"; it must be a whole number from 0 to {last} (the stack has {n} frames)'),
+    ("index", 7.0, "entry 7 has index 7.0; it must be a whole number from 0 to {last} (the stack has {n} frames)"),
+    ("index", None, "entry 7 has index null; it must be a whole number from 0 to {last} (the stack has {n} frames)"),
+    ("class", ..., "entry 7 has no class"),
+    ("class", 5, "entry 7 has a class that is a number; a class must be non-empty text"),
+    ("class", None, "entry 7 has a class that is null; a class must be non-empty text"),
+    ("class", "", "entry 7 has a class that is blank text; a class must be non-empty text"),
+    ("class", " \t", "entry 7 has a class that is blank text; a class must be non-empty text"),
+    ("class", ["ndbe"], "entry 7 has a class that is a list; a class must be non-empty text"),
+])
+def test_bad_frames_are_the_organizers_error(dataset, evaluate, tmp_path, key, value, expected):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    n = len(json.loads((ground_truth / GROUND_TRUTH_FILE).read_text())[FIRST_STACK])
+    if value == "{n}":
+        value = n  # one past the last index
+    edit_metadata(ground_truth, set_entry(key, value))
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == (f"{SETUP}Ground truth {GROUND_TRUTH_FILE}, stack {FIRST_STACK}, "
+                                   + expected.format(n=n, last=n - 1) + "." + TELL)
+
+
+def test_huge_integer_index_is_the_organizers_error(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    n = len(json.loads((ground_truth / GROUND_TRUTH_FILE).read_text())[FIRST_STACK])
+    edit_metadata(ground_truth, set_entry("index", "HUGE"))
+    path = ground_truth / GROUND_TRUTH_FILE
+    path.write_text(path.read_text().replace('"HUGE"', "9" * 400))
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == (f"{SETUP}Ground truth {GROUND_TRUTH_FILE}, stack {FIRST_STACK}, entry 7 has index "
+                                   f"an integer of 400 digits; it must be a whole number from 0 to {n - 1} (the stack "
+                                   f"has {n} frames)." + TELL)
+
+
+def test_patient_sampling_needs_patient_ids(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    edit_metadata(ground_truth, set_entry("patient_id", True))
+    assert evaluate("rare26", input_dir, ground_truth).code == 0  # unused by the 'image' sampling
+    (ground_truth / "config.json").write_text(json.dumps({"sampling": "patient"}))
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == (f"{SETUP}Ground truth {GROUND_TRUTH_FILE}, stack {FIRST_STACK}, entry 7 has no "
+                                   f"patient_id, which the 'patient' sampling needs." + TELL)
+
+
+@pytest.mark.parametrize("spelling", ["NDBE", " ndbe ", "Ndbe\n"])
+def test_negative_class_ignores_case_and_surrounding_blanks(dataset, evaluate, tmp_path, spelling):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    reference = evaluate("rare26", input_dir, ground_truth)
+
+    def respell(metadata):  # every other NDBE frame: both spellings in one ground truth
+        frames = [frame for stack in metadata.values() for frame in stack if frame["class"] == "ndbe"]
+        for frame in frames[::2]:
+            frame["class"] = spelling
+        return len(frames) - len(frames[::2]), len(frames[::2])
+
+    counts = {}
+    edit_metadata(ground_truth, lambda metadata: counts.update(zip(("kept", "respelled"), respell(metadata))))
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert run.code == 0, run.stderr
+    assert (run.output / "metrics.json").read_bytes() == (reference.output / "metrics.json").read_bytes()
+    # the organizer's log counts the frames of each class as written (lower-cased)
+    metrics = reference.metrics["counts"]
+    classes = Counter({"ndbe": counts["kept"]}) + Counter({spelling.lower(): counts["respelled"]})
+    shown_classes = ", ".join(f"{json.dumps(name)} {count} (negative)" for name, count in sorted(classes.items()))
+    neo = f'"neo" {metrics["neoplasia_images"]}'
+    expected = (f"Ground truth: {metrics['images']} frames in {metrics['stacks']} stacks; frames per class: "
+                + (f"{shown_classes}, {neo}." if spelling.lower() < "neo" else f"{neo}, {shown_classes}."))
+    assert expected in run.stdout.splitlines()
+
+
+def test_any_other_class_is_neoplasia(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    reference = evaluate("rare26", input_dir, ground_truth)
+
+    def rename(metadata):
+        for stack in metadata.values():
+            for n, frame in enumerate(stack):
+                if frame["class"] == "neo":
+                    frame["class"] = ("HGD", "early cancer", "LGD")[n % 3]
+
+    edit_metadata(ground_truth, rename)
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.output / "metrics.json").read_bytes() == (reference.output / "metrics.json").read_bytes()
+
+
+def test_ground_truth_is_read_through_the_reading_layer(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    reference = evaluate("rare26", input_dir, ground_truth)
+    path = ground_truth / GROUND_TRUTH_FILE
+    text = path.read_text()
+    path.write_bytes("\ufeff".encode() + text.encode())  # a byte-order mark, as some editors write
+    assert (evaluate("rare26", input_dir, ground_truth).output / "metrics.json").read_bytes() == \
+        (reference.output / "metrics.json").read_bytes()
+    path.write_text(text.replace('"rare26_stack_0001.tiff"', '"rare26_stack_0000.tiff"'))
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == (f'{SETUP}The ground truth: {GROUND_TRUTH_FILE} gives the key '
+                                   f'"rare26_stack_0000.tiff" twice in one object.' + TELL)

@@ -3,12 +3,15 @@
 Ranked by PPV at 90% recall under a simulated 1% prevalence: every repetition keeps all NDBE
 images and draws neoplasia images with replacement, 1 per 100 NDBE; the score is the median
 over 1000 repetitions. The official scorer sets no seed; ours does, so numbers reproduce.
+
+Reads: the RARE25 metadata (one JSON file: each stack's frames, placed by their `index`, NDBE or
+neoplasia by their `class`) and, per algorithm job, one JSON array of likelihoods, element i
+for the frame with index i.
 """
 
 from __future__ import annotations
 
-import json
-import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +19,9 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from evaluation.examples import synthetic
-from evaluation.errors import SetupError, SubmissionError
+from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case, read_json_file, single_ground_truth_file, strip_extension
+from evaluation.grand_challenge import Case, single_ground_truth_file, strip_extension
 from evaluation.metrics.ranking import ppv_at_recall, resampled_ranking_metrics
 from evaluation.metrics.resampling import (
     draw_with_replacement,
@@ -27,10 +29,15 @@ from evaluation.metrics.resampling import (
     percentile_summary,
     positives_per_resample,
 )
-from evaluation.settings import Settings, json_type, setting
+from evaluation.reading.files import Origin
+from evaluation.reading.json_files import read_json
+from evaluation.reading.values import finite_numbers, json_type, shown
+from evaluation.settings import Settings, setting
 
 TARGET_RECALL = 0.9  # the metric's name says 90: not a setting
-NDBE = "ndbe"  # any other class is neoplasia (rare26.md)
+# The negative class, compared with a frame's class lower-cased and without surrounding blanks
+# ("NDBE", " ndbe " are NDBE); any other class is neoplasia (rare26.md).
+NEGATIVE_CLASS = "ndbe"
 REPETITIONS_PER_BLOCK = 100  # resamples turned into counts at a time: bounded memory
 
 
@@ -54,8 +61,8 @@ class Rare26Settings(Settings):
 
 @dataclass(frozen=True)
 class StackTruth:
-    labels: np.ndarray  # 1 neoplasia, 0 NDBE, in frame order
-    patients: tuple[str, ...]
+    labels: np.ndarray  # 1 neoplasia, 0 NDBE; element i is the frame with index i
+    patients: tuple[str, ...]  # in the same order ('patient' sampling only; empty otherwise)
 
 
 class Rare26(Evaluation):
@@ -69,35 +76,27 @@ class Rare26(Evaluation):
     # ---- ground truth --------------------------------------------------------------------
 
     def load_ground_truth(self, directory: Path) -> dict[str, StackTruth]:
-        """RARE25 metadata: {stack name: [{"filename", "index", "class", "patient_id"}, ...]},
-        frame i of a prediction belonging to entry i."""
+        """RARE25 metadata: {stack name: [{"filename", "index", "class", "patient_id"}, ...]}; the
+        frame with index i is element i of the stack's likelihoods, whatever the list's order."""
         path = single_ground_truth_file(directory, ".json")
-        document = read_json_file(path, f"Ground truth {path.name}", error=SetupError)
+        document = read_json(self.truth, path, "The ground truth")
+        where = f"Ground truth {path.name}"
         if not isinstance(document, dict) or not document:
-            raise SetupError(f"Ground truth {path.name} must be a non-empty object mapping stack names to frames.")
+            self.truth.fail(f"{where} must be a non-empty object mapping stack names to frames.")
         need_patients = self.settings.sampling == "patient"
         stacks: dict[str, StackTruth] = {}
+        classes: Counter[str] = Counter()
         for stack_name, frames in document.items():
             case_id = strip_extension(stack_name)
             if case_id in stacks:
-                raise SetupError(f"Ground truth {path.name}: two stacks are named {case_id} once extensions are removed.")
-            if not isinstance(frames, list) or not frames:
-                raise SetupError(f"Ground truth {path.name}: stack {stack_name} must be a non-empty list of frames.")
-            labels, patients = [], []
-            for n, frame in enumerate(frames):
-                label = frame.get("class") if isinstance(frame, dict) else None
-                patient = frame.get("patient_id") if isinstance(frame, dict) else None
-                if not isinstance(label, str):
-                    raise SetupError(f"Ground truth {path.name}: frame {n} of stack {stack_name} has no class.")
-                if need_patients and not isinstance(patient, (str, int)):
-                    raise SetupError(f"Ground truth {path.name}: frame {n} of stack {stack_name} has no patient_id, "
-                                     f"which the 'patient' sampling needs.")
-                labels.append(0 if label == NDBE else 1)
-                patients.append(str(patient))
-            stacks[case_id] = StackTruth(np.array(labels, dtype=np.int8), tuple(patients))
+                self.truth.fail(f"{where}: two stacks are named {case_id} once extensions are removed.")
+            stacks[case_id] = read_stack(self.truth, frames, f"{where}, stack {stack_name}", need_patients, classes)
         all_labels = np.concatenate([s.labels for s in stacks.values()])
+        log(f"Ground truth: {len(all_labels)} frames in {len(stacks)} stacks; frames per class: "
+            + ", ".join(f"{shown(name)} {count}{' (negative)' if is_negative(name) else ''}"
+                        for name, count in sorted(classes.items())) + ".")
         if all_labels.all() or not all_labels.any():
-            raise SetupError(f"Ground truth {path.name} must hold both NDBE and neoplasia frames.")
+            self.truth.fail(f"{where} must hold both NDBE and neoplasia frames.")
         return stacks
 
     def case_input_socket(self) -> str:
@@ -105,22 +104,18 @@ class Rare26(Evaluation):
 
     # ---- one stack -----------------------------------------------------------------------
 
-    def load_prediction(self, case: Case, ground_truth: StackTruth) -> np.ndarray:
+    def read_job_prediction(self, case: Case, ground_truth: StackTruth) -> np.ndarray:
+        """The output's JSON array: one finite likelihood per frame, element i for the frame with
+        index i (any range: only the order of the likelihoods counts)."""
         slug = self.settings.output_socket
         expected = len(ground_truth.labels)
         values = case.read_json(slug)
         if not isinstance(values, list):
-            raise SubmissionError(f"{case.name}: the output {slug!r} must be a JSON array of {expected} numbers "
-                                  f"(one likelihood per frame), found {json_type(values)}.")
+            case.origin.fail(f"{case.name}: the output {slug!r} must be a JSON array of {expected} numbers "
+                             f"(one likelihood per frame), found {json_type(values)}.")
         if len(values) != expected:
-            raise SubmissionError(f"{case.name}: expected {expected} likelihoods (one per frame), found {len(values)}.")
-        for index, value in enumerate(values):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                shown = json.dumps(value)  # "0.5", true, null, NaN, Infinity: as written in the file
-                shown = shown if len(shown) <= 40 else f"{json_type(value)} {shown[:30]}..."
-                raise SubmissionError(f"{case.name}: the likelihood at index {index} is {shown}; every likelihood "
-                                      f"must be a finite number.")
-        return np.asarray(values, dtype=np.float64)
+            case.origin.fail(f"{case.name}: expected {expected} likelihoods (one per frame), found {len(values)}.")
+        return finite_numbers(values, expected, case.name, "likelihood", error=case.origin.error)
 
     # ---- the leaderboard -----------------------------------------------------------------
 
@@ -164,62 +159,64 @@ class Rare26(Evaluation):
                        "neoplasia_images": int(len(y_true) - n_ndbe), **extra},
         }
 
-    # ---- synthetic data ------------------------------------------------------------------
 
-    @classmethod
-    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
-        """Stacks of 192-384 frames from patients of 4-40 frames; ~12% of patients have
-        neoplasia (70% of their frames); likelihoods from two overlapping beta distributions,
-        rounded to 3 decimals so that ties occur as with real models."""
-        rng = np.random.default_rng(seed)
-        n_stacks = 8 if cases is None else cases
-        sizes = rng.integers(192, 385, size=n_stacks)
-        frames: list[tuple[str, str, int]] = []  # (patient, class, frame number)
-        patient = 0
-        while len(frames) < sizes.sum():
-            neoplastic = rng.random() < 0.12
-            for n in range(int(rng.integers(4, 41))):
-                label = "neo" if neoplastic and rng.random() < 0.7 else NDBE
-                frames.append((f"p{patient:05d}", label, n))
-            patient += 1
-        frames = [frames[i] for i in rng.permutation(len(frames))[: sizes.sum()]]
+def is_negative(label: str) -> bool:
+    return label.strip().lower() == NEGATIVE_CLASS
 
-        metadata, jobs = {}, []
-        start = 0
-        input_dir = out_dir / "input"
-        for number, size in enumerate(sizes):
-            stack_name = f"rare26_stack_{number:04d}.tiff"
-            stack = frames[start:start + size]
-            start += size
-            metadata[stack_name] = [{"filename": f"{p}_frame_{n:03d}.png", "index": i, "class": c, "patient_id": p}
-                                    for i, (p, c, n) in enumerate(stack)]
-            neo = np.array([c != NDBE for _, c, _ in stack])
-            scores = np.where(neo, rng.beta(4.0, 2.0, size), rng.beta(1.5, 5.0, size)).round(3)
-            pk = synthetic.job_pk(rng)
-            relative_path = "stacked-neoplastic-lesion-likelihoods.json"
-            jobs.append(synthetic.job(
-                pk,
-                [synthetic.image_input("stacked-barretts-esophagus-endoscopy-images", stack_name,
-                                       "images/stacked-barretts-esophagus-endoscopy")],
-                [synthetic.file_output("stacked-neoplastic-lesion-likelihoods", relative_path)],
-                seconds=float(rng.uniform(20, 120)),
-            ))
-            synthetic.write_output(input_dir, pk, relative_path, scores.tolist())
-        synthetic.write_json(out_dir / "ground-truth" / "test_metadata.json", metadata, indent=1)
-        order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
-        synthetic.write_predictions(input_dir, [jobs[i] for i in order])
 
-    @classmethod
-    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-        """The first stack's likelihoods one short, and with a string among them."""
-        predictions = json.loads((input_dir / "predictions.json").read_text())
-        first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
-        path = f"{first['pk']}/output/stacked-neoplastic-lesion-likelihoods.json"
-        scores = json.loads((input_dir / path).read_text())
-        with_string = list(scores)
-        with_string[5] = "0.5"
-        return {"wrong-length": {path: (json.dumps(scores[:-1]) + "\n").encode()},
-                "string-likelihood": {path: (json.dumps(with_string) + "\n").encode()}}
+def read_stack(truth: Origin, frames: Any, where: str, need_patients: bool, classes: Counter[str]) -> StackTruth:
+    """One stack's frames, each placed at its `index` (0 to n-1, each once), whatever the order
+    of the list. Counts every frame's class, lower-cased, into `classes` (for the log)."""
+    if not isinstance(frames, list) or not frames:
+        truth.fail(f"{where} must be a non-empty list of frames.")
+    size = len(frames)
+    labels = np.zeros(size, dtype=np.int8)
+    patients = [""] * size
+    entry_of_index: dict[int, int] = {}
+    for entry, frame in enumerate(frames):
+        at = f"{where}, entry {entry}"
+        if not isinstance(frame, dict):
+            truth.fail(f"{at} must be an object with an index and a class, not {json_type(frame)}.")
+        index = frame_index(truth, frame, at, size)
+        if index in entry_of_index:
+            truth.fail(f"{at} has index {index}, as entry {entry_of_index[index]} does; each index from 0 to "
+                       f"{size - 1} must appear once.")
+        entry_of_index[index] = entry
+        label = frame_class(truth, frame, at)
+        classes[label.lower()] += 1
+        labels[index] = 0 if is_negative(label) else 1
+        if need_patients:
+            patients[index] = frame_patient(truth, frame, at)
+    return StackTruth(labels, tuple(patients) if need_patients else ())
+
+
+def frame_index(truth: Origin, frame: dict, at: str, size: int) -> int:
+    """The frame's position in the stack's likelihoods: a whole number (not a boolean) below size."""
+    if "index" not in frame:
+        truth.fail(f"{at} has no index (its position, 0 to {size - 1}, in the stack's likelihoods).")
+    index = frame["index"]
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < size:
+        truth.fail(f"{at} has index {shown(index)}; it must be a whole number from 0 to {size - 1} (the stack has "
+                   f"{size} frames).")
+    return index
+
+
+def frame_class(truth: Origin, frame: dict, at: str) -> str:
+    """The frame's class: non-empty text (its value is never quoted: it is a label)."""
+    if "class" not in frame:
+        truth.fail(f"{at} has no class.")
+    label = frame["class"]
+    if not isinstance(label, str) or not label.strip():
+        found = "blank text" if isinstance(label, str) else json_type(label)
+        truth.fail(f"{at} has a class that is {found}; a class must be non-empty text.")
+    return label
+
+
+def frame_patient(truth: Origin, frame: dict, at: str) -> str:
+    patient = frame.get("patient_id")
+    if isinstance(patient, bool) or not isinstance(patient, (str, int)):
+        truth.fail(f"{at} has no patient_id, which the 'patient' sampling needs.")
+    return str(patient)
 
 
 def image_level_bootstrap(y_true, y_score, rng, repetitions: int, imbalance_ratio: int):
