@@ -422,12 +422,12 @@ def prepare_output(output_dir: Path) -> None:
     """Before any scoring: the output folder exists and is writable (else the whole run would be
     lost at the end), and holds no metrics.json from an earlier run (a failed run must leave
     none behind)."""
+    if os.path.exists(output_dir) and not output_dir.is_dir():
+        raise SetupError(f"The output {output_dir} is not a folder.")
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise SetupError(f"The output folder {output_dir} cannot be created ({error.strerror}).") from None
-    if not output_dir.is_dir():
-        raise SetupError(f"The output {output_dir} is not a folder.")
     target = output_dir / METRICS_FILE
     try:
         if os.path.lexists(target):

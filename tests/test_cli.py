@@ -141,7 +141,7 @@ def test_missing_stack(rare26, capsys):
             if not job["inputs"][0]["image"]["name"].startswith(first)]
     synthetic.write_predictions(inp, jobs)
     code, _, stderr = run_main(capsys, *args(gt, inp, out))
-    assert code == 1 and not out.exists()
+    assert code == 1 and not (out / "metrics.json").exists()
     line = last_line(stderr)
     assert_one_sentence(line)
     assert f"no prediction for 1 stack(s) of the test set ({first})" in line
@@ -179,7 +179,7 @@ def test_bad_config_exit_3(rare26, capsys, config, named):
     (gt / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
     code, _, stderr = run_main(capsys, *args(gt, inp, out))
     assert code == 3
-    assert not out.exists()
+    assert not (out / "metrics.json").exists()
     line = last_line(stderr)
     assert_one_sentence(line)
     assert NOT_THEIR_FAULT in line and named in line and "organizers" in line
@@ -229,7 +229,7 @@ def test_internal_error_exit_4_traceback_first(rare26, capsys, monkeypatch, work
     monkeypatch.setattr(Rare26, "score_case", broken)
     code, _, stderr = run_main(capsys, *args(gt, inp, out, "--workers", workers))
     assert code == 4
-    assert not out.exists()
+    assert not (out / "metrics.json").exists()
     line = last_line(stderr)
     assert_one_sentence(line)
     assert line.startswith("Internal error of the evaluation, not caused by the submission: KeyError")
@@ -444,7 +444,7 @@ def test_predictions_file_refused_by_an_algorithm_phase(rare26, capsys):
     gt, inp, out = rare26
     (inp / "predictions.json").rename(inp / "predictions.csv")
     code, _, stderr = run_main(capsys, *args(gt, inp, out))
-    assert code == 1 and not out.exists()
+    assert code == 1 and not (out / "metrics.json").exists()
     assert_one_sentence(last_line(stderr))
     assert "predictions.json" in last_line(stderr) and "submit an algorithm" in last_line(stderr)
 
@@ -475,7 +475,7 @@ def test_process_success_and_invalid_submission(rare26):
     failed_out = out.parent / "failed-output"
     done = run_process("rare26", "--ground-truth", gt, "--input", inp, "--output", failed_out, "--workers", "2")
     assert done.returncode == 1
-    assert not failed_out.exists()
+    assert not (failed_out / "metrics.json").exists()
     line = last_line(done.stderr)
     assert_one_sentence(line)
     assert line.startswith(f"Stack {bad}: ")
@@ -551,7 +551,7 @@ def test_case_mapping_to_unknown_ids_is_the_organizers_error(rare26, capsys):
     code, _, stderr = run_main(capsys, *args(gt, inp, out))
     assert code == 3 and not (out / "metrics.json").exists()
     assert last_line(stderr) == ("The evaluation could not run, through no fault of the submission: case-mapping.json "
-                                 "maps images to 1 case id(s) that are not in the ground truth (no-such-stack) (please "
+                                 "maps images to 1 case id(s) that are not in the ground truth (no-such-stack). (please "
                                  "tell the challenge organizers).")
 
 

@@ -35,6 +35,8 @@ def examples() -> dict[str, Example]:
     """Every challenge's examples, from the EXAMPLES of the modules of this package."""
     found: dict[str, Example] = {}
     for module_info in pkgutil.iter_modules(__path__):
+        if module_info.name.startswith("_"):  # __main__ runs the command line when imported
+            continue
         module = importlib.import_module(f"{__name__}.{module_info.name}")
         found.update(getattr(module, "EXAMPLES", {}))
     return dict(sorted(found.items()))
