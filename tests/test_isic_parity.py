@@ -2,10 +2,14 @@
 
 The recorded tests compare ours with the reference's outputs stored in
 tests/fixtures/isic/reference_outputs.json (scripts/isic_reference_fixtures.py ran the reference
-on these inputs); they always run. The live tests run the reference itself when its environment
-is present (scripts/isic_reference_env.sh), else they are skipped saying so.
+on the inputs committed in tests/fixtures/isic/parity_inputs.json.gz); they always run. The
+inputs are read from that file, never regenerated here: made with NumPy, their last bits would
+depend on the CPU's SIMD path (AVX-512 or not). The live tests run the reference itself when its
+environment is present (scripts/isic_reference_env.sh), else they are skipped saying so.
 """
 
+import functools
+import gzip
 import json
 import re
 
@@ -13,12 +17,13 @@ import pytest
 
 from benchmarks.isic_reference import (
     FIXTURES, PARITY_CASES, REJECTION_CASES, REJECTION_CATEGORIES, REJECTION_IMAGES, fuzzed_submissions,
-    inputs_digest, parity_inputs, reference_cli, rejection_truth, run_reference, values_digest,
+    inputs_digest, reference_cli, rejection_truth, run_reference, values_digest,
 )
 from evaluation.challenges.isic import read_predictions_csv
 from evaluation.errors import SubmissionError
 
 RECORDED = json.loads(FIXTURES.read_text())
+INPUTS = FIXTURES.parent / "parity_inputs.json.gz"
 LIVE = pytest.mark.skipif(reference_cli() is None, reason="the reference environment is missing (make it with "
                                                             "scripts/isic_reference_env.sh; needs Python >= 3.13)")
 
@@ -62,6 +67,29 @@ OUR_MESSAGES = {
 }
 
 
+@functools.cache
+def _committed_inputs() -> dict[str, dict[str, str]]:
+    with gzip.open(INPUTS, "rt", encoding="utf-8") as stream:
+        return json.load(stream)["cases"]
+
+
+def committed_inputs(name: str) -> tuple[str, str]:
+    """(truth CSV, predictions CSV) texts of a parity case, as committed; checked to be the inputs
+    the reference's outputs were recorded on (so a corrupted or edited file fails here)."""
+    case = _committed_inputs()[name]
+    truth, predictions = case["truth"], case["predictions"]
+    assert inputs_digest(truth, predictions) == RECORDED["parity"][name]["inputs_sha256"], (
+        f"tests/fixtures/isic/parity_inputs.json.gz does not hold the inputs of case {name} that the reference's "
+        "outputs were recorded on: restore both files of tests/fixtures/isic/ from git. New inputs need new "
+        "outputs: `scripts/isic_reference_fixtures.py --inputs`, then `scripts/isic_reference_fixtures.py`, which "
+        "runs the reference in its environment (scripts/isic_reference_env.sh, needs Python >= 3.13).")
+    return truth, predictions
+
+
+def test_the_committed_inputs_are_those_of_every_parity_case():
+    assert set(_committed_inputs()) == set(PARITY_CASES) == set(RECORDED["parity"])
+
+
 def run_ours(evaluate, tmp_path, edition, truth, predictions: bytes, metric="balanced_accuracy", name="case"):
     ground_truth = tmp_path / f"{name}-gt"
     submission = tmp_path / f"{name}-input"
@@ -92,10 +120,8 @@ def differences(ours, reference, path=""):
 @pytest.mark.parametrize("name", sorted(name for name in PARITY_CASES if "no_positive" not in PARITY_CASES[name]))
 def test_numbers_equal_the_recorded_reference_bit_for_bit(name, evaluate, tmp_path):
     case = PARITY_CASES[name]
-    truth, predictions = parity_inputs(case)
+    truth, predictions = committed_inputs(name)
     recorded = RECORDED["parity"][name]
-    assert inputs_digest(truth, predictions) == recorded["inputs_sha256"], \
-        "the generated inputs changed: rerun scripts/isic_reference_fixtures.py"
     run = run_ours(evaluate, tmp_path, case["edition"], truth, predictions.encode(), case["metric"])
     assert run.code == 0, run.stderr
     metrics = run.metrics
@@ -110,9 +136,8 @@ def test_where_the_reference_crashes_ours_scores_the_other_categories(evaluate, 
     ranking metrics as null with a note and leaves them out of the means. The other categories'
     numbers equal those of the same data scored by the reference without the UNK column."""
     case = PARITY_CASES["2019-no-unk-positives"]
-    truth, predictions = parity_inputs(case)
+    truth, predictions = committed_inputs("2019-no-unk-positives")
     recorded = RECORDED["parity"]["2019-no-unk-positives"]
-    assert inputs_digest(truth, predictions) == recorded["inputs_sha256"]
     assert "crash" in recorded and "ValueError" in recorded["crash"]
     run = run_ours(evaluate, tmp_path, case["edition"], truth, predictions.encode(), case["metric"])
     assert run.code == 0, run.stderr
@@ -176,7 +201,7 @@ def test_fuzzed_files_are_refused_at_the_same_check_or_read_to_the_same_bits():
 @LIVE
 def test_numbers_equal_the_live_reference(evaluate, tmp_path):
     case = PARITY_CASES["2019-balanced-fractional-weights"]
-    truth, predictions = parity_inputs(case)
+    truth, predictions = committed_inputs("2019-balanced-fractional-weights")
     (tmp_path / "t.csv").write_text(truth)
     (tmp_path / "p.csv").write_text(predictions)
     reference = run_reference(tmp_path / "t.csv", tmp_path / "p.csv", case["metric"])
