@@ -2,10 +2,14 @@
 
 A CAMELYON16 mask is either the official multi-resolution TIFF (first page level 0, ~100k x 220k
 pixels, reduced levels as further pages or SubIFDs: ASAP writes them 512-tiled, LZW-compressed)
-or a single raster already at the evaluation level (.tif/.tiff with tifffile, .png/.mha with
-SimpleITK). Which of the two a file is, is decided per file: a TIFF holding a reduced-resolution
-image besides its first one is a pyramid. Any nonzero value is tumor (255 in the 2016 release,
-1 or 2 in later conversions).
+or a single raster already at the evaluation level (.tif/.tiff with tifffile, .png/.mha through
+the reading layer). Which of the two a file is, is decided per file: a TIFF holding a
+reduced-resolution image besides its first one is a pyramid. Any nonzero value is tumor (255 in
+the 2016 release, 1 or 2 in later conversions).
+
+The masks are the organizer's (an `Origin.ground_truth`): a file that is not a regular file in
+the ground-truth folder, or whose header claims more pixels than a mask at the evaluation level
+can have (a level-0 raster, a header "bomb"), is refused before a pixel is decoded (SetupError).
 """
 
 from __future__ import annotations
@@ -16,10 +20,18 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.errors import SetupError
+from evaluation.reading.files import Origin
+from evaluation.reading.images import open_image, shape_text
 
 TIFF_SUFFIXES = (".tif", ".tiff")
 OTHER_SUFFIXES = (".png", ".mha")
 MASK_SUFFIXES = TIFF_SUFFIXES + OTHER_SUFFIXES
+# A mask at the evaluation level: CAMELYON16's level-5 masks are about 3,000 x 7,000 pixels
+# (21 million); 2**28 (16,384 x 16,384) is far beyond any of them, and a level-0 mask (~2e10
+# pixels) or a header claiming absurd sizes is refused before decoding.
+MAX_MASK_PIXELS = 1 << 28
+MAX_MASK_BYTES = 1 << 30  # decoded, all samples of a pixel included
+LEVEL0_HINT = " (a level-0 mask must be a pyramidal TIFF with its reduced levels)"
 
 
 @dataclass(frozen=True)
@@ -30,22 +42,34 @@ class LevelMask:
     level0_pixel_size_um: float | None  # from a pyramid's level-0 resolution tags, when present
 
 
-def read_mask(path: Path, pyramid_level: int, single_page_level: int, what: str) -> LevelMask:
+def read_mask(path: Path, pyramid_level: int, single_page_level: int, what: str,
+              origin: Origin | None = None) -> LevelMask:
     """The tumor mask at `pyramid_level` of a pyramidal TIFF (the level whose size is level 0's
     divided by 2**pyramid_level, within one pixel), or the single raster of any other file, which
-    is taken to be at `single_page_level`. Unreadable or unsuitable files are the organizer's
-    problem: SetupError naming `what`."""
+    is taken to be at `single_page_level`. `origin`: the ground truth the file belongs to (default:
+    its folder). Unreadable or unsuitable files are the organizer's problem: SetupError naming
+    `what`."""
     path = Path(path)
+    origin = origin if origin is not None else Origin.ground_truth(path.parent)
+    path = origin.contains(path, what)
+    origin.regular_file(path, what)
     if path.name.lower().endswith(TIFF_SUFFIXES):
         return _read_tiff(path, pyramid_level, single_page_level, what)
-    from evaluation.reading.files import Origin
-    from evaluation.reading.images import read_image
-
-    voxels, _ = read_image(Origin.ground_truth(path.parent), path, what)
-    voxels = np.squeeze(voxels)
+    image = open_image(origin, path, what)  # the header alone
+    size = "x".join(str(n) for n in image.geometry.size)  # width x height, as for TIFF pages
+    _check_size(image.shape, 1, what, f"{path.name} holds a single {size} image", LEVEL0_HINT)
+    voxels = np.squeeze(image.read(None))
     if voxels.ndim != 2:
-        raise SetupError(f"{what}: {path.name} has shape {voxels.shape}; a 2-D mask is expected.")
+        raise SetupError(f"{what}: {path.name} has shape {shape_text(voxels.shape)}; a 2-D mask is expected.")
     return LevelMask(voxels != 0, single_page_level, False, None)
+
+
+def _check_size(shape: tuple[int, ...], bytes_per_pixel: int, what: str, claim: str, hint: str = "") -> None:
+    """Refuse, before decoding, an image too large to be a mask at the evaluation level."""
+    pixels = int(np.prod([int(n) for n in shape], dtype=np.float64))
+    if pixels > MAX_MASK_PIXELS or pixels * bytes_per_pixel > MAX_MASK_BYTES:
+        raise SetupError(f"{what}: {claim}, more than the {MAX_MASK_PIXELS} pixels a mask at the evaluation level "
+                         f"may have{hint}.")
 
 
 def _plane(array: np.ndarray, samples: int) -> np.ndarray:
@@ -82,6 +106,7 @@ def _read_tiff_levels(path: Path, pyramid_level: int, single_page_level: int, wh
             page = page.keyframe if hasattr(page, "keyframe") else page
             others.setdefault(page.offset, page)
         if not others:  # a single raster: already at the evaluation level
+            _check_page(first, what, f"{path.name} holds a single {_page_size(first)} image", LEVEL0_HINT)
             return LevelMask(_decode(first, path, what) != 0, single_page_level, False, None)
         factor = 2 ** pyramid_level
         wanted = (height0 / factor, width0 / factor)
@@ -93,8 +118,21 @@ def _read_tiff_levels(path: Path, pyramid_level: int, single_page_level: int, wh
                              f"{pyramid_level} of about {width0 / factor:.0f}x{height0 / factor:.0f} pixels "
                              f"(levels found: {sizes}).")
         page = min(matches, key=lambda p: abs(p.imagelength - wanted[0]) + abs(p.imagewidth - wanted[1]))
+        _check_page(page, what, f"level {pyramid_level} of the pyramidal TIFF {path.name} claims "
+                                f"{_page_size(page)} pixels")
         tumor = _decode(page, path, what) != 0
         return LevelMask(tumor, pyramid_level, True, _pixel_size_um(first))
+
+
+def _page_size(page) -> str:
+    return f"{int(page.imagewidth)}x{int(page.imagelength)}"
+
+
+def _check_page(page, what: str, claim: str, hint: str = "") -> None:
+    """A TIFF page's size from its tags, before anything is decoded."""
+    shape = (int(page.imagedepth), int(page.imagelength), int(page.imagewidth))
+    bytes_per_sample = max(1, -(-int(page.bitspersample) // 8))
+    _check_size(shape, int(page.samplesperpixel) * bytes_per_sample, what, claim, hint)
 
 
 def _decode(page, path: Path, what: str) -> np.ndarray:

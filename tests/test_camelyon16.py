@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from benchmarks.camelyon16_reference import reference_scores
-from evaluation.challenges.camelyon16 import Camelyon16, write_synthetic
+from evaluation.challenges.camelyon16 import Camelyon16
 from evaluation.errors import SetupError
+from evaluation.examples.camelyon16 import write_synthetic
 from evaluation.wsi_masks import read_mask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -279,19 +280,19 @@ def first_row(lines):
     ("Test_002", lambda l: l[:1] + ["0.9,50,-1"] + l[1:],
      "Slide Test_002: row 2 of Test_002.csv lies outside the slide (X 50, Y -1; coordinates must be 0 or more)."),
     ("Test_001", lambda l: l[:1] + ["0.5,12o4,400"] + l[1:],
-     "Slide Test_001: row 2 of Test_001.csv has X '12o4', not a number."),
+     "Slide Test_001: row 2 of Test_001.csv has X \"12o4\", not a number."),
     ("Test_002", lambda l: l[:1] + ["high,1,2"] + l[1:],
-     "Slide Test_002: row 2 of Test_002.csv has confidence 'high', not a number."),
+     "Slide Test_002: row 2 of Test_002.csv has confidence \"high\", not a number."),
     ("Test_001", lambda l: l[:1] + ["0.5,1,2,3"] + l[1:],
-     "Slide Test_001: row 2 of Test_001.csv has 4 value(s); expected 3 (confidence, X, Y), found '0.5,1,2,3'."),
+     "Slide Test_001: row 2 of Test_001.csv has 4 value(s); expected 3 (confidence, X, Y), found \"0.5,1,2,3\"."),
     ("Test_001", lambda l: l[:1] + ["nan,1,2"] + l[1:],
-     "Slide Test_001: row 2 of Test_001.csv has confidence nan; it must be a finite number."),
+     "Slide Test_001: row 2 of Test_001.csv has confidence \"nan\"; it must be a finite number."),
     ("Test_002", lambda l: l[:1] + ["0.5,inf,2"] + l[1:],
-     "Slide Test_002: row 2 of Test_002.csv has X inf; it must be a finite number."),
+     "Slide Test_002: row 2 of Test_002.csv has X \"inf\"; it must be a finite number."),
     ("Test_001", lambda l: l[:1] + ["-0.1,1,2"] + l[1:],
      "Slide Test_001: row 2 of Test_001.csv has confidence -0.1; confidences must be 0 or more."),
     ("Test_002", lambda l: ["confidence,x,y"] + l,
-     "Slide Test_002: row 1 of Test_002.csv has confidence 'confidence', not a number."),
+     "Slide Test_002: row 1 of Test_002.csv has confidence \"confidence\", not a number."),
 ])
 def test_bad_detection_rows_are_rejected(data, evaluate, slide, transform, expected):
     input_dir, ground_truth = data
@@ -307,13 +308,13 @@ def test_bad_detection_rows_are_rejected(data, evaluate, slide, transform, expec
 @pytest.mark.parametrize("transform, expected", [
     (lambda l: l + ["Test_001,0.5"], "Slide Test_001: slides.csv gives it two probabilities (second in row 12)."),
     (lambda l: [x if not x.startswith("Test_003") else "Test_003,NaN" for x in l],
-     "Slide Test_003: the probability in row 4 of slides.csv is NaN; it must be a finite number."),
+     "Slide Test_003: the probability in row 4 of slides.csv is \"NaN\"; it must be a finite number."),
     (lambda l: [x if not x.startswith("Test_003") else "Test_003,-inf" for x in l],
-     "Slide Test_003: the probability in row 4 of slides.csv is -inf; it must be a finite number."),
+     "Slide Test_003: the probability in row 4 of slides.csv is \"-inf\"; it must be a finite number."),
     (lambda l: [x if not x.startswith("Test_003") else "Test_003,likely" for x in l],
-     "Slide Test_003: the probability in row 4 of slides.csv is 'likely', not a number."),
+     "Slide Test_003: the probability in row 4 of slides.csv is \"likely\", not a number."),
     (lambda l: [x if not x.startswith("Test_003") else "Test_003" for x in l],
-     "slides.csv, row 4: expected 'image, probability', found 'Test_003'."),
+     "slides.csv, row 4: expected 'image, probability', found \"Test_003\"."),
     (lambda l: [x for x in l if not x.startswith("Test_003")],
      "slides.csv has no probability for 1 slide(s) that have a detections file (Test_003)."),
 ])

@@ -12,17 +12,13 @@ false positives' confidences, never the mask.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, list_submission_files, strip_extension
@@ -36,16 +32,34 @@ from evaluation.metrics.froc import (
     normal_slide_hits,
     slide_hits,
 )
-from evaluation.settings import Settings, json_type, setting
+from evaluation.reading.files import MEGABYTE, Origin, shown_path
+from evaluation.reading.tables import Row, bytes_for_rows, read_csv_rows
+from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
+from evaluation.settings import Settings, setting
 from evaluation.wsi_masks import MASK_SUFFIXES, read_mask
 
 REFERENCE_FILE = "reference.csv"
 MASKS_FOLDER = "masks"
 SLIDES_FILE = "slides.csv"  # predictions-file phase: image, probability per slide
+SLIDES_HEADER = ["image", "probability"]
+DETECTIONS_HEADER = ["p", "x", "y"]
+DETECTION_COLUMNS = ("confidence", "X", "Y")
 EVALUATION_LEVEL = 5  # the 2016 script's EVALUATION_MASK_LEVEL: pyramids are read at level 5
 TUMOR, NORMAL = "tumor", "normal"
 CURVE_POINTS = 500  # FROC points kept in metrics.json for plots
 MM_TO_UM = 1000.0
+MIN_PIXEL_SIZE_UM = 0.05  # no scanner resolves finer; below it the 75 µm disk would take gigabytes
+MAX_MASK_LEVEL = 16  # 2**16: a level-0 slide of 220k pixels is 3 pixels wide there
+# Sizes checked before a file is parsed. slides.csv: a row per ground-truth slide, plus a header,
+# the excluded slides and a few unknown names (named by the case matching, not cut off here).
+SLIDES_MARGIN = 16
+# A detections file: the rules do not bound the detections of a slide, but a real file holds a
+# few thousand rows (a few hundred kB): 64 MiB and 2 million rows are far beyond any, and keep a
+# worker's memory for one slide's rows under about 1 GB.
+MAX_DETECTIONS_BYTES = 64 * MEGABYTE
+MAX_DETECTIONS = 2_000_000
+MAX_REFERENCE_BYTES = 64 * MEGABYTE
+SEPARATOR_HINT = " It looks separated by semicolons; separate values with commas."
 
 
 @dataclass(frozen=True)
@@ -61,11 +75,12 @@ class Camelyon16Settings(Settings):
                                    doc="'2016': the organizers' 2016 script (float32 lesion slots, thresholds "
                                        "sorted(set(all))[1:]); 'corrected': the later data-release rule (every "
                                        "distinct nonzero confidence, float64)")
-    mask_level: int = setting(EVALUATION_LEVEL, minimum=0,
+    mask_level: int = setting(EVALUATION_LEVEL, minimum=0, maximum=MAX_MASK_LEVEL,
                               doc="pyramid level of single-page masks (pyramidal TIFFs are always read at "
                                   "level 5); the distance and ITC thresholds scale with 2**level")
-    pixel_size_um: float = setting(0.243, doc="level-0 pixel size in µm (2016 constant L0_RESOLUTION): the "
-                                              "75 µm / 275 µm thresholds in pixels and the mm -> pixel conversion")
+    pixel_size_um: float = setting(0.243, minimum=MIN_PIXEL_SIZE_UM,
+                                   doc="level-0 pixel size in µm (2016 constant L0_RESOLUTION): the 75 µm / 275 µm "
+                                       "thresholds in pixels and the mm -> pixel conversion")
     pixel_size_from_tiff: bool = setting(False, doc="use a pyramidal mask's level-0 resolution tags (when "
                                                     "present) instead of pixel_size_um for that slide, as the "
                                                     "later data-release script does")
@@ -74,12 +89,6 @@ class Camelyon16Settings(Settings):
     excluded_from_lesion_evaluation: list[str] = setting(["Test_114"], doc="left out of the lesion evaluation "
                                                                            "only (Test_114 is not exhaustively "
                                                                            "annotated)")
-
-    def check(self) -> None:
-        super().check()
-        if not (math.isfinite(self.pixel_size_um) and self.pixel_size_um > 0):
-            raise SetupError(f"config.json: setting 'pixel_size_um' is {self.pixel_size_um!r}; it must be a "
-                             f"positive number of micrometres.")
 
 
 @dataclass(frozen=True)
@@ -123,19 +132,6 @@ def _target_key(target: float) -> str:
     return f"{target:g}".replace(".", "_")
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value
-
-
-def _shown(text: str) -> str:
-    text = text.strip()
-    return repr(text if len(text) <= 30 else text[:27] + "...")
-
-
 class Camelyon16(Evaluation):
     name = "camelyon16"
     title = "CAMELYON16: slide-level AUC and lesion-level FROC (lymph-node metastases)"
@@ -152,24 +148,20 @@ class Camelyon16(Evaluation):
         and masks/<image>.tif (or <image>_Mask.tif, .tiff, .png, .mha) for every tumor slide of
         the lesion evaluation."""
         path = directory / REFERENCE_FILE
-        if not path.is_file():
+        if not self.truth.is_file(path):
             raise SetupError(f"The ground truth has no {REFERENCE_FILE} (columns image, type).")
-        try:
-            rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise SetupError(f"Ground truth {REFERENCE_FILE} cannot be read as CSV ({exc}).") from None
-        rows = [(n, row) for n, row in enumerate(rows, start=1) if any(cell.strip() for cell in row)]
-        if rows and rows[0][1][0].strip().lower() == "image":
+        rows = read_csv_rows(self.truth, path, f"Ground truth {REFERENCE_FILE}", MAX_REFERENCE_BYTES)
+        if rows and rows[0].cells[0].lower() == "image":
             rows = rows[1:]
         excluded = set(self.settings.excluded_slides)
         lesion_excluded = set(self.settings.excluded_from_lesion_evaluation)
-        masks = self._mask_files(directory)
+        masks = self._mask_files()
         slides: dict[str, SlideTruth] = {}
-        for n, row in rows:
-            if len(row) < 2 or row[1].strip().lower() not in (TUMOR, NORMAL):
-                raise SetupError(f"Ground truth {REFERENCE_FILE}, row {n}: expected an image name and a type "
-                                 f"Tumor or Normal, found {','.join(row)[:80]!r}.")
-            slide, kind = strip_extension(row[0].strip()), row[1].strip().lower()
+        for row in rows:
+            if len(row.cells) < 2 or not row.cells[0] or row.cells[1].lower() not in (TUMOR, NORMAL):
+                raise SetupError(f"Ground truth {REFERENCE_FILE}, row {row.line}: expected an image name and a type "
+                                 f"Tumor or Normal.")
+            slide, kind = strip_extension(row.cells[0]), row.cells[1].lower()
             if slide in slides:
                 raise SetupError(f"Ground truth {REFERENCE_FILE}: slide {slide} is listed twice.")
             if slide in excluded:
@@ -197,15 +189,15 @@ class Camelyon16(Evaluation):
                              "undefined.")
         return slides
 
-    def _mask_files(self, directory: Path) -> dict[str, Path]:
-        folder = directory / MASKS_FOLDER
+    def _mask_files(self) -> dict[str, Path]:
+        """{slide: mask file} of the files directly in masks/ (regular files inside the ground
+        truth, listed through its Origin)."""
+        folder = self.truth.real_root / MASKS_FOLDER
         found: dict[str, Path] = {}
-        if not folder.is_dir():
-            return found
-        for path in sorted(folder.iterdir()):
+        for path in self.truth.list_files("Ground truth file"):
             lower = path.name.lower()
             suffix = next((s for s in MASK_SUFFIXES if lower.endswith(s)), None)
-            if not path.is_file() or suffix is None or path.name.startswith("."):
+            if path.parent != folder or suffix is None:
                 continue
             slide = path.name[: -len(suffix)]
             if slide.lower().endswith("_mask"):  # the CAMELYON16 release names them Test_001_Mask.tif
@@ -232,23 +224,27 @@ class Camelyon16(Evaluation):
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, SlideSource]]:
         """slides.csv (image, probability) and one <image>.csv of detections per slide."""
-        files = list_submission_files(input_dir)
+        origin = Origin.submission(input_dir)
+        files = list_submission_files(input_dir)  # regular files inside /input only, named otherwise
         tables = [f for f in files if f.name.lower() == SLIDES_FILE]
+        if not tables:
+            _refuse_folder(origin, origin.path(SLIDES_FILE, what=SLIDES_FILE), "The slide probabilities")
         if len(tables) != 1:
             raise SubmissionError(f"The submission must hold exactly one {SLIDES_FILE} (image, probability per "
                                   f"slide) beside one <image>.csv of detections per slide; found {len(tables)}.")
-        probabilities = self._read_slides_table(tables[0])
+        probabilities = self._read_slides_table(origin, tables[0])
         detection_files: dict[str, Path] = {}
         for path in files:
             if path == tables[0]:
                 continue
+            name = shown_path(path.relative_to(origin.real_root).as_posix())
             if not path.name.lower().endswith(".csv"):
-                log(f"Ignoring {path.relative_to(input_dir)}: not a CSV file.")
+                log(f"Ignoring {name}: not a CSV file.")
                 continue
             slide = strip_extension(path.name)
             if slide in detection_files:
-                raise SubmissionError(f"Slide {slide}: two detection files ({detection_files[slide].relative_to(input_dir)}"
-                                      f" and {path.relative_to(input_dir)}).")
+                first = shown_path(detection_files[slide].relative_to(origin.real_root).as_posix())
+                raise SubmissionError(f"Slide {shown_path(slide)}: two detection files ({first} and {name}).")
             detection_files[slide] = path
         known = set(self.ground_truth)
         no_probability = sorted(s for s in detection_files if s in known and s not in probabilities)
@@ -257,6 +253,8 @@ class Camelyon16(Evaluation):
                                   f"detections file ({id_list(no_probability)}).")
         no_detections = sorted(s for s in probabilities if s in known and s not in detection_files
                                and self.ground_truth[s].lesion_evaluated)
+        for slide in no_detections:  # a folder in place of the file is named as such
+            _refuse_folder(origin, tables[0].parent / f"{slide}.csv", f"Slide {slide}")
         if no_detections:
             raise SubmissionError(f"No detections file for {len(no_detections)} slide(s) of {SLIDES_FILE} "
                                   f"({id_list([s + '.csv' for s in no_detections])}); every slide needs one, "
@@ -265,46 +263,43 @@ class Camelyon16(Evaluation):
         # Excluded slides pass through: the run ignores them (check_case_ids, cases).
         return [(slide, SlideSource(probabilities.get(slide), detection_files.get(slide))) for slide in names]
 
-    def _read_slides_table(self, path: Path) -> dict[str, float]:
-        lines = _text_lines(path, SLIDES_FILE, what=f"{SLIDES_FILE}")
+    def _read_slides_table(self, origin: Origin, path: Path) -> dict[str, float]:
+        """`image, probability` rows (the header optional), bounded by the number of slides of the
+        ground truth before it is parsed."""
+        max_rows = len(self.ground_truth) + len(self.settings.excluded_slides) + 1 + SLIDES_MARGIN
+        rows = read_csv_rows(origin, path, "The slide probabilities", bytes_for_rows(max_rows), max_rows)
         probabilities: dict[str, float] = {}
-        for n, line in lines:
-            cells = [cell.strip() for cell in line.split(",")]
-            if n == lines[0][0] and [c.lower() for c in cells] == ["image", "probability"]:
-                continue
+        for row in _without_header(rows, SLIDES_HEADER):
+            cells, n = row.cells, row.line
             if len(cells) != 2 or not cells[0]:
-                raise SubmissionError(f"{SLIDES_FILE}, row {n}: expected 'image, probability', found {_shown(line)}.")
+                raise SubmissionError(f"{SLIDES_FILE}, row {n}: expected 'image, probability', found "
+                                      f"{shown(','.join(cells))}.{_separator_hint(cells)}")
             slide = strip_extension(cells[0])
-            value = _number(cells[1])
-            if value is None:
-                raise SubmissionError(f"Slide {slide}: the probability in row {n} of {SLIDES_FILE} is "
-                                      f"{_shown(cells[1])}, not a number.")
-            if not math.isfinite(value):
-                raise SubmissionError(f"Slide {slide}: the probability in row {n} of {SLIDES_FILE} is {cells[1]}; "
-                                      f"it must be a finite number.")
+            named = f"Slide {shown_path(slide)}"
+            value = _cell_number(cells[1], f"{named}: the probability in row {n} of {SLIDES_FILE} is")
             if slide in probabilities:
-                raise SubmissionError(f"Slide {slide}: {SLIDES_FILE} gives it two probabilities (second in row {n}).")
+                raise SubmissionError(f"{named}: {SLIDES_FILE} gives it two probabilities (second in row {n}).")
             probabilities[slide] = value
         return probabilities
 
     # ---- one slide -----------------------------------------------------------------------
 
-    def load_prediction(self, case: Case, ground_truth: SlideTruth) -> SlidePrediction:
-        if case.job is None:
-            source: SlideSource = case.source
-            if source.probability is None:  # only excluded slides come without (filtered earlier)
-                raise SubmissionError(f"{case.name}: {SLIDES_FILE} has no probability for it.")
-            detections = (_read_detections_csv(source.detections, case.name) if source.detections is not None
-                          else Detections(np.zeros(0), np.zeros(0), np.zeros(0), "px", []))
-            return SlidePrediction(source.probability, detections)
-        likelihood = case.read_json(self.settings.likelihood_socket)
-        if isinstance(likelihood, bool) or not isinstance(likelihood, (int, float)) or not math.isfinite(likelihood):
-            shown = json.dumps(likelihood)
-            raise SubmissionError(f"{case.name}: the output {self.settings.likelihood_socket!r} is "
-                                  f"{shown if len(shown) <= 40 else json_type(likelihood)}; it must be a finite number.")
+    def read_file_prediction(self, case: Case, ground_truth: SlideTruth) -> SlidePrediction:
+        """The probability of slides.csv and the slide's detections file (none: no detections,
+        allowed for slides outside the lesion evaluation)."""
+        source: SlideSource = case.source
+        if source.probability is None:  # only excluded slides come without (filtered earlier)
+            raise SubmissionError(f"{case.name}: {SLIDES_FILE} has no probability for it.")
+        detections = (_read_detections_csv(case.origin, source.detections, case.name)
+                      if source.detections is not None else Detections(np.zeros(0), np.zeros(0), np.zeros(0), "px", []))
+        return SlidePrediction(source.probability, detections)
+
+    def read_job_prediction(self, case: Case, ground_truth: SlideTruth) -> SlidePrediction:
+        """The two JSON outputs: the likelihood (a number) and the detections (Multiple points, mm)."""
+        slug = self.settings.likelihood_socket
+        likelihood = finite_number(case.read_json(slug), f"{case.name}: the output {slug!r}", error=case.origin.error)
         slug = self.settings.detections_socket
-        document = case.read_json(slug)
-        return SlidePrediction(float(likelihood), _points_detections(document, case.name, slug))
+        return SlidePrediction(likelihood, _points_detections(case.read_json(slug), case.name, slug))
 
     def score_case(self, case: Case, prediction: SlidePrediction, ground_truth: SlideTruth) -> SlideResult:
         if not ground_truth.lesion_evaluated:
@@ -314,9 +309,14 @@ class Camelyon16(Evaluation):
         mask = None
         pixel_size = settings.pixel_size_um
         if ground_truth.is_tumor:
-            mask = read_mask(ground_truth.mask, EVALUATION_LEVEL, settings.mask_level, what=f"Mask of slide {case.case_id}")
+            mask = read_mask(ground_truth.mask, EVALUATION_LEVEL, settings.mask_level,
+                             what=f"Mask of slide {case.case_id}", origin=self.truth)
             if settings.pixel_size_from_tiff and mask.level0_pixel_size_um is not None:
                 pixel_size = mask.level0_pixel_size_um
+                if not pixel_size >= MIN_PIXEL_SIZE_UM:
+                    raise SetupError(f"Mask of slide {case.case_id}: the resolution tags of {ground_truth.mask.name} "
+                                     f"give a level-0 pixel size of {pixel_size:g} µm; it must be at least "
+                                     f"{MIN_PIXEL_SIZE_UM:g} µm (or turn pixel_size_from_tiff off).")
         x, y = detections.x, detections.y
         if detections.unit == "mm":
             # Rounded to 1e-6 pixel so that a point written as pixel * size reads back as that pixel.
@@ -371,32 +371,6 @@ class Camelyon16(Evaluation):
                 "froc_curve": {"average_false_positives_per_slide": fp_rates, "sensitivity": sensitivity,
                                "thresholds": int(len(curve.thresholds))}}
 
-    # ---- synthetic data ------------------------------------------------------------------
-
-    @classmethod
-    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
-        """The bundled example: small slides (level-5 masks of 192 x 288), half tumor, half
-        normal, a pyramidal TIFF (pages), a pyramid in SubIFDs and single-page masks, an ITC
-        region, plus Test_049 (excluded from both evaluations, still submitted) and Test_114
-        (slide level only: no mask, no detections file)."""
-        write_synthetic(out_dir, seed=seed, slides=6 if cases is None else cases, mask_shape=(192, 288),
-                        pyramids=2, extra_slides=True)
-
-    @classmethod
-    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-        first = "Test_001.csv"
-        rows = (input_dir / first).read_text().splitlines()
-        slides = (input_dir / SLIDES_FILE).read_text().splitlines()
-        outside = rows[:1] + ["0.9,99999,100"] + rows[1:]
-        not_number = rows[:1] + ["0.5,12o4,400"] + rows[1:]
-        nan = [slides[0], slides[1].split(",")[0] + ",nan"] + slides[2:]
-        return {
-            "missing-detections-file": {"Test_002.csv": None},
-            "coordinate-outside-slide": {first: ("\n".join(outside) + "\n").encode()},
-            "non-numeric-coordinate": {first: ("\n".join(not_number) + "\n").encode()},
-            "probability-not-finite": {SLIDES_FILE: ("\n".join(nan) + "\n").encode()},
-        }
-
 
 def compact_curve(fp_rates: np.ndarray, sensitivities: np.ndarray, points: int = CURVE_POINTS):
     """The FROC curve for plots: consecutive repeats dropped, at most `points` points kept
@@ -414,38 +388,45 @@ def compact_curve(fp_rates: np.ndarray, sensitivities: np.ndarray, points: int =
 # ---- reading detections -------------------------------------------------------------------
 
 
-def _text_lines(path: Path, name: str, what: str) -> list[tuple[int, str]]:
-    """Non-blank lines of a text file with their 1-based numbers."""
+def _without_header(rows: list[Row], header: list[str]) -> list[Row]:
+    """The rows, without the first when it is the (optional) header."""
+    if rows and [cell.lower() for cell in rows[0].cells] == header:
+        return rows[1:]
+    return rows
+
+
+def _separator_hint(cells: list[str]) -> str:
+    return SEPARATOR_HINT if any(";" in cell for cell in cells) else ""
+
+
+def _cell_number(cell: str, what: str) -> float:
+    """A CSV cell as a finite number; otherwise "<what> <the cell as written>, not a number." (or
+    "...; it must be a finite number." for NaN, inf and numbers beyond the float range)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise SubmissionError(f"{what}: {name} is not UTF-8 text.") from None
-    return [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        value = float(cell)
+    except ValueError:
+        raise SubmissionError(f"{what} {shown(cell)}, not a number.") from None
+    if not np.isfinite(value):
+        raise SubmissionError(f"{what} {shown(cell)}; it must be a finite number.")
+    return value
 
 
-def _read_detections_csv(path: Path, slide: str) -> Detections:
+def _read_detections_csv(origin: Origin, path: Path, slide: str) -> Detections:
     """`confidence, X, Y` rows in level-0 pixels; no header, or the header p,x,y; empty = none."""
-    name = path.name
-    lines = _text_lines(path, name, what=slide)
+    name = shown_path(path.name)
+    rows = read_csv_rows(origin, path, slide, MAX_DETECTIONS_BYTES, MAX_DETECTIONS)
     values, where = [], []
-    for n, line in lines:
-        cells = [cell.strip() for cell in line.split(",")]
-        if n == lines[0][0] and [c.lower() for c in cells] == ["p", "x", "y"]:
-            continue
+    for row in _without_header(rows, DETECTIONS_HEADER):
+        cells, n = row.cells, row.line
         if len(cells) != 3:
             raise SubmissionError(f"{slide}: row {n} of {name} has {len(cells)} value(s); expected 3 "
-                                  f"(confidence, X, Y), found {_shown(line)}.")
-        row = []
-        for cell, column in zip(cells, ("confidence", "X", "Y")):
-            value = _number(cell)
-            if value is None:
-                raise SubmissionError(f"{slide}: row {n} of {name} has {column} {_shown(cell)}, not a number.")
-            row.append(value)
-        values.append(row)
+                                  f"(confidence, X, Y), found {shown(','.join(cells))}.{_separator_hint(cells)}")
+        values.append([_cell_number(cell, f"{slide}: row {n} of {name} has {column}")
+                       for cell, column in zip(cells, DETECTION_COLUMNS)])
         where.append(f"row {n} of {name}")
     array = np.array(values, dtype=np.float64).reshape(-1, 3)
     detections = Detections(array[:, 0], array[:, 1], array[:, 2], "px", where)
-    _check_values(detections, slide)
+    _check_confidences(detections, slide)
     return detections
 
 
@@ -456,38 +437,44 @@ def _points_detections(document: Any, slide: str, slug: str) -> Detections:
     if not isinstance(document, dict) or not isinstance(document.get("points"), list):
         raise SubmissionError(f"{what} must be a 'Multiple points' object with a list of points, found "
                               f"{json_type(document)}.")
+    points = document["points"]
+    if len(points) > MAX_DETECTIONS:
+        raise SubmissionError(f"{what} has {len(points)} points; at most {MAX_DETECTIONS} are read per slide.")
     values, where = [], []
-    for n, point in enumerate(document["points"]):
+    for n, point in enumerate(points):
         coordinates = point.get("point") if isinstance(point, dict) else None
         probability = point.get("probability") if isinstance(point, dict) else None
         if not isinstance(coordinates, list) or len(coordinates) not in (2, 3):
             raise SubmissionError(f"{what}: point {n} has no 'point' [x, y, z] in mm.")
         for value, column in [(probability, "probability")] + list(zip(coordinates[:2], ("x", "y"))):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                shown = json.dumps(value)
-                raise SubmissionError(f"{what}: point {n} has {column} {shown if len(shown) <= 30 else json_type(value)}, "
-                                      f"not a number.")
+            if not is_finite_number(value):
+                number = json_type(value) == "a number"  # NaN, Infinity, or an integer no float holds
+                raise SubmissionError(f"{what}: point {n} has {column} {shown(value)}"
+                                      f"{'; it must be a finite number' if number else ', not a number'}.")
         values.append((float(probability), float(coordinates[0]), float(coordinates[1])))
         where.append(f"point {n} of output {slug!r}")
     array = np.array(values, dtype=np.float64).reshape(-1, 3)
     detections = Detections(array[:, 0], array[:, 1], array[:, 2], "mm", where)
-    _check_values(detections, slide)
+    _check_confidences(detections, slide)
     return detections
 
 
-def _check_values(detections: Detections, slide: str) -> None:
-    """Finite numbers; confidences not negative (a missed lesion counts as confidence 0, so a
-    negative one would turn every missed lesion into a hit at threshold 0)."""
-    for values, column in ((detections.confidences, "confidence"), (detections.x, "X"), (detections.y, "Y")):
-        bad = np.flatnonzero(~np.isfinite(values))
-        if len(bad):
-            i = bad[0]
-            raise SubmissionError(f"{slide}: {detections.where[i]} has {column} {values[i]}; it must be a finite number.")
+def _check_confidences(detections: Detections, slide: str) -> None:
+    """Confidences not negative (a missed lesion counts as confidence 0, so a negative one would
+    turn every missed lesion into a hit at threshold 0); values are finite already."""
     bad = np.flatnonzero(detections.confidences < 0)
     if len(bad):
         i = bad[0]
-        raise SubmissionError(f"{slide}: {detections.where[i]} has confidence {detections.confidences[i]:g}; "
+        raise SubmissionError(f"{slide}: {detections.where[i]} has confidence {shown(float(detections.confidences[i]))}; "
                               f"confidences must be 0 or more.")
+
+
+def _refuse_folder(origin: Origin, path: Path, what: str) -> None:
+    """A folder (or anything but a file) where a CSV file the listing did not find is expected,
+    named as such by the reading layer; nothing when there is simply no such name. (The one
+    existence check here would be `Origin.is_folder` once the layer has it.)"""
+    if os.path.lexists(path):
+        origin.regular_file(origin.contains(path, what), what)
 
 
 def _check_inside(x: np.ndarray, y: np.ndarray, detections: Detections, slide: str, mask) -> None:
@@ -505,126 +492,3 @@ def _check_inside(x: np.ndarray, y: np.ndarray, detections: Detections, slide: s
     if len(bad):
         i = bad[0]
         raise SubmissionError(f"{slide}: {detections.where[i]} lies outside the slide (X {x[i]:g}, Y {y[i]:g}; {limit}).")
-
-
-# ---- synthetic data -----------------------------------------------------------------------
-
-
-def _draw_lesions(rng: np.random.Generator, shape: tuple[int, int], value: int, count: int, itc: int, ring: bool):
-    """A level-5 tumor mask with `count` elliptic lesions (some far above the ITC size), `itc`
-    small blobs and optionally a ring (a hole to fill); returns the mask and the lesion centres."""
-    import cv2
-
-    mask = np.zeros(shape, dtype=np.uint8)
-    height, width = shape
-    centres = []
-    scale = max(1.0, min(shape) / 192) ** 0.5  # ~4x on a 3000 x 7000 slide: lesions up to ~2 mm
-    for k in range(count + itc):
-        small = k >= count
-        axes = ((int(rng.integers(2, 7)), int(rng.integers(2, 7))) if small else
-                (int(rng.integers(14, 30) * scale), int(rng.integers(8, 22) * scale)))
-        margin = max(axes) + 8
-        centre = (int(rng.integers(margin, width - margin)), int(rng.integers(margin, height - margin)))
-        cv2.ellipse(mask, centre, axes, float(rng.uniform(0, 180)), 0, 360, value, -1)
-        centres.append((centre, axes, small))
-    if ring:
-        r = int(20 * scale)
-        centre = (int(rng.integers(r + 8, width - r - 8)), int(rng.integers(r + 8, height - r - 8)))
-        cv2.circle(mask, centre, r, value, thickness=max(2, r // 4))
-        centres.append((centre, (r, r), False))
-    return mask, centres
-
-
-def _write_pyramid(path: Path, level5: np.ndarray, use_subifds: bool, pixel_size_um: float) -> None:
-    """A pyramidal TIFF whose level 0 is the level-5 mask upsampled 32 times, with 2x levels
-    down to level 5, deflate-compressed."""
-    import tifffile
-
-    level0 = np.repeat(np.repeat(level5, 32, axis=0), 32, axis=1)
-    resolution = (1e4 / pixel_size_um, 1e4 / pixel_size_um)
-    with tifffile.TiffWriter(path) as tif:
-        tif.write(level0, tile=(512, 512), compression="zlib", compressionargs={"level": 9}, subifds=5 if use_subifds else None,
-                  resolution=resolution, resolutionunit="CENTIMETER")
-        for k in range(1, 6):
-            tif.write(level0[:: 2 ** k, :: 2 ** k], tile=(16, 16) if k == 5 else (128, 128), compression="zlib", compressionargs={"level": 9},
-                      subfiletype=1)
-
-
-def write_synthetic(out_dir: Path, seed: int = 0, slides: int = 6, mask_shape: tuple[int, int] = (192, 288),
-                    pyramids: int = 0, extra_slides: bool = False, detections: tuple[int, int] = (5, 40),
-                    phase: str = "files") -> None:
-    """A ground truth (reference.csv, masks/) and a submission for `slides` slides (half tumor),
-    level-5 masks of `mask_shape`; the first `pyramids` tumor masks are pyramidal TIFFs, the
-    others single-page level-5 TIFFs. Detections per slide: uniform in `detections` false
-    positives plus a few hits per lesion. `phase`: "files" (slides.csv + CSVs) or "algorithm"
-    (predictions.json with the two JSON outputs per slide, coordinates in mm)."""
-    import tifffile
-
-    rng = np.random.default_rng(seed)
-    truth_dir, input_dir = out_dir / "ground-truth", out_dir / "input"
-    (truth_dir / MASKS_FOLDER).mkdir(parents=True, exist_ok=True)
-    input_dir.mkdir(parents=True, exist_ok=True)
-    pixel_size = 0.243
-    names = [f"Test_{n:03d}" for n in range(1, slides + 1)]
-    kinds = {name: TUMOR if n % 2 == 0 else NORMAL for n, name in enumerate(names)}
-    if extra_slides:
-        names += ["Test_049", "Test_114"]
-        kinds.update({"Test_049": TUMOR, "Test_114": TUMOR})
-    reference = ["image,type"]
-    height, width = mask_shape
-    submission: dict[str, tuple[float, list[tuple[float, int, int]]]] = {}
-    tumor_index = 0
-    for name in names:
-        kind = kinds[name]
-        reference.append(f"{name},{kind.capitalize()}")
-        points: list[tuple[float, int, int]] = []
-        if kind == TUMOR and not (extra_slides and name in ("Test_049", "Test_114")):
-            value = (255, 2, 1)[tumor_index % 3]  # 2016 release, later conversions
-            mask, lesions = _draw_lesions(rng, mask_shape, value, count=int(rng.integers(1, 4)), itc=1,
-                                          ring=tumor_index == 0)
-            if tumor_index < pyramids:
-                _write_pyramid(truth_dir / MASKS_FOLDER / f"{name}.tif", mask, use_subifds=tumor_index == 1,
-                               pixel_size_um=pixel_size)
-            else:
-                tifffile.imwrite(truth_dir / MASKS_FOLDER / f"{name}.tif", mask, compression="zlib")
-            tumor_index += 1
-            for (cx, cy), axes, small in lesions:
-                if rng.random() < (0.6 if small else 0.7):
-                    for _ in range(int(rng.integers(1, 4))):
-                        # level-0 pixel near the centre (inside the ellipse's inner box)
-                        dx, dy = (int(rng.integers(-a // 2, a // 2 + 1)) for a in axes)
-                        px = (cx + dx) * 32 + int(rng.integers(0, 32))
-                        py = (cy + dy) * 32 + int(rng.integers(0, 32))
-                        points.append((round(float(rng.beta(3, 2)), 4), px, py))
-        for _ in range(int(rng.integers(detections[0], detections[1] + 1))):
-            points.append((round(float(rng.beta(1.5, 4)), 4), int(rng.integers(0, width * 32)),
-                           int(rng.integers(0, height * 32))))
-        order = rng.permutation(len(points))
-        probability = round(float(rng.beta(3, 2) if kind == TUMOR else rng.beta(2, 3)), 3)
-        submission[name] = (probability, [points[i] for i in order])
-    (truth_dir / REFERENCE_FILE).write_text("\n".join(reference) + "\n")
-
-    if phase == "files":
-        rows = ["image,probability"] + [f"{name},{p}" for name, (p, _) in submission.items()]
-        (input_dir / SLIDES_FILE).write_text("\n".join(rows) + "\n")
-        for n, (name, (_, points)) in enumerate(submission.items()):
-            if extra_slides and name == "Test_114":
-                continue  # slide level only: its detections file may be left out
-            header = ["p,x,y"] if n % 2 == 0 else []  # both forms: with and without header
-            lines = header + [f"{c},{x},{y}" for c, x, y in points]
-            (input_dir / f"{name}.csv").write_text("".join(line + "\n" for line in lines))
-        return
-    jobs = []
-    for name, (probability, points) in submission.items():
-        pk = synthetic.job_pk(rng)
-        document = {"name": "metastases", "type": "Multiple points", "version": {"major": 1, "minor": 0},
-                    "points": [{"name": f"detection {i}", "point": [x * pixel_size / MM_TO_UM, y * pixel_size / MM_TO_UM, 0.0],
-                                "probability": c} for i, (c, x, y) in enumerate(points)]}
-        jobs.append(synthetic.job(pk, [synthetic.image_input("whole-slide-image", f"{name}.tif", "images/whole-slide-image")],
-                                  [synthetic.file_output("metastasis-likelihood", "metastasis-likelihood.json", kind="Float"),
-                                   synthetic.file_output("metastasis-detections", "metastasis-detections.json",
-                                                         kind="Multiple points")]))
-        synthetic.write_output(input_dir, pk, "metastasis-likelihood.json", probability)
-        synthetic.write_output(input_dir, pk, "metastasis-detections.json", document)
-    order = rng.permutation(len(jobs))
-    synthetic.write_predictions(input_dir, [jobs[i] for i in order])
