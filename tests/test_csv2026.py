@@ -15,7 +15,8 @@ import SimpleITK as sitk
 import tifffile
 from sklearn.metrics import f1_score
 
-from evaluation.challenges.csv2026 import Csv2026, binary_f1_scores, time_score, write_dataset
+from evaluation.challenges.csv2026 import Csv2026, binary_f1_scores, time_score
+from evaluation.examples.csv2026 import write_dataset
 from tests.test_surface import reference_nsd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -339,7 +340,8 @@ def test_timing_without_a_baseline_is_the_organizers_error(algorithm_data, evalu
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"baseline_time_seconds": 0}, "setting 'baseline_time_seconds' is 0.0; it must be a positive number of seconds."),
+    ({"baseline_time_seconds": 0}, "setting 'baseline_time_seconds' is 0.0; it must be above 0."),
+    ({"baseline_time_seconds": -5}, "setting 'baseline_time_seconds' is -5.0; it must be above 0."),
     ({"baseline_time_seconds": "60"}, "setting 'baseline_time_seconds' must be a number, not text."),
     ({"nsd_tolerance_px": -1}, "setting 'nsd_tolerance_px' is -1.0; it must be at least 0."),
     ({"plaque_index": 0}, "setting 'plaque_index' is 0; it must be one of 1, 2."),
@@ -413,20 +415,20 @@ def replace_dataset(path, key, data):
 
 
 @pytest.mark.parametrize("key, data, message", [
-    ("long_mask", np.zeros((96, 127), np.uint8), "Case 0001, longitudinal mask: shape 96x127, expected 96x128 as in the ground truth."),
-    ("long_mask", np.zeros((1, 96, 128), np.uint8), "Case 0001, longitudinal mask: shape 1x96x128, expected 96x128 as in the ground truth."),
+    ("long_mask", np.zeros((96, 127), np.uint8), "Case 0001, longitudinal mask: long_mask in 0001_pred.h5: shape 96x127, expected 96x128 as in the ground truth."),
+    ("long_mask", np.zeros((1, 96, 128), np.uint8), "Case 0001, longitudinal mask: long_mask in 0001_pred.h5: shape 1x96x128, expected 96x128 as in the ground truth."),
     ("trans_mask", np.full((96, 128), 3, np.uint8), "Case 0001, transverse mask: values 3; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
     ("trans_mask", np.arange(96 * 128).reshape(96, 128) % 256, "Case 0001, transverse mask: values 0, 1, 2, 3, 4, 5, 6, 7 and 248 more; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
     ("trans_mask", np.tile(np.array([0, 2, 128], np.uint8), 4096).reshape(96, 128), "Case 0001, transverse mask: values 0, 2, 128; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
-    ("trans_mask", np.full((96, 128), np.nan, np.float32), "Case 0001, transverse mask: values nan; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
-    ("trans_mask", np.full((96, 128), b"x"), "Case 0001, transverse mask: values of type |S1; expected a numeric label image."),
+    ("trans_mask", np.full((96, 128), np.nan, np.float32), "Case 0001, transverse mask: values NaN; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
+    ("trans_mask", np.full((96, 128), b"x"), "Case 0001, transverse mask: trans_mask in 0001_pred.h5 holds text; numbers are expected."),
     ("long_mask", None, "Case 0001, longitudinal mask: 0001_pred.h5 has no dataset long_mask or pred_long (datasets found: cls, trans_mask)."),
     ("pred_trans", np.zeros((96, 128), np.uint8), "Case 0001, transverse mask: 0001_pred.h5 holds both trans_mask and pred_trans; keep one."),
     ("cls", None, "Case 0001: 0001_pred.h5 has no class (dataset cls, cls_pred or cls_prob; datasets found: long_mask, trans_mask)."),
-    ("cls", 0.7, "Case 0001: the class (dataset cls in 0001_pred.h5) is 0.7; it must be 0 (low risk) or 1 (high risk) (a probability goes in cls_prob)."),
-    ("cls", 2, "Case 0001: the class (dataset cls in 0001_pred.h5) is 2; it must be 0 (low risk) or 1 (high risk) (a probability goes in cls_prob)."),
-    ("cls", np.array([0, 1]), "Case 0001: the class (dataset cls in 0001_pred.h5) must hold one value, found 2 (shape 2)."),
-    ("cls", b"high", 'Case 0001: the class (dataset cls in 0001_pred.h5) is "high"; it must be 0 (low risk) or 1 (high risk) (a probability goes in cls_prob).'),
+    ("cls", 0.7, "Case 0001, class: cls in 0001_pred.h5 is 0.7; it must be 0 (low risk) or 1 (high risk) (a probability goes in cls_prob)."),
+    ("cls", 2, "Case 0001, class: cls in 0001_pred.h5 is 2; it must be 0 (low risk) or 1 (high risk) (a probability goes in cls_prob)."),
+    ("cls", np.array([0, 1]), "Case 0001, class: cls in 0001_pred.h5 must hold one value, found 2 (shape 2)."),
+    ("cls", b"high", "Case 0001, class: cls in 0001_pred.h5 holds text; numbers are expected."),
 ])
 def test_bad_h5_predictions_are_rejected(file_data, evaluate, tmp_path, key, data, message):
     input_dir, ground_truth = copy_data(file_data, tmp_path)
@@ -448,7 +450,7 @@ def test_bad_probabilities_are_rejected(file_data, evaluate, tmp_path, value, me
     replace_dataset(path, "cls_prob", np.float64(value))
     run = evaluate("csv2026", input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
-    assert run.last_error_line == "Case 0003: the class (dataset cls_prob in 0003_pred.h5) " + message
+    assert run.last_error_line == "Case 0003, class: cls_prob in 0003_pred.h5 " + message
 
 
 def test_bad_files_and_case_sets_are_rejected(file_data, evaluate, tmp_path):

@@ -1,0 +1,362 @@
+"""CSV 2026 reads its submission and ground truth only through evaluation.reading: what a
+prediction file or an algorithm output can point at or claim is refused before it is read.
+
+- an NNNN_pred.h5 whose dataset is an external link, a virtual dataset or external raw storage
+  pointing at the ground truth, a soft link, a group, text, or no dataspace;
+- a class dataset of 100000 x 100000 values, a mask dataset of another shape (never read);
+- an MHA or TIFF output whose header claims 60000 x 60000 pixels over a few bytes (a "bomb"),
+  under a 2 GiB data limit with two workers;
+- a risk class that is an integer of 400 or 5000 digits;
+- the span of older predictions.json files, exact from the instants;
+- NaN settings, and a ground truth whose files link elsewhere (exit 3).
+"""
+
+import calendar
+import io
+import re
+import resource
+import struct
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from tests.test_csv2026 import (  # noqa: F401 (module fixtures)
+    LONG_OUT,
+    RISK,
+    TRANS_OUT,
+    algorithm_data,
+    copy_data,
+    file_data,
+    first_job,
+    only_file,
+    pred_file,
+    rewrite_jobs,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPE = (96, 128)  # the synthetic masks' shape
+# RLIMIT_DATA of the subprocess runs: one decoded bomb needs 3.6 GB. Not 1 GiB: reading predictions.json
+# (Origin.read_bytes) asks for a buffer of its 1 GiB bound before reading the few kB it holds.
+MEMORY_LIMIT = 2 << 30
+
+
+def assert_refused(run, code, message):
+    assert (run.code, run.wrote_metrics) == (code, False), run.stderr
+    assert run.last_error_line == message
+
+
+# ---- HDF5: links, virtual datasets, external storage, non-data -------------------------------
+
+
+def rewrite_prediction(path, key, make):
+    """Replace dataset `key` of the prediction file by what make(handle, key) creates."""
+    with h5py.File(path, "r+") as f:
+        del f[key]
+        make(f, key)
+
+
+def external_link(truth):
+    return lambda f, key: f.__setitem__(key, h5py.ExternalLink(str(truth), "long_mask"))
+
+
+def virtual_dataset(truth):
+    def make(f, key):
+        layout = h5py.VirtualLayout(shape=SHAPE, dtype=np.uint8)
+        layout[:] = h5py.VirtualSource(str(truth), "long_mask", shape=SHAPE)
+        f.create_virtual_dataset(key, layout, fillvalue=0)
+    return make
+
+
+def external_storage(truth):
+    return lambda f, key: f.create_dataset(key, shape=SHAPE, dtype=np.uint8,
+                                           external=[(str(truth), 0, SHAPE[0] * SHAPE[1])])
+
+
+def soft_link(f, key):
+    f.create_dataset("stash", data=np.zeros(SHAPE, np.uint8))
+    f[key] = h5py.SoftLink("/stash")
+
+
+def group(f, key):
+    f.create_group(key)
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("external-link", "Case 0001, longitudinal mask: long_mask in 0001_pred.h5 is an external link to another file; "
+                      "datasets must be stored in the file itself."),
+    ("virtual", "Case 0001, longitudinal mask: long_mask in 0001_pred.h5 is a virtual dataset (mapped from other "
+                "files); datasets must be stored in the file itself."),
+    ("external-storage", "Case 0001, longitudinal mask: long_mask in 0001_pred.h5 keeps its data in another file "
+                         "(external storage); datasets must be stored in the file itself."),
+    ("soft-link", "Case 0001, longitudinal mask: long_mask in 0001_pred.h5 is a link; datasets must be stored in the "
+                  "file itself."),
+    ("group", "Case 0001, longitudinal mask: long_mask in 0001_pred.h5 is a group, not a dataset."),
+])
+def test_a_prediction_mask_pointing_elsewhere_is_refused(file_data, evaluate, tmp_path, kind, message):
+    """The ground truth's own mask, reached through the prediction file, would score perfectly."""
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    truth = (ground_truth / "0001_label.h5").resolve()
+    make = {"external-link": external_link(truth), "virtual": virtual_dataset(truth),
+            "external-storage": external_storage(truth), "soft-link": soft_link, "group": group}[kind]
+    rewrite_prediction(pred_file(input_dir), "long_mask", make)
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 1, message)
+
+
+def test_a_class_linked_to_the_ground_truth_is_refused(file_data, evaluate, tmp_path):
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    truth = (ground_truth / "0001_label.h5").resolve()
+    rewrite_prediction(pred_file(input_dir), "cls",
+                       lambda f, key: f.__setitem__(key, h5py.ExternalLink(str(truth), "cls")))
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 1,
+                   "Case 0001, class: cls in 0001_pred.h5 is an external link to another file; datasets must be "
+                   "stored in the file itself.")
+
+
+@pytest.mark.parametrize("key, make, message", [
+    ("trans_mask", lambda f, key: f.create_dataset(key, data=np.full(SHAPE, "x", dtype=h5py.string_dtype())),
+     "Case 0001, transverse mask: trans_mask in 0001_pred.h5 holds text; numbers are expected."),
+    ("cls", lambda f, key: f.create_dataset(key, data=h5py.Empty("f")),
+     "Case 0001, class: cls in 0001_pred.h5 is an empty dataset (no dataspace); numbers are expected."),
+    ("cls", lambda f, key: f.create_dataset(key, shape=(0,), dtype=np.uint8),
+     "Case 0001, class: cls in 0001_pred.h5 must hold one value, found 0 (shape 0)."),
+])
+def test_datasets_that_are_not_numbers_are_refused(file_data, evaluate, tmp_path, key, make, message):
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    rewrite_prediction(pred_file(input_dir), key, make)
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 1, message)
+
+
+# ---- sizes checked before reading: HDF5 datasets, image headers ------------------------------
+
+
+def run_limited(input_dir, ground_truth, output, workers=2):
+    """The command line in a subprocess whose data segment is limited to 2 GiB: a bomb that is
+    decoded fails there at once instead of taking the machine's memory."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_DATA, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    result = subprocess.run([sys.executable, "-m", "evaluation", "csv2026", "--input", str(input_dir),
+                             "--ground-truth", str(ground_truth), "--output", str(output), "--workers", str(workers)],
+                            cwd=ROOT, capture_output=True, text=True, preexec_fn=limit, timeout=300)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    return result.returncode, lines[-1] if lines else "", (output / "metrics.json").exists()
+
+
+def test_the_memory_limit_leaves_a_valid_submission_alone(algorithm_data, tmp_path):
+    code, last, wrote = run_limited(algorithm_data / "input", algorithm_data / "ground-truth", tmp_path / "out")
+    assert (code, wrote) == (0, True), last
+
+
+@pytest.mark.parametrize("key, message", [
+    ("cls", "Case 0001, class: cls in 0001_pred.h5 must hold one value, found 10000000000 (shape 100000x100000)."),
+    ("long_mask", "Case 0001, longitudinal mask: long_mask in 0001_pred.h5: shape 100000x100000, expected 96x128 as "
+                  "in the ground truth."),
+])
+def test_a_huge_dataset_is_refused_unread(file_data, tmp_path, key, message):
+    """10^10 values stored in a few kilobytes (chunks never written): reading them was a
+    MemoryError (exit 4)."""
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    rewrite_prediction(pred_file(input_dir), key, lambda f, name: f.create_dataset(
+        name, shape=(100_000, 100_000), dtype=np.uint8, chunks=(1000, 1000), compression="gzip"))
+    assert pred_file(input_dir).stat().st_size < 100_000
+    assert run_limited(input_dir, ground_truth, tmp_path / "out") == (1, message, False)
+
+
+def mha_bomb(width, height):
+    """A MetaImage header claiming width x height pixels, followed by 16 bytes."""
+    return (b"ObjectType = Image\nNDims = 2\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+            + f"DimSize = {width} {height}\n".encode() + b"ElementType = MET_UCHAR\nElementDataFile = LOCAL\n"
+            + b"\0" * 16)
+
+
+def tiff_bomb(width, height):
+    """A little-endian TIFF whose one page claims width x height 8-bit pixels in one strip,
+    followed by 16 bytes."""
+    entries = [(256, 4, width), (257, 4, height), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, None),
+               (277, 3, 1), (278, 4, height), (279, 4, width * height)]
+    data_offset = 8 + 2 + 12 * len(entries) + 4
+    ifd = struct.pack("<H", len(entries))
+    for tag, kind, value in entries:
+        value = data_offset if value is None else value
+        ifd += struct.pack("<HHIHH", tag, kind, 1, value, 0) if kind == 3 else struct.pack("<HHII", tag, kind, 1, value)
+    return b"II*\x00" + struct.pack("<I", 8) + ifd + struct.pack("<I", 0) + b"\0" * 16
+
+
+def test_the_bombs_are_what_they_claim(tmp_path):
+    """The hand-written headers are read as such by tifffile and SimpleITK (so the refusals below
+    are about the size, not an unreadable file)."""
+    import SimpleITK as sitk
+    import tifffile
+
+    with tifffile.TiffFile(io.BytesIO(tiff_bomb(60000, 60000))) as tiff:
+        assert tiff.pages[0].shape == (60000, 60000)
+    small = tiff_bomb(4, 4)[:-16] + bytes(range(16))
+    assert tifffile.imread(io.BytesIO(small)).tolist() == np.arange(16).reshape(4, 4).tolist()
+    path = tmp_path / "bomb.mha"
+    path.write_bytes(mha_bomb(60000, 60000))
+    header = sitk.ImageFileReader()
+    header.SetImageIO("MetaImageIO")
+    header.SetFileName(str(path))
+    header.ReadImageInformation()
+    assert header.GetSize() == (60000, 60000)
+
+
+def replace_image(folder, name, content):
+    only_file(folder).unlink()
+    (folder / name).write_bytes(content)
+
+
+@pytest.mark.parametrize("suffix, bomb", [(".mha", mha_bomb), (".tif", tiff_bomb)])
+def test_an_image_bomb_is_refused_from_its_header(algorithm_data, tmp_path, suffix, bomb):
+    """Both views of the first case claim 60000 x 60000 pixels (3.6 GB each once decoded): with two
+    workers and a 2 GiB limit, the header alone is read and the case named."""
+    input_dir, ground_truth = copy_data(algorithm_data, tmp_path)
+    _, outputs = first_job(input_dir)
+    for slug in (LONG_OUT, TRANS_OUT):
+        replace_image(outputs[slug], f"bomb{suffix}", bomb(60000, 60000))
+    assert run_limited(input_dir, ground_truth, tmp_path / "out") == (
+        1, "Case 0001, longitudinal mask: shape 60000x60000, expected 96x128 as in the ground truth.", False)
+
+
+def test_a_truncated_image_of_the_right_shape_is_refused(algorithm_data, evaluate, tmp_path):
+    input_dir, ground_truth = copy_data(algorithm_data, tmp_path)
+    _, outputs = first_job(input_dir)
+    replace_image(outputs[TRANS_OUT], "short.tif", tiff_bomb(SHAPE[1], SHAPE[0]))
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 1,
+                   "Case 0001, transverse mask: short.tif cannot be decoded (its data is truncated or corrupt).")
+
+
+# ---- the risk class: huge integers -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("1" * 400, "an integer of 400 digits"),
+    ("9" * 5000, "an integer of 5000 digits"),
+    ("-" + "1" * 400, "an integer of 400 digits"),
+    ("1" * 200, "1" * 37 + "..."),
+    ("1e400", "Infinity"),
+    ("[0.7]", "a list of 1 item"),
+], ids=["400-digits", "5000-digits", "minus-400-digits", "200-digits", "1e400", "list"])
+def test_a_huge_risk_class_is_refused_naming_the_case(algorithm_data, evaluate, tmp_path, text, shown):
+    input_dir, ground_truth = copy_data(algorithm_data, tmp_path)
+    _, outputs = first_job(input_dir)
+    outputs[RISK].write_text(text)
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 1,
+                   f"Case 0001, output 'plaque-risk': found {shown}; expected 0, 1, true, false or a probability of "
+                   f"high risk between 0 and 1.")
+
+
+# ---- timing: the span of older predictions.json, exact ---------------------------------------
+
+
+_INSTANT = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?$")
+
+
+def exact_posix(text):
+    """POSIX seconds of an ISO instant as a Fraction (no zone: UTC), without datetime or floats."""
+    year, month, day, hour, minute, second, fraction, zone = _INSTANT.fullmatch(text).groups()
+    whole = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second)))
+    value = whole + (Fraction(int(fraction), 10 ** len(fraction)) if fraction else 0)
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        value -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+    return value
+
+
+def test_the_span_of_older_predictions_json_is_exact(algorithm_data, evaluate, tmp_path):
+    """Nine jobs, a minute apart; the earliest start is naive (read as UTC), the latest end is
+    written at +01:00. As POSIX floats the span would be 500.00001311302185 s."""
+    input_dir, ground_truth = copy_data(algorithm_data, tmp_path)
+    started, completed = [], []
+
+    def legacy(n, job):
+        for value in job["inputs"] + job["outputs"]:
+            value["interface"] = value.pop("socket")
+        del job["exec_duration"], job["invoke_duration"]
+        job["started_at"] = f"2024-11-29T10:{10 + n:02d}:00.000001" + ("" if n == 0 else "Z")
+        job["completed_at"] = (f"2024-11-29T11:{10 + n:02d}:20.000014+01:00" if n == 8
+                               else f"2024-11-29T10:{10 + n:02d}:19.999999Z")
+        started.append(job["started_at"])
+        completed.append(job["completed_at"])
+        return job
+
+    rewrite_jobs(input_dir, legacy)
+    exact = max(map(exact_posix, completed)) - min(map(exact_posix, started))
+    assert exact == Fraction(500_000_013, 10**6)
+    floats = max(map(lambda t: float(exact_posix(t)), completed)) - min(map(lambda t: float(exact_posix(t)), started))
+    assert floats != float(exact)  # the instants are chosen so that float timestamps are off
+    run = evaluate("csv2026", input_dir, ground_truth)
+    assert run.code == 0, run.stderr
+    assert run.metrics["aggregates"]["processing_time_seconds"] == float(exact)
+    assert run.metrics["timing"]["source"] == "span from the earliest started_at to the latest completed_at"
+
+
+# ---- settings --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config, message", [
+    ('{"nsd_tolerance_px": NaN}', "config.json: setting 'nsd_tolerance_px' is NaN; it must be a finite number."),
+    ('{"nsd_tolerance_px": Infinity}', "config.json: setting 'nsd_tolerance_px' is Infinity; it must be a finite "
+                                       "number."),
+    ('{"baseline_time_seconds": NaN}', "config.json: setting 'baseline_time_seconds' is NaN; it must be a finite "
+                                       "number."),
+    ('{"baseline_time_seconds": -Infinity}', "config.json: setting 'baseline_time_seconds' is -Infinity; it must be "
+                                             "a finite number."),
+])
+def test_a_setting_that_is_not_finite_is_the_organizers_error(file_data, evaluate, tmp_path, config, message):
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    (ground_truth / "config.json").write_text(config)
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 3,
+                   f"The evaluation could not run, through no fault of the submission: {message} (please tell the "
+                   f"challenge organizers).")
+
+
+# ---- the ground truth, read through the same layer (exit 3) ----------------------------------
+
+
+def organizers(message):
+    return (f"The evaluation could not run, through no fault of the submission: {message} (please tell the challenge "
+            f"organizers).")
+
+
+def test_a_ground_truth_mask_linked_elsewhere_is_refused(file_data, evaluate, tmp_path):
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    elsewhere = tmp_path / "elsewhere.h5"
+    with h5py.File(ground_truth / "0001_label.h5", "r+") as f:
+        with h5py.File(elsewhere, "w") as other:
+            other["long_mask"] = f["long_mask"][()]
+        del f["long_mask"]
+        f["long_mask"] = h5py.ExternalLink(str(elsewhere), "long_mask")
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 3, organizers(
+        "Ground truth: long_mask in 0001_label.h5 is an external link to another file; datasets must be stored in "
+        "the file itself."))
+
+
+@pytest.mark.parametrize("change, message", [
+    ("not-hdf5", "Ground truth: 0001_label.h5 is not a readable HDF5 file."),
+    ("huge-cls", "Ground truth 0001_label.h5 has no single-valued dataset cls."),
+    ("text-cls", "Ground truth: cls in 0001_label.h5 holds text; numbers are expected."),
+    ("group-mask", "Ground truth: trans_mask in 0001_label.h5 is a group, not a dataset."),
+])
+def test_bad_ground_truth_files_are_the_organizers_error(file_data, evaluate, tmp_path, change, message):
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    path = ground_truth / "0001_label.h5"
+    if change == "not-hdf5":
+        path.write_bytes(b"not hdf5")
+    else:
+        with h5py.File(path, "r+") as f:
+            if change == "group-mask":
+                del f["trans_mask"]
+                f.create_group("trans_mask")
+            else:
+                del f["cls"]
+                if change == "huge-cls":
+                    f.create_dataset("cls", shape=(100_000, 100_000), dtype=np.uint8, chunks=(1000, 1000))
+                else:
+                    f["cls"] = "1"
+    assert_refused(evaluate("csv2026", input_dir, ground_truth), 3, organizers(message))
