@@ -1,8 +1,10 @@
 """HECKTOR 2025 Task 1 end to end: the leaderboard values recomputed independently (SimpleITK's
 label overlap filter, numpy sums weighted by voxel volume, scipy labelling with brute-force
 matching), case ids from the CT name, the 2022 predictions-file phase, empty-case settings, and
-every rejection of the spec (geometry, labels, unreadable or missing masks)."""
+every rejection of the spec (geometry, labels, unreadable or missing masks), and masks that point
+at other files or claim more voxels than they hold."""
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 import SimpleITK as sitk
 
 from evaluation.challenges.hecktor2025_task1 import HecktorTask1
-from tests.hecktor_data import copy_dataset
+from tests.hecktor_data import copy_dataset, evaluate_with_memory_limit, make_dataset
 from tests.test_hecktor2025_metrics import reference_lesions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,9 +24,7 @@ SLUG = "tumor-lymph-node-segmentation"
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hecktor1")
-    HecktorTask1.synthesize(root, seed=11, cases=7)
-    return root
+    return make_dataset(CHALLENGE, tmp_path_factory.mktemp("hecktor1"), seed=11, cases=7)
 
 
 def prediction_files(input_dir):
@@ -308,7 +308,8 @@ def test_unreadable_missing_and_extra_masks(dataset, evaluate, tmp_path):
     path.write_bytes(b"garbage")
     run = evaluate(CHALLENGE, input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
-    assert run.last_error_line.startswith(f"Patient {patient}, segmentation: {path.name} is not a readable image (")
+    assert run.last_error_line == (f"Patient {patient}, segmentation: {path.name} is not a readable MetaImage (no "
+                                   f"ElementDataFile in its header).")
     path.unlink()
     run = evaluate(CHALLENGE, input_dir, ground_truth)
     assert run.last_error_line == (f"Patient {patient}: the image output '{SLUG}' must hold exactly one .mha, .tif or "
@@ -357,3 +358,176 @@ def test_lesion_settings_equal_the_reference_with_the_same_rule(dataset, evaluat
         case = run.metrics["case"][patient]
         assert (case["gtvn_tp"], case["gtvn_fp"], case["gtvn_fn"]) == \
             reference_lesions(truth, prediction, connectivity, threshold, method), patient
+
+
+# ---- masks that point at other files, headers that lie, links out of /input -----------------
+
+SECRET = b"TOPSECRET-"
+IDENTITY = (1, 0, 0, 0, 1, 0, 0, 0, 1)
+
+
+def metaimage(size, spacing=(1, 1, 2), origin=(0, 0, 0), direction=IDENTITY, data_file="LOCAL", body=b""):
+    """A MetaImage header (uint8 voxels) followed by `body`, as bytes."""
+    def numbers(values):
+        return " ".join(f"{v!r}" for v in values)
+    header = (f"ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+              f"CompressedData = False\nTransformMatrix = {numbers(direction)}\nOffset = {numbers(origin)}\n"
+              f"ElementSpacing = {numbers(spacing)}\nDimSize = {numbers(size)}\nElementType = MET_UCHAR\n"
+              f"ElementDataFile = {data_file}\n")
+    return header.encode() + body
+
+
+def secret_file(path, voxels):
+    """A file outside the submission whose bytes would be read as labels if followed."""
+    path.write_bytes((SECRET * (voxels // len(SECRET) + 1))[:voxels])
+    return path
+
+
+def assert_refused_without_secret(run, line):
+    assert (run.code, run.wrote_metrics) == (1, False), run.stderr
+    assert run.last_error_line == line
+    for text in (run.stdout, run.stderr):
+        assert "TOPSECRET" not in text and "root:" not in text and "holds label" not in text
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative", "etc-passwd"])
+def test_metaimage_naming_a_data_file_outside_the_submission_is_refused(dataset, evaluate, tmp_path, where):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    patient, path = first_prediction(input_dir)
+    truth = sitk.ReadImage(str(ground_truth / f"{patient}.nii.gz"))
+    secret = secret_file(tmp_path / "secret.raw", int(np.prod(truth.GetSize())))
+    data_file = {"absolute": str(secret), "relative": Path(*[".."] * 6, "secret.raw").as_posix(),
+                 "etc-passwd": "/etc/passwd"}[where]
+    assert (path.parent / data_file).resolve() == secret.resolve() or where != "relative"
+    path.write_bytes(metaimage(truth.GetSize(), truth.GetSpacing(), truth.GetOrigin(), truth.GetDirection(), data_file))
+    run = evaluate(CHALLENGE, input_dir, ground_truth)
+    assert_refused_without_secret(run, f"Patient {patient}, segmentation: {path.name} keeps its pixels in another file "
+                                       f"(ElementDataFile); a .mha image must hold them itself (ElementDataFile = "
+                                       f"LOCAL).")
+
+
+def test_zip_masks_with_detached_data_are_refused(evaluate, tmp_path):
+    truth = np.zeros((4, 6, 6), np.uint8)
+    submission, ground_truth = zip_case(tmp_path, {"A": truth, "B": truth}, {})
+    secret = secret_file(tmp_path / "secret.raw", truth.size)
+    submission.mkdir()
+    (submission / "A.nrrd").write_text(f"NRRD0004\ntype: uint8\ndimension: 3\nsizes: 6 6 4\nspacings: 1 1 2\n"
+                                       f"encoding: raw\ndata file: {secret}\n\n")
+    (submission / "B.mha").write_bytes(metaimage((6, 6, 4), data_file="../secret.raw"))
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert_refused_without_secret(run, "Patient A, segmentation: A.nrrd keeps its pixels in another file (a detached "
+                                       "NRRD 'data file'); the pixels must be in the .nrrd file itself.")
+    (submission / "A.nrrd").unlink()
+    write_mask(submission / "A.nii.gz", truth)
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert_refused_without_secret(run, "Patient B, segmentation: B.mha keeps its pixels in another file "
+                                       "(ElementDataFile); a .mha image must hold them itself (ElementDataFile = "
+                                       "LOCAL).")
+
+
+def test_ground_truth_naming_a_data_file_elsewhere_is_a_setup_error(evaluate, tmp_path):
+    truth = np.zeros((4, 6, 6), np.uint8)
+    submission, ground_truth = zip_case(tmp_path, {}, {"A": truth})
+    ground_truth.mkdir()
+    secret = secret_file(tmp_path / "secret.raw", truth.size)
+    (ground_truth / "A.mha").write_bytes(metaimage((6, 6, 4), data_file=str(secret)))
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == ("The evaluation could not run, through no fault of the submission: Ground truth "
+                                   "A.mha: A.mha keeps its pixels in another file (ElementDataFile); a .mha image must "
+                                   "hold them itself (ElementDataFile = LOCAL). (please tell the challenge organizers).")
+    assert "TOPSECRET" not in run.stdout + run.stderr
+
+
+def nifti_bomb(path, size):
+    """A .nii.gz whose header claims `size` voxels (x, y, z) but holds only a few bytes of data."""
+    small = tmp = path.with_name("small.nii")
+    write_mask(small, np.zeros((4, 6, 6), np.uint8))
+    data = bytearray(small.read_bytes())
+    tmp.unlink()
+    for axis, n in enumerate(size):  # dim[1..3]: int16 at bytes 42, 44, 46 of a NIfTI-1 header
+        data[42 + 2 * axis: 44 + 2 * axis] = int(n).to_bytes(2, "little")
+    path.write_bytes(gzip.compress(bytes(data[:352 + 16])))
+
+
+BOMB = (2000, 2000, 2000)  # 8 GB of uint8 voxels claimed
+BOMB_LINE = ("Patient A: the segmentation's size differs from the CT's and masks are not resampled: expected size "
+             "(6, 6, 4), spacing (1, 1, 2), origin (0, 0, 0), direction (1, 0, 0, 0, 1, 0, 0, 0, 1); found size "
+             "(2000, 2000, 2000), spacing (1, 1, 2), origin (0, 0, 0), direction (1, 0, 0, 0, 1, 0, 0, 0, 1).")
+
+
+@pytest.mark.parametrize("name", ["A.mha", "A.nii.gz"])
+def test_image_bomb_is_refused_by_its_header_under_a_memory_limit(tmp_path, name):
+    truth = np.zeros((4, 6, 6), np.uint8)
+    submission, ground_truth = zip_case(tmp_path, {"A": truth}, {})
+    submission.mkdir()
+    if name.endswith(".mha"):
+        (submission / name).write_bytes(metaimage(BOMB, body=b"\0" * 64))
+    else:
+        nifti_bomb(submission / name, BOMB)
+    run = evaluate_with_memory_limit(CHALLENGE, submission, ground_truth, tmp_path / "out")
+    assert (run.code, run.wrote_metrics) == (1, False), run.stderr
+    assert run.last_error_line == BOMB_LINE
+
+
+def test_image_bomb_output_of_a_job_is_refused_under_a_memory_limit(dataset, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    patient, path = first_prediction(input_dir)
+    truth = sitk.ReadImage(str(ground_truth / f"{patient}.nii.gz"))
+    path.write_bytes(metaimage(BOMB, truth.GetSpacing(), truth.GetOrigin(), truth.GetDirection(), body=b"\0" * 64))
+    # 2 GiB, not 1: Origin.read_bytes reads predictions.json into a buffer as large as its bound
+    # (1 GiB); still a quarter of the 8 GB the header claims.
+    run = evaluate_with_memory_limit(CHALLENGE, input_dir, ground_truth, tmp_path / "out", limit=2 << 30)
+    assert (run.code, run.wrote_metrics) == (1, False), run.stderr
+    assert run.last_error_line.startswith(f"Patient {patient}: the segmentation's size differs from the CT's and masks "
+                                          f"are not resampled: expected size ({', '.join(map(str, truth.GetSize()))}),")
+    assert "; found size (2000, 2000, 2000), spacing (" in run.last_error_line
+
+
+@pytest.mark.parametrize("target", ["file", "folder"])
+def test_zip_link_leading_out_of_the_input_is_refused_by_name(evaluate, tmp_path, target):
+    truth = np.zeros((4, 6, 6), np.uint8)
+    submission, ground_truth = zip_case(tmp_path, {"A": truth}, {})
+    submission.mkdir()
+    if target == "file":  # the ground truth itself, under the participant's name
+        (submission / "A.nii.gz").symlink_to(ground_truth / "A.nii.gz")
+        line = "Submission file A.nii.gz: A.nii.gz is a link that leads out of the input folder."
+    else:
+        (submission / "masks").symlink_to(ground_truth, target_is_directory=True)
+        line = "Submission file masks: masks is a link that leads out of the input folder."
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == line
+
+
+SETUP = "The evaluation could not run, through no fault of the submission: config.json: setting "
+ORGANIZERS = " (please tell the challenge organizers)."
+
+
+@pytest.mark.parametrize("config, line", [
+    ({"lesion_iou_threshold": float("nan")}, "'lesion_iou_threshold' is NaN; it must be a finite number."),
+    ({"geometry_tolerance": float("nan")}, "'geometry_tolerance' is NaN; it must be a finite number."),
+    ({"gtvp_dsc_both_empty": float("nan")}, "'gtvp_dsc_both_empty' is NaN; it must be a finite number."),
+    ({"gtvn_dsc_agg_all_empty": float("inf")}, "'gtvn_dsc_agg_all_empty' is Infinity; it must be a finite number."),
+    ({"gtvn_f1_all_zero": float("-inf")}, "'gtvn_f1_all_zero' is -Infinity; it must be a finite number."),
+    ({"lesion_iou_threshold": 5}, "'lesion_iou_threshold' is 5.0; it must be at most 1."),
+    ({"lesion_iou_threshold": -0.1}, "'lesion_iou_threshold' is -0.1; it must be at least 0."),
+    ({"gtvp_dsc_both_empty": 1.5}, "'gtvp_dsc_both_empty' is 1.5; it must be at most 1."),
+    ({"gtvn_f1_all_zero": 2.0}, "'gtvn_f1_all_zero' is 2.0; it must be at most 1."),
+    ({"geometry_tolerance": -1e-4}, "'geometry_tolerance' is -0.0001; it must be at least 0."),
+])
+def test_settings_out_of_their_range_are_setup_errors_naming_them(dataset, evaluate, tmp_path, config, line):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    (ground_truth / "config.json").write_text(json.dumps(config))
+    run = evaluate(CHALLENGE, input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == SETUP + line + ORGANIZERS
+
+
+def test_iou_threshold_at_its_bounds_is_accepted(dataset, evaluate, tmp_path):
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    for threshold, tp in ((0.0, None), (1.0, 0)):  # IoU > 1 never holds: nothing matches
+        (ground_truth / "config.json").write_text(json.dumps({"lesion_iou_threshold": threshold}))
+        run = evaluate(CHALLENGE, input_dir, ground_truth)
+        assert run.code == 0, run.stderr
+        assert tp is None or run.metrics["aggregates"]["gtvn_tp"] == tp

@@ -9,11 +9,16 @@ import numpy as np
 import pytest
 from lifelines.utils import concordance_index as lifelines_cindex
 
-from evaluation import synthetic
-from evaluation.challenges.hecktor2025 import HecktorTask2
+from evaluation.examples import synthetic
 from evaluation.framework import Evaluation
 from evaluation.grand_challenge import case_id_of_job, parse_predictions, strip_extension
-from tests.hecktor_data import copy_dataset, ground_truth_table, value_outputs
+from tests.hecktor_data import (
+    copy_dataset,
+    evaluate_with_memory_limit,
+    ground_truth_table,
+    make_dataset,
+    value_outputs,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGE = "hecktor2025-task2"
@@ -21,9 +26,7 @@ CHALLENGE = "hecktor2025-task2"
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hecktor2")
-    HecktorTask2.synthesize(root, seed=3, cases=60)
-    return root
+    return make_dataset(CHALLENGE, tmp_path_factory.mktemp("hecktor2"), seed=3, cases=60)
 
 
 def load_arrays(input_dir, ground_truth):
@@ -133,8 +136,10 @@ def first_output(input_dir):
 
 @pytest.mark.parametrize("content, shown", [
     ("NaN", "NaN"), ("Infinity", "Infinity"), ("1e999", "Infinity"), ('"0.7"', '"0.7"'), ("true", "true"),
-    ("null", "null"), ("1" + "0" * 400, "a number 1" + "0" * 29 + "..."),
-    ("[0.7]", "[0.7]"), ('{"risk": 0.7}', '{"risk": 0.7}'),
+    ("null", "null"), pytest.param("1" + "0" * 399, "an integer of 400 digits", id="400-digits"),
+    pytest.param("-" + "9" * 5000, "an integer of 5000 digits", id="minus-5000-digits"),
+    pytest.param("1" + "0" * 4999, "an integer of 5000 digits", id="5000-digits"),
+    ("[0.7]", "a list of 1 item"), ('{"risk": 0.7}', "an object with 1 key"),
 ])
 def test_bad_risk_values_are_rejected(dataset, evaluate, tmp_path, content, shown):
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
@@ -162,10 +167,19 @@ def test_missing_patient_and_missing_output_are_rejected(dataset, evaluate, tmp_
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("PatientID,Prediction\n{rows}X-1,nan\n", "Patient X-1: the Prediction is 'nan'; it must be a finite number (a risk score)."),
-    ("PatientID,Prediction\n{rows}X-1,high\n", "Patient X-1: the Prediction is 'high'; it must be a finite number (a risk score)."),
-    ("PatientID,Risk\n{rows}", "The predictions file: predictions.csv has no column 'Prediction' (columns found: "
-                               "'PatientID', 'Risk'); expected the columns PatientID, Prediction."),
+    ("PatientID,Prediction\n{rows}X-1,nan\n", 'Patient X-1: the Prediction is "nan"; it must be a finite number (a risk score).'),
+    ("PatientID,Prediction\n{rows}X-1,high\n", 'Patient X-1: the Prediction is "high"; it must be a finite number (a risk score).'),
+    ("PatientID,Prediction\n{rows}X-1,1e999\n", 'Patient X-1: the Prediction is "1e999"; it must be a finite number (a risk score).'),
+    pytest.param("PatientID,Prediction\n{rows}X-1," + "9" * 5000 + "\n",
+                 'Patient X-1: the Prediction is "' + "9" * 36 + '...; it must be a finite number (a risk score).',
+                 id="5000-digits"),
+    ("PatientID,Risk\n{rows}", 'The predictions file: predictions.csv has no column \'Prediction\' (columns found: '
+                               '"PatientID", "Risk"); expected the columns PatientID, Prediction.'),
+    ("PatientID;Prediction\nA-1;0.5\nB-1;0.1\nX-1;0.2\n",
+     'The predictions file: predictions.csv has no column \'PatientID\', \'Prediction\' (columns found: '
+     '"PatientID;Prediction"); expected the columns PatientID, Prediction. It looks separated by semicolons or tabs; '
+     'separate values with commas.'),
+    ("PatientID,Prediction\n{rows},0.2\n", "The predictions file: row 4 of predictions.csv has an empty PatientID."),
 ])
 def test_bad_predictions_csv_is_rejected(evaluate, tmp_path, text, expected):
     ground_truth, submission = tmp_path / "gt", tmp_path / "sub"
@@ -178,11 +192,76 @@ def test_bad_predictions_csv_is_rejected(evaluate, tmp_path, text, expected):
     assert run.last_error_line == expected
 
 
+@pytest.mark.parametrize("text", [
+    "\ufeffPatientID,Prediction\r\nA-1,0.5\r\nB-1,0.1\r\nX-1,0.9\r\n",  # BOM and CRLF, as Excel saves
+    'PatientID,Prediction\n"A-1","0.5"\n"B-1",0.1\nX-1,"0.9"\n',  # quoted values
+    "Note,PatientID,Prediction\nx,A-1, 0.5\ny,B-1,0.1 \n\nz,X-1,9e-1\n",  # other columns, spaces, a blank line
+])
+def test_predictions_csv_spellings_give_the_same_numbers(evaluate, tmp_path, text):
+    ground_truth, submission = tmp_path / "gt", tmp_path / "sub"
+    ground_truth.mkdir()
+    submission.mkdir()
+    (ground_truth / "truth.csv").write_text("PatientID,RFS,Relapse\nA-1,100,1\nB-1,200,0\nX-1,50,1\n")
+    (submission / "predictions.csv").write_text("PatientID,Prediction\nA-1,0.5\nB-1,0.1\nX-1,0.9\n")
+    plain = evaluate(CHALLENGE, submission, ground_truth)
+    (submission / "predictions.csv").write_bytes(text.encode("utf-8"))
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert run.code == 0, run.stderr
+    assert run.metrics == plain.metrics
+
+
+def test_predictions_csv_with_far_more_rows_than_patients_is_refused(evaluate, tmp_path):
+    ground_truth, submission = tmp_path / "gt", tmp_path / "sub"
+    ground_truth.mkdir()
+    submission.mkdir()
+    (ground_truth / "truth.csv").write_text("PatientID,RFS,Relapse\nA-1,100,1\nB-1,200,0\nX-1,50,1\n")
+    rows = "".join(f"P{n},0.5\n" for n in range(1000))  # small in bytes, but 1000 rows for 3 patients
+    (submission / "predictions.csv").write_text("PatientID,Prediction\n" + rows)
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == "The predictions file: predictions.csv has more than 104 rows."
+
+
+def test_ten_million_row_predictions_csv_is_refused_by_size_under_a_memory_limit(tmp_path):
+    ground_truth, submission = tmp_path / "gt", tmp_path / "sub"
+    ground_truth.mkdir()
+    submission.mkdir()
+    (ground_truth / "truth.csv").write_text("PatientID,RFS,Relapse\nA-1,100,1\nB-1,200,0\nX-1,50,1\n")
+    with open(submission / "predictions.csv", "w") as handle:
+        handle.write("PatientID,Prediction\n")
+        for start in range(0, 10_000_000, 100_000):
+            handle.write("".join(f"P{n},0.5\n" for n in range(start, start + 100_000)))
+    run = evaluate_with_memory_limit(CHALLENGE, submission, ground_truth, tmp_path / "out")
+    assert (run.code, run.wrote_metrics) == (1, False), run.stderr
+    assert run.last_error_line == "The predictions file: predictions.csv has 122.9 MiB, more than the 1.1 MiB allowed."
+
+
+@pytest.mark.parametrize("config, line", [
+    ({"confidence_level": float("nan")}, "'confidence_level' is NaN; it must be a finite number."),
+    ({"confidence_level": 100}, "'confidence_level' is 100.0; it must be below 100."),
+    ({"confidence_level": 0.5}, "'confidence_level' is 0.5; it must be at least 1."),
+    ({"bootstrap_repetitions": 0}, "'bootstrap_repetitions' is 0; it must be at least 1."),
+    ({"seed": -1}, "'seed' is -1; it must be at least 0."),
+])
+def test_bootstrap_settings_out_of_range_are_setup_errors(evaluate, tmp_path, config, line):
+    ground_truth, submission = tmp_path / "gt", tmp_path / "sub"
+    ground_truth.mkdir()
+    submission.mkdir()
+    (ground_truth / "truth.csv").write_text("PatientID,RFS,Relapse\nA,100,1\nB,200,0\n")
+    (ground_truth / "config.json").write_text(json.dumps(config))
+    (submission / "predictions.csv").write_text("PatientID,Prediction\nA,1\nB,2\n")
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == ("The evaluation could not run, through no fault of the submission: config.json: "
+                                   f"setting {line} (please tell the challenge organizers).")
+
+
 @pytest.mark.parametrize("truth, message", [
     ("PatientID,RFS\nA,1\n", "truth.csv has no column 'Relapse'"),
     ("PatientID,RFS,Relapse\nA,1,1\nA,2,0\n", "patient A appears twice"),
-    ("PatientID,RFS,Relapse\nA,1,2\nB,2,0\n", "Relapse of patient A is '2'; expected 0 or 1"),
-    ("PatientID,RFS,Relapse\nA,soon,1\nB,2,0\n", "RFS of patient A is 'soon', not a finite number"),
+    ("PatientID,RFS,Relapse\nA,1,2\nB,2,0\n", "Relapse of patient A is neither 0 nor 1."),
+    ("PatientID,RFS,Relapse\nA,soon,1\nB,2,0\n", "RFS of patient A is not a finite number."),
+    ("PatientID,RFS,Relapse\nA,-1,1\nB,2,0\n", "RFS of patient A is negative."),
     ("PatientID,RFS,Relapse\nA,5,0\nB,2,0\n", "has no comparable pair of patients"),
 ])
 def test_bad_ground_truth_is_a_setup_error(evaluate, tmp_path, truth, message):

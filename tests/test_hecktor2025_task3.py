@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import balanced_accuracy_score, recall_score
 
-from evaluation.challenges.hecktor2025 import HecktorTask3
-from tests.hecktor_data import copy_dataset, ground_truth_table, value_outputs
+from tests.hecktor_data import copy_dataset, ground_truth_table, make_dataset, value_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGE = "hecktor2025-task3"
@@ -19,9 +18,7 @@ OUTPUT = "hpv-status.json"
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hecktor3")
-    HecktorTask3.synthesize(root, seed=5, cases=30)
-    return root
+    return make_dataset(CHALLENGE, tmp_path_factory.mktemp("hecktor3"), seed=5, cases=30)
 
 
 def load_arrays(input_dir, ground_truth):
@@ -103,8 +100,11 @@ def test_reproducible_across_workers(dataset, evaluate):
 
 
 @pytest.mark.parametrize("content, shown", [
-    ("0.5", "0.5"), ('"yes"', '"yes"'), ('"true"', '"true"'), ("2", "2"), ("null", "null"), ("[true]", "[true]"),
-    ('{"hpv": true}', '{"hpv": true}'), ("NaN", "NaN"),
+    ("0.5", "0.5"), ('"yes"', '"yes"'), ('"true"', '"true"'), ("2", "2"), ("null", "null"), ("[true]", "a list of 1 item"),
+    ('{"hpv": true}', "an object with 1 key"), ("NaN", "NaN"),
+    pytest.param("1" + "0" * 399, "an integer of 400 digits", id="400-digits"),
+    pytest.param("1" + "0" * 4999, "an integer of 5000 digits", id="5000-digits"),
+    pytest.param("-" + "9" * 5000, "an integer of 5000 digits", id="minus-5000-digits"),
 ])
 def test_bad_status_is_rejected(dataset, evaluate, tmp_path, content, shown):
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
@@ -127,8 +127,8 @@ def test_bad_csv_status_is_rejected(evaluate, tmp_path, value):
     (submission / "predictions.csv").write_text(f"PatientID,Prediction\nA,1\nB,{value}\n")
     run = evaluate(CHALLENGE, submission, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
-    assert run.last_error_line == (f"Patient B: the Prediction is {value!r}; it must be 1 (HPV positive) or 0 (HPV "
-                                   f"negative).")
+    assert run.last_error_line == (f"Patient B: the Prediction is {json.dumps(value)}; it must be 1 (HPV positive) or 0 "
+                                   f"(HPV negative).")
 
 
 def test_submission_must_be_one_csv(evaluate, tmp_path):
@@ -147,9 +147,22 @@ def test_submission_must_be_one_csv(evaluate, tmp_path):
     assert run.last_error_line == "The submission does not match the test set: more than one prediction for patient A."
 
 
+def test_predictions_csv_linked_from_outside_the_input_is_refused(evaluate, tmp_path):
+    ground_truth, submission = tmp_path / "gt", tmp_path / "sub"
+    ground_truth.mkdir()
+    submission.mkdir()
+    (ground_truth / "hpv.csv").write_text("PatientID,HPV Status\nA,1\nB,0\n")
+    (tmp_path / "elsewhere.csv").write_text("PatientID,Prediction\nA,1\nB,0\n")
+    (submission / "predictions.csv").symlink_to(tmp_path / "elsewhere.csv")
+    run = evaluate(CHALLENGE, submission, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == ("Submission file predictions.csv: predictions.csv is a link that leads out of the "
+                                   "input folder.")
+
+
 @pytest.mark.parametrize("truth, message", [
     ("PatientID,HPV Status\nA,1\nB,1\n", "must hold both HPV-positive (1) and HPV-negative (0) patients"),
-    ("PatientID,HPV Status\nA,1\nB,positive\n", "HPV Status of patient B is 'positive', not a finite number"),
+    ("PatientID,HPV Status\nA,1\nB,positive\n", "HPV Status of patient B is not a finite number."),
     ("PatientID,HPV\nA,1\nB,0\n", "has no column 'HPV Status'"),
 ])
 def test_bad_ground_truth_is_a_setup_error(evaluate, tmp_path, truth, message):

@@ -10,15 +10,12 @@ set). The Borda ranking across submissions is computed from these, elsewhere.
 
 from __future__ import annotations
 
-import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
@@ -27,8 +24,9 @@ from evaluation.grand_challenge import (
     list_submission_files,
     strip_extension,
 )
-from evaluation.challenges.hecktor2025 import HecktorEvaluation, HecktorSettings, image_inputs, synthetic_patients
-from evaluation.images import Geometry, read_image
+from evaluation.challenges.hecktor2025 import HecktorEvaluation, HecktorSettings, submission_name
+from evaluation.reading.files import shown_path
+from evaluation.reading.images import Geometry, ImageFile, open_image
 from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.settings import setting
@@ -46,17 +44,17 @@ class Task1Settings(HecktorSettings):
     geometry_tolerance: float = setting(1e-4, minimum=0.0,
                                         doc="relative tolerance on spacing, origin and direction (spec: 1e-4); the "
                                             "size must be equal; masks are never resampled")
-    gtvp_dsc_both_empty: float = setting(1.0, minimum=0.0,
+    gtvp_dsc_both_empty: float = setting(1.0, minimum=0.0, maximum=1.0,
                                          doc="GTVp Dice of a patient with no GTVp in ground truth nor prediction "
                                              "(spec: 1.0)")
-    gtvn_dsc_agg_all_empty: float = setting(1.0, minimum=0.0,
+    gtvn_dsc_agg_all_empty: float = setting(1.0, minimum=0.0, maximum=1.0,
                                             doc="aggregated GTVn Dice when no patient has GTVn in ground truth or "
                                                 "prediction (spec: 1.0)")
-    gtvn_f1_all_zero: float = setting(1.0, minimum=0.0,
+    gtvn_f1_all_zero: float = setting(1.0, minimum=0.0, maximum=1.0,
                                       doc="aggregated GTVn F1 when TP, FP and FN are all 0 (spec: 1.0)")
     lesion_connectivity: int = setting(26, choices=(6, 18, 26),
                                        doc="voxel connectivity of a lesion (connected component of label 2; spec: 26)")
-    lesion_iou_threshold: float = setting(0.3, minimum=0.0,
+    lesion_iou_threshold: float = setting(0.3, minimum=0.0, maximum=1.0,
                                           doc="a predicted and a true lesion match when IoU is strictly above this "
                                               "(spec: 0.3)")
     lesion_matching: str = setting("greedy", choices=MATCHING_METHODS,
@@ -64,13 +62,6 @@ class Task1Settings(HecktorSettings):
                                        "(largest total IoU)")
     case_true_volumes: bool = setting(False, doc="also write each patient's ground-truth GTVp/GTVn volumes under "
                                                  "'case' (participants can read metrics.json: off by default)")
-
-    def check(self) -> None:
-        super().check()
-        for name in ("gtvp_dsc_both_empty", "gtvn_dsc_agg_all_empty", "gtvn_f1_all_zero", "lesion_iou_threshold"):
-            if getattr(self, name) > 1.0:
-                raise SetupError(f"config.json: setting {name!r} is {getattr(self, name)!r}; it must be between 0 "
-                                 f"and 1.")
 
 
 @dataclass(frozen=True)
@@ -112,34 +103,41 @@ class HecktorTask1(HecktorEvaluation):
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, Path]]:
         """The 2022-style predictions-file phase: an unpacked ZIP of `<PatientID>.nii.gz` masks
-        (any folder depth)."""
+        (any folder depth; a link leading out of /input is refused by name)."""
         found = []
         for path in list_submission_files(input_dir):
             if not path.name.lower().endswith(MASK_SUFFIXES):
-                raise SubmissionError(f"The submission file {path.relative_to(input_dir).as_posix()} is not a "
+                raise SubmissionError(f"The submission file {shown_path(submission_name(input_dir, path))} is not a "
                                       f"<PatientID>.nii.gz (or .mha) mask; the ZIP must hold only the masks.")
             found.append((strip_extension(path.name), path))
         if not found:
             raise SubmissionError("The submission holds no <PatientID>.nii.gz mask.")
         return found
 
-    def load_prediction(self, case: Case, ground_truth: Path):
-        """Both label maps as uint8 on the same grid, and the voxel volume; reject another grid
-        (never resampled) or a label outside {0, 1, 2}, naming the case."""
-        path = case.image_file(self.settings.output_socket) if case.job is not None else case.source
-        prediction, prediction_geometry = read_image(path, f"{case.name}, segmentation")
-        truth, truth_geometry = read_image(ground_truth, f"Ground truth {ground_truth.name}", error=SetupError)
-        different = truth_geometry.differences(prediction_geometry, rtol=self.settings.geometry_tolerance)
+    def read_job_prediction(self, case: Case, ground_truth: Path):
+        path = case.image_file(self.settings.output_socket)
+        return self.read_pair(case, open_image(case.origin, path, f"{case.name}, segmentation"), ground_truth)
+
+    def read_file_prediction(self, case: Case, ground_truth: Path):
+        return self.read_pair(case, open_image(case.origin, case.source, f"{case.name}, segmentation"), ground_truth)
+
+    def read_pair(self, case: Case, prediction: ImageFile, ground_truth: Path):
+        """Both label maps as uint8 on the same grid, and that grid. The two headers are
+        compared before either is decoded: another grid (never resampled) is rejected naming both
+        geometries, so a header claiming billions of voxels is never decoded; then a label
+        outside {0, 1, 2} is rejected naming the case."""
+        truth = open_image(self.truth, ground_truth, f"Ground truth {ground_truth.name}")
+        different = truth.geometry.differences(prediction.geometry, rtol=self.settings.geometry_tolerance)
         if different:
             verb = "differs" if len(different) == 1 else "differ"
             raise SubmissionError(f"{case.name}: the segmentation's {' and '.join(different)} {verb} from the CT's and "
-                                  f"masks are not resampled: expected {truth_geometry.describe()}; found "
-                                  f"{prediction_geometry.describe()}.")
-        prediction = as_label_map(prediction, lambda labels: SubmissionError(
+                                  f"masks are not resampled: expected {truth.geometry.describe()}; found "
+                                  f"{prediction.geometry.describe()}.")
+        predicted = as_label_map(prediction.read(truth.shape), lambda labels: SubmissionError(
             f"{case.name}: the segmentation holds label(s) {labels}; only {LABEL_NAMES} are allowed."))
-        truth = as_label_map(truth, lambda labels: SetupError(
+        truth_voxels = as_label_map(truth.read(None), lambda labels: SetupError(
             f"Ground truth {ground_truth.name} holds label(s) {labels}; only {LABEL_NAMES} are allowed."))
-        return truth, prediction, truth_geometry
+        return truth_voxels, predicted, truth.geometry
 
     def score_case(self, case: Case, prediction, ground_truth: Path) -> PatientResult:
         truth, predicted, geometry = prediction
@@ -195,60 +193,6 @@ class HecktorTask1(HecktorEvaluation):
             },
             "case": per_case,
         }
-
-    # ---- synthetic data ------------------------------------------------------------------
-
-    @classmethod
-    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
-        """Small PET/CT-like label maps (24 x 48 x 48 voxels, anisotropic spacing that differs
-        between patients): an ellipsoidal GTVp (absent in one patient) and 0-3 GTVn nodes; the
-        prediction shifts and resizes them, misses some nodes and adds false ones."""
-        import SimpleITK as sitk
-
-        rng = np.random.default_rng(seed)
-        patients = synthetic_patients(rng, 6 if cases is None else cases)
-        input_dir, ground_truth = out_dir / "input", out_dir / "ground-truth"
-        ground_truth.mkdir(parents=True, exist_ok=True)
-        jobs = []
-        for number, patient in enumerate(patients):
-            spacing = (float(rng.choice([0.98, 1.17])), ) * 2 + (float(rng.choice([2.0, 3.0])),)
-            geometry = Geometry((48, 48, 24), spacing, (-120.0, -110.0, float(rng.uniform(-400, -300))),
-                                (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
-            truth, prediction = synthetic_pair(rng, with_gtvp=number != 1, shape=(24, 48, 48))
-            write_mask(sitk, truth, geometry, ground_truth / f"{patient}.nii.gz")
-            pk = synthetic.job_pk(rng)
-            image_name = f"{synthetic.job_pk(rng)}.mha"
-            relative = "images/tumor-lymph-node-segmentation"
-            write_mask(sitk, prediction, geometry, input_dir / pk / "output" / relative / image_name)
-            output = {"pk": number, "file": None, "value": None, "image": {"pk": f"image-{number}", "name": image_name},
-                      "socket": synthetic.socket("tumor-lymph-node-segmentation", "Segmentation", "Image", relative)}
-            jobs.append(synthetic.job(pk, image_inputs(patient), [output], seconds=float(rng.uniform(60, 300))))
-        order = rng.permutation(len(jobs))
-        synthetic.write_predictions(input_dir, [jobs[i] for i in order])
-
-    @classmethod
-    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-        """The first patient's mask with another spacing, and with a voxel labelled 3."""
-        import SimpleITK as sitk
-
-        jobs = json.loads((input_dir / "predictions.json").read_text())
-        first = min(jobs, key=lambda job: job["inputs"][0]["image"]["name"])
-        folder = input_dir / first["pk"] / "output" / "images" / "tumor-lymph-node-segmentation"
-        (path,) = folder.glob("*.mha")
-        relative = path.relative_to(input_dir).as_posix()
-        image = sitk.ReadImage(str(path))
-        array = sitk.GetArrayFromImage(image)
-        spacing = list(image.GetSpacing())
-        spacing[2] *= 1.5
-        resampled = sitk.GetImageFromArray(array)
-        resampled.CopyInformation(image)
-        resampled.SetSpacing(spacing)
-        stray = array.copy()
-        stray[0, 0, 0] = 3
-        labelled = sitk.GetImageFromArray(stray)
-        labelled.CopyInformation(image)
-        return {"other-spacing": {relative: image_bytes(sitk, resampled)},
-                "stray-label": {relative: image_bytes(sitk, labelled)}}
 
 
 def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry, settings: Task1Settings,
@@ -307,53 +251,3 @@ def as_label_map(array: np.ndarray, error) -> np.ndarray:
         return array.astype(np.uint8)
     values, voxels = np.unique(np.concatenate(bad), return_counts=True)
     raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist())), limit=5))
-
-
-# ---- synthetic masks -------------------------------------------------------------------------
-
-
-def ellipsoid(shape, center, radii) -> np.ndarray:
-    grids = np.ogrid[tuple(slice(0, s) for s in shape)]
-    return sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii)) <= 1.0
-
-
-def synthetic_pair(rng: np.random.Generator, with_gtvp: bool, shape) -> tuple[np.ndarray, np.ndarray]:
-    """(truth, prediction) uint8 label maps with a GTVp near the centre and a few GTVn nodes on
-    either side; the prediction moves and resizes each structure, misses ~25% of nodes, adds
-    false ones."""
-    truth = np.zeros(shape, dtype=np.uint8)
-    prediction = np.zeros(shape, dtype=np.uint8)
-    z, y, x = shape
-    if with_gtvp:
-        center = np.array([z / 2, y / 2, x / 2]) + rng.uniform(-2, 2, 3)
-        radii = np.array([3.0, 6.0, 6.0]) * rng.uniform(0.8, 1.2, 3)
-        truth[ellipsoid(shape, center, radii)] = GTVP
-        prediction[ellipsoid(shape, center + rng.normal(0, 0.8, 3), radii * rng.uniform(0.8, 1.2, 3))] = GTVP
-    for _ in range(int(rng.integers(0, 5))):
-        center = np.array([rng.uniform(4, z - 4), rng.uniform(8, y - 8),
-                           rng.choice([rng.uniform(5, 14), rng.uniform(x - 14, x - 5)])])
-        radii = np.array([1.5, 2.5, 2.5]) * rng.uniform(0.8, 1.6)
-        truth[ellipsoid(shape, center, radii) & (truth == 0)] = GTVN
-        if rng.random() < 0.75:
-            prediction[ellipsoid(shape, center + rng.normal(0, 0.5, 3), radii * rng.uniform(0.85, 1.2))
-                       & (prediction == 0)] = GTVN
-    for _ in range(int(rng.integers(0, 2))):
-        center = np.array([rng.uniform(4, z - 4), rng.uniform(8, y - 8), rng.uniform(5, x - 5)])
-        prediction[ellipsoid(shape, center, np.array([1.2, 2.0, 2.0])) & (prediction == 0)] = GTVN
-    return truth, prediction
-
-
-def write_mask(sitk, array: np.ndarray, geometry: Geometry, path: Path) -> None:
-    image = sitk.GetImageFromArray(array)
-    image.SetSpacing(geometry.spacing)
-    image.SetOrigin(geometry.origin)
-    image.SetDirection(geometry.direction)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sitk.WriteImage(image, str(path), useCompression=True)
-
-
-def image_bytes(sitk, image) -> bytes:
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "mask.mha"
-        sitk.WriteImage(image, str(path), useCompression=True)
-        return path.read_bytes()
