@@ -16,6 +16,9 @@ tokenizer and type inference, so this module reproduces the parts that matter on
   floating point"), one with any non-number is text (rejected), a missing value is one of
   pandas' default NA tokens or an empty field.
 
+The bytes come through the reading layer (`Origin.read_bytes`, bounded by the test set's size,
+evaluation/challenges/isic.py); this module only turns them into a table.
+
 Decisions where the reference is not followed (documented in docs/challenges/isic.md): image ids
 are compared as written (pandas would turn a column of numeric ids into numbers), and an id that
 is empty or an NA token ("NA", "null"...) counts as an image without id.
@@ -29,6 +32,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+
+from evaluation.reading.files import shown_path
+from evaluation.reading.values import SHOWN_LENGTH
 
 # pandas' default NA tokens (read_csv na_values with keep_default_na=True).
 NA_TOKENS = frozenset({
@@ -284,3 +290,24 @@ def image_id(field: str | None) -> str | None:
     if ".jpg" not in field[-5:].lower():  # the regex below, only when it can match
         return field
     return _JPG_SUFFIX.sub("", field)
+
+
+# ---- quoting the file in messages -----------------------------------------------------------
+
+
+def quoted(field: str) -> str:
+    """A field of a submitted CSV (a header name, a value) in a message, in the quotes its
+    messages have always used ('high', ' ', 'img'; tests/test_isic_parity.py pins them): control
+    characters escaped, cut to reading.values.SHOWN_LENGTH characters like any shown value."""
+    text = repr(field)
+    return text if len(text) <= SHOWN_LENGTH else text[: SHOWN_LENGTH - 4] + "...'"
+
+
+def image_label(image: str | None) -> str:
+    """An image id of a submitted CSV in a message: as written when plain, quoted when empty or
+    padded with spaces, "(empty id)" for a row without one."""
+    if image is None:
+        return "(empty id)"
+    if not image or image.strip() != image:
+        return quoted(image)
+    return shown_path(image, SHOWN_LENGTH)

@@ -1,11 +1,17 @@
 """ISIC 2018/2019: metric functions against scikit-learn, the CSV number reader against pandas,
-the algorithm phase, settings, ground-truth errors, and the bundled examples' numbers recomputed
-independently (scikit-learn and plain loops). Parity with the reference itself:
+the algorithm phase, hostile submissions (links, pipes, huge files, huge numbers), settings,
+ground-truth errors, and the bundled examples (regenerated to the same bytes, their numbers
+recomputed independently with scikit-learn and plain loops). Parity with the reference itself:
 tests/test_isic_parity.py."""
 
 import io
 import json
+import os
+import resource
 import shutil
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +20,10 @@ from sklearn.metrics import auc as sk_auc
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
 from evaluation import isic_csv
-from evaluation.challenges.isic import Isic2019, write_synthetic
+from evaluation.challenges.isic import SPARE_ROWS, Isic2019
+from evaluation.examples.isic import write_synthetic
+from evaluation.reading.files import size_text
+from evaluation.reading.tables import bytes_for_rows
 from evaluation.metrics import classification as clf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,17 +215,23 @@ def first_output(input_dir):
     return job["inputs"][0]["image"]["name"][:-4], input_dir / job["pk"] / "output" / f"{OUTPUT}.json"
 
 
+WHERE = f"output '{OUTPUT}'"
+
+
 @pytest.mark.parametrize("mutate, expected", [
-    (lambda d: [0.1] * 9, "must be a JSON object {category: confidence}, found a list."),
-    (lambda d: {k: v for k, v in d.items() if k != "SCC"}, "has no confidence for SCC (the categories are MEL, NV, "
+    (lambda d: [0.1] * 9, " must be a JSON object {category: confidence}, found a list."),
+    (lambda d: {k: v for k, v in d.items() if k != "SCC"}, " has no confidence for SCC (the categories are MEL, NV, "
                                                            "BCC, AK, BKL, DF, VASC, SCC, UNK)."),
-    (lambda d: {**d, "melanoma": 0.2}, "has keys that are not categories: 'melanoma' (the categories are"),
-    (lambda d: {**d, "NV": True}, ": the confidence for NV is true; it must be a number in [0, 1]."),
-    (lambda d: {**d, "NV": "0.5"}, ': the confidence for NV is "0.5"; it must be a number in [0, 1].'),
-    (lambda d: {**d, "NV": None}, ": the confidence for NV is null; it must be a number in [0, 1]."),
-    (lambda d: {**d, "BCC": -0.01}, ": the confidence for BCC is -0.01, outside [0, 1]."),
-    (lambda d: {**d, "BCC": float("nan")}, ": the confidence for BCC is NaN; it must be a number in [0, 1]."),
-    (lambda d: {**d, "BCC": 10**400}, ": the confidence for BCC is 100000000000... (a 401-digit number), outside [0, 1]."),
+    (lambda d: {**d, "melanoma": 0.2}, ' has keys that are not categories: "melanoma" (the categories are MEL, NV, '
+                                       'BCC, AK, BKL, DF, VASC, SCC, UNK).'),
+    (lambda d: {**d, "NV": True}, ": the confidence for NV is true; it must be a finite number between 0 and 1."),
+    (lambda d: {**d, "NV": "0.5"}, ': the confidence for NV is "0.5"; it must be a finite number between 0 and 1.'),
+    (lambda d: {**d, "NV": None}, ": the confidence for NV is null; it must be a finite number between 0 and 1."),
+    (lambda d: {**d, "BCC": -0.01}, ": the confidence for BCC is -0.01; it must be a number between 0 and 1."),
+    (lambda d: {**d, "BCC": float("nan")}, ": the confidence for BCC is NaN; it must be a finite number between 0 "
+                                           "and 1."),
+    (lambda d: {**d, "BCC": 10**400}, ": the confidence for BCC is an integer of 401 digits; it must be a finite "
+                                      "number between 0 and 1."),
 ])
 def test_bad_algorithm_outputs_are_rejected(both_phases, evaluate, tmp_path, mutate, expected):
     input_dir, ground_truth = copy_phase(both_phases, tmp_path)
@@ -224,8 +239,41 @@ def test_bad_algorithm_outputs_are_rejected(both_phases, evaluate, tmp_path, mut
     path.write_text(json.dumps(mutate(json.loads(path.read_text()))))
     run = evaluate("isic2019", input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
-    assert run.last_error_line.startswith(f"Image {image}, output '{OUTPUT}'")
-    assert expected in run.last_error_line
+    assert run.last_error_line == f"Image {image}, {WHERE}{expected}"
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("1" + "0" * 399, "is an integer of 400 digits; it must be a finite number between 0 and 1."),
+    ("-" + "9" * 5000, "is an integer of 5000 digits; it must be a finite number between 0 and 1."),
+    ("NaN", "is NaN; it must be a finite number between 0 and 1."),
+    ("Infinity", "is Infinity; it must be a finite number between 0 and 1."),
+    ("-Infinity", "is -Infinity; it must be a finite number between 0 and 1."),
+    ("1e400", "is Infinity; it must be a finite number between 0 and 1."),
+    ("1" + "0" * 299, "is 1000000000000000000000000000000000000...; it must be a number between 0 and 1."),
+    ('{"p": 0.5}', "is an object with 1 key; it must be a finite number between 0 and 1."),
+    ('[[[0.5]]]', "is a list of 1 item; it must be a finite number between 0 and 1."),
+], ids=["400-digits", "5000-digits", "nan", "infinity", "-infinity", "1e400", "300-digits", "object", "list"])
+def test_hostile_confidences_name_the_image_and_category(both_phases, evaluate, tmp_path, written, expected):
+    """The JSON written by hand (json.dumps cannot write most of these): huge integers are never
+    converted, and whatever the value, the message names the image and the category."""
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path)
+    image, path = first_output(input_dir)
+    document = json.loads(path.read_text())
+    path.write_text("{" + ", ".join(f'"{k}": {written if k == "DF" else json.dumps(v)}' for k, v in document.items())
+                    + "}")
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == f"Image {image}, {WHERE}: the confidence for DF {expected}"
+
+
+def test_a_category_given_twice_is_refused(both_phases, evaluate, tmp_path):
+    """json keeps the last of two equal keys silently: the first confidence would be dropped."""
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path)
+    image, path = first_output(input_dir)
+    path.write_text(path.read_text().rstrip().rstrip("}") + ', "MEL": 0.99}')
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (1, False)
+    assert run.last_error_line == f'Image {image}, {WHERE}: {OUTPUT}.json gives the key "MEL" twice in one object.'
 
 
 def test_whole_numbers_in_json_are_accepted(both_phases, evaluate, tmp_path):
@@ -258,6 +306,171 @@ def test_long_lists_of_images_are_cut_short_with_a_count(both_phases, evaluate, 
     missing = sorted(line.split(",")[0] for line in dropped)
     assert run.last_error_line == (f"The CSV has no row for {len(missing)} image(s) of the test set: "
                                    f"{', '.join(missing[:10])} and {len(missing) - 10} more.")
+
+
+# ---- the predictions file: only a regular file inside /input, bounded by the test set's size --
+
+
+SECRET = "API_TOKEN=hunter2-XYZ"
+
+
+def assert_refused(run, line):
+    assert (run.code, run.wrote_metrics) == (1, False), run.stderr
+    assert run.last_error_line == line
+
+
+@pytest.mark.parametrize("target", ["ground truth", "secret"])
+def test_predictions_csv_linking_out_of_the_input_is_refused_unread(both_phases, evaluate, tmp_path, target):
+    """A link to the ground truth (or to any file outside /input) was read, and the message quoted
+    its header: the truth's columns, or a secret's first line."""
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    secret = tmp_path / "secret.csv"
+    secret.write_text(f"{SECRET}\nDB_PASSWORD=hunter2\n")
+    (input_dir / "predictions.csv").unlink()
+    if target == "ground truth":
+        (input_dir / "predictions.csv").symlink_to(ground_truth / "truth.csv")
+    else:
+        (input_dir / "predictions.csv").symlink_to(Path("..") / ".." / "secret.csv")
+        assert (input_dir / "predictions.csv").read_text().startswith(SECRET)  # the link works
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert_refused(run, "The predictions CSV: predictions.csv is a link that leads out of the input folder.")
+    assert "hunter2" not in run.stdout + run.stderr and "score_weight" not in run.stdout + run.stderr
+
+
+def test_the_only_csv_of_a_zip_linking_out_is_refused_unread(both_phases, evaluate, tmp_path):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    (input_dir / "predictions.csv").unlink()
+    (input_dir / "results").mkdir()
+    (input_dir / "results" / "mine.csv").symlink_to(ground_truth / "truth.csv")
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert_refused(run, "Submission file results/mine.csv: results/mine.csv is a link that leads out of the input "
+                        "folder.")
+    assert "score_weight" not in run.stdout + run.stderr
+
+
+def test_a_named_pipe_as_predictions_csv_is_refused_without_hanging(both_phases, evaluate, tmp_path):
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    pipe = input_dir / "predictions.csv"
+    pipe.unlink()
+    os.mkfifo(pipe)
+    done = threading.Event()
+
+    def unblock():  # an evaluation that opened the pipe would wait forever: end it, so the test fails instead
+        while not done.wait(0.05):
+            try:
+                os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # nobody reading it: all is well
+                pass
+
+    helper = threading.Thread(target=unblock, daemon=True)
+    helper.start()
+    try:
+        run = evaluate("isic2019", input_dir, ground_truth)
+    finally:
+        done.set()
+        helper.join()
+    assert_refused(run, "The predictions CSV: predictions.csv is not a regular file.")
+
+
+def test_a_folder_named_predictions_csv_is_refused_by_name(both_phases, evaluate, tmp_path):
+    """Even holding a valid CSV, which was scored as "the only CSV of the submission"."""
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    (input_dir / "predictions.csv").rename(tmp_path / "kept.csv")
+    (input_dir / "predictions.csv").mkdir()
+    (tmp_path / "kept.csv").rename(input_dir / "predictions.csv" / "predictions.csv")
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert_refused(run, "The predictions CSV: predictions.csv is a folder, not a file.")
+
+
+def test_millions_of_short_lines_are_refused_before_parsing(both_phases, evaluate, tmp_path):
+    """Within the size bound, 500,000 one-letter lines took seconds and hundreds of MB to split
+    into rows (26 MB of them, allowed for 25,000 images, took 3.7 GB and 77 s)."""
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    header = (input_dir / "predictions.csv").read_text().splitlines(keepends=True)[0]
+    (input_dir / "predictions.csv").write_text(header + "a\n" * 500_000)
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert_refused(run, "The CSV has 500001 lines, more than the 440 allowed for the 120 images of the test set (a "
+                        "header and one line per image).")
+
+
+@pytest.mark.parametrize("content, line", [
+    ("", "The CSV is empty; it must have a header line and one line per image."),
+    ("image,MEL,NV,BCC,AK,BKL,DF,VASC,SCC,UNK\n", "The CSV has a header but no image rows."),
+    ("image,MEL,NV,BCC,AK,BKL,DF,VASC,SCC,UNK\r\n  \n", "The CSV has a header but no image rows."),
+    ("image,MEL,NV,BCC,AK,BKL,DF,VASC,SCC,UNK", "The CSV has no line breaks in its first 2000 characters: it must "
+                                                "have a header line and one line per image."),
+], ids=["empty", "header-only", "header-and-blank-line", "one-line"])
+def test_files_without_rows_say_so(both_phases, evaluate, tmp_path, content, line):
+    """The reference refuses all four at its first check ("no newlines"): the same refusal, said
+    plainly when the file is empty or only a header."""
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    (input_dir / "predictions.csv").write_bytes(content.encode())
+    assert_refused(evaluate("isic2019", input_dir, ground_truth), line)
+
+
+def _data_limit():
+    resource.setrlimit(resource.RLIMIT_DATA, (DATA_LIMIT, DATA_LIMIT))
+
+
+DATA_LIMIT = 3 << 29  # 1.5 GiB
+
+
+@pytest.mark.slow
+def test_ten_million_rows_are_refused_unread_under_a_memory_limit(tmp_path):
+    """430 MB of rows for a test set of 150 images: read whole, it took 6 GB and died of a
+    MemoryError (exit 4). The size is checked against the test set before reading."""
+    input_dir = tmp_path / "input"
+    input_dir.mkdir()
+    path = input_dir / "predictions.csv"
+    row = b"ISIC_0000000,0.1,0.2,0.3,0.05,0.15,0.1,0.1\n"
+    block = row * 100_000
+    with open(path, "wb") as handle:
+        handle.write(b"image,MEL,NV,BCC,AKIEC,BKL,DF,VASC\n")
+        for _ in range(100):
+            handle.write(block)
+    size = path.stat().st_size
+    try:
+        result = subprocess.run([sys.executable, "-m", "evaluation", "isic2018", "--input", str(input_dir),
+                                 "--ground-truth", str(ROOT / "ground-truth" / "isic2018"), "--output",
+                                 str(tmp_path / "output"), "--workers", "1"],
+                                capture_output=True, text=True, cwd=ROOT, preexec_fn=_data_limit, timeout=600)
+    finally:
+        path.unlink()
+    bound = bytes_for_rows(150 + SPARE_ROWS)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert not (tmp_path / "output" / "metrics.json").exists()
+    assert result.stderr.strip().splitlines()[-1] == (f"The predictions CSV: predictions.csv has {size_text(size)}, "
+                                                      f"more than the {size_text(bound)} allowed.")
+
+
+@pytest.mark.slow
+def test_a_full_precision_submission_of_25000_images_passes_the_bounds(evaluate, tmp_path):
+    """The bounds must never refuse a real submission: 25,000 images, every confidence of the 9
+    categories written with 19 digits, ids with .jpg, CRLF line ends, a blank line after each row."""
+    write_synthetic(tmp_path, Isic2019.categories, seed=9, images=25_000, phase="file")
+    ids = [line.split(",")[0] for line in (tmp_path / "ground-truth" / "truth.csv").read_text().splitlines()[1:]]
+    values = np.random.default_rng(9).random((len(ids), len(Isic2019.categories)))
+    lines = [",".join(["image", *Isic2019.categories])]
+    lines += [",".join([f"{image}.jpg", *(f"{v:.19f}" for v in row)]) + "\r\n" for image, row in zip(ids, values)]
+    (tmp_path / "input" / "predictions.csv").write_text("\r\n".join(lines) + "\r\n", newline="")
+    size = (tmp_path / "input" / "predictions.csv").stat().st_size
+    assert size > 5_000_000
+    run = evaluate("isic2019", tmp_path / "input", tmp_path / "ground-truth")
+    assert run.code == 0, run.stderr
+    assert run.metrics["counts"]["images"] == 25_000
+
+
+def test_ground_truth_is_read_only_inside_its_folder(both_phases, evaluate, tmp_path):
+    """The truth CSV comes through the reading layer too: a link out of the ground-truth folder is
+    the organizer's problem (exit 3), named without reading it."""
+    input_dir, ground_truth = copy_phase(both_phases, tmp_path, "file")
+    (ground_truth / "truth.csv").rename(tmp_path / "elsewhere.csv")
+    (ground_truth / "truth.csv").symlink_to(tmp_path / "elsewhere.csv")
+    run = evaluate("isic2019", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert run.last_error_line == ("The evaluation could not run, through no fault of the submission: Ground truth: "
+                                   "truth.csv is a link that leads out of the input folder. (please tell the challenge "
+                                   "organizers).")
 
 
 @pytest.mark.parametrize("metric", ["auc", "ap", "dice"])
@@ -298,6 +511,30 @@ def test_roc_curves_are_compact_and_span_the_square(both_phases, evaluate):
         assert len(curve["fpr"]) == len(curve["tpr"]) == len(curve["threshold"]) <= 120
         assert (curve["fpr"][0], curve["tpr"][0], curve["fpr"][-1], curve["tpr"][-1]) == (0, 0, 1, 1)
         assert curve["threshold"][0] == 1.0 and np.all(np.diff(curve["fpr"]) >= 0)
+
+
+# ---- the bundled examples: regenerated to the same bytes -----------------------------------------
+
+
+@pytest.mark.parametrize("challenge", ["isic2018", "isic2019"])
+def test_examples_regenerate_the_bundled_files(challenge, tmp_path):
+    """evaluation/examples/isic.py writes the bundled ground truth, submission and invalid
+    submissions byte for byte (the generators moved out of the scoring module unchanged)."""
+    from evaluation.examples.isic import EXAMPLES
+
+    example = EXAMPLES[challenge]
+    example.synthesize(tmp_path, seed=0)
+
+    def files(folder):
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    assert files(tmp_path / "ground-truth") == files(ROOT / "ground-truth" / challenge)
+    assert files(tmp_path / "input") == files(ROOT / "test" / challenge / "input")
+    invalid = example.invalid_examples(tmp_path / "input")
+    assert sorted(invalid) == sorted(p.name for p in (ROOT / "test" / challenge / "invalid").iterdir())
+    for name, changes in invalid.items():
+        for relative, content in changes.items():
+            assert (ROOT / "test" / challenge / "invalid" / name / "input" / relative).read_bytes() == content
 
 
 # ---- the bundled examples, recomputed independently ---------------------------------------------

@@ -10,20 +10,22 @@ the means and writes null with a note.
 
 from __future__ import annotations
 
-import json
-import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation import isic_csv, synthetic
+from evaluation import isic_csv
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Undefined, list_submission_files, single_ground_truth_file
 from evaluation.metrics import classification
-from evaluation.settings import Settings, json_type, setting
+from evaluation.reading.files import MEGABYTE, Origin, shown_path
+from evaluation.reading.tables import bytes_for_rows
+from evaluation.reading.values import SHOWN_LENGTH, finite_number, json_type, shown
+from evaluation.settings import Settings, setting
 
 INDEX_COLUMNS = ("image", "lesion_id")  # the reference's index column, the first one present
 WEIGHT_COLUMNS = ("score_weight", "validation_weight")  # optional, default 1.0
@@ -34,6 +36,13 @@ RANKING_METRICS = ("auc", "auc_sens_80", "ap")
 PER_CATEGORY_METRICS = CONFUSION_METRICS + ("auc", "auc_sens_80", "ap")  # the reference's order
 TARGET_METRICS = ("balanced_accuracy", "auc", "ap", "dice")
 PREDICTIONS_FILE = "predictions.csv"
+PREDICTIONS_WHAT = "The predictions CSV"  # how messages about the file itself name it
+# The predictions CSV is bounded by the test set before it is read: reading.tables' allowance per
+# row (1 kB; a row of 9 full-precision confidences is ~200 bytes) for every test image and a few
+# more rows (blank lines, a repeated header), plus its 1 MB for the rest.
+SPARE_ROWS = 100
+# The organizer's truth CSV: ~60 bytes an image; a million images is ~70 MB.
+MAX_TRUTH_BYTES = 512 * MEGABYTE
 ROC_EPSILON = 0.001  # curve simplification tolerance for the plotted ROC points
 ROC_DECIMALS = 4
 
@@ -85,20 +94,20 @@ class IsicEvaluation(Evaluation):
     """Both editions; the subclasses only declare their name, categories and defaults."""
 
     case_label = "Image"
-    categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (synthetic data, docs)
-    example_phase: ClassVar[str] = "file"  # the bundled example: "file" (predictions.csv) or "algorithm"
+    categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     ranked_paths = ("overall", "aggregate.balanced_accuracy", "aggregate.auc",
                     *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
     # One image is a row of the predictions file, or ~200 bytes of JSON: 25,000 jobs took 7.6 s
     # in one process against 17.6 s with two workers, measured side by side.
     cases_in_workers = False
+    table: Truth  # the ground truth's table (self.truth is where it was read from)
 
     # ---- ground truth --------------------------------------------------------------------
 
     def load_ground_truth(self, directory: Path) -> dict[str, int]:
         path = single_ground_truth_file(directory, ".csv")
-        self.truth = read_truth_csv(path, self.settings.zero_weight_images)
-        categories = self.truth.categories
+        self.table = read_truth_csv(self.truth, path, self.settings.zero_weight_images)
+        categories = self.table.categories
         unknown = [c for c in self.settings.malignant_categories if c not in categories]
         if unknown:
             raise SetupError(f"Setting 'malignant_categories' names {', '.join(unknown)}, not a category of the "
@@ -106,9 +115,9 @@ class IsicEvaluation(Evaluation):
         if set(categories) != set(self.categories):
             log(f"Note: the ground-truth categories ({', '.join(categories)}) are not the {self.name} ones "
                 f"({', '.join(self.categories)}); the ground truth's are used.")
-        check_truth_scorable(self.truth)
-        log(f"Ground truth {path.name}: {len(self.truth.ids)} images, categories {', '.join(categories)}.")
-        return {image: row for row, image in enumerate(self.truth.ids)}
+        check_truth_scorable(self.table)
+        log(f"Ground truth {path.name}: {len(self.table.ids)} images, categories {', '.join(categories)}.")
+        return {image: row for row, image in enumerate(self.table.ids)}
 
     def case_input_socket(self) -> str | None:
         return self.settings.input_socket or None
@@ -116,64 +125,30 @@ class IsicEvaluation(Evaluation):
     # ---- the submission ------------------------------------------------------------------
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, Any]]:
-        """Predictions-file phase: the ISIC submission CSV, checked whole in the reference's order."""
-        path = input_dir / PREDICTIONS_FILE
-        if not path.is_file():
-            found = [p for p in list_submission_files(input_dir) if p.name.lower().endswith(".csv")]
-            if len(found) != 1:
-                names = ", ".join(p.relative_to(input_dir).as_posix() for p in found) or "none"
-                raise SubmissionError(f"The submission must be one CSV file ({PREDICTIONS_FILE}); CSV files found: "
-                                      f"{names}.")
-            path = found[0]
-        ids, values = read_predictions_csv(path.read_bytes(), self.truth.categories, self.truth.ids)
+        """Predictions-file phase: the ISIC submission CSV, bounded by the size of the test set
+        before it is read, then checked whole in the reference's order."""
+        origin = Origin.submission(input_dir)
+        path = predictions_csv_path(input_dir)
+        max_bytes = bytes_for_rows(len(self.table.ids) + SPARE_ROWS)
+        data = origin.read_bytes(path, PREDICTIONS_WHAT, max_bytes)  # refuses links out, pipes, folders
+        ids, values = read_predictions_csv(data, self.table.categories, self.table.ids)
         return list(zip(ids, values))
 
-    def load_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
-        if case.job is None:
-            return case.source
+    def read_file_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
+        return case.source  # the CSV was read and checked whole by file_cases
+
+    def read_job_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
         slug = self.settings.output_socket
-        return confidences_from_json(case.read_json(slug), self.truth.categories, f"{case.name}, output {slug!r}")
+        return confidences_from_json(case.read_json(slug), self.table.categories, f"{case.name}, output {slug!r}")
 
     # ---- the leaderboard -----------------------------------------------------------------
 
     def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
-        truth = self.truth
-        predictions = np.empty(truth.values.shape)
+        table = self.table
+        predictions = np.empty(table.values.shape)
         for image, confidences in results.items():  # one per truth image: check_case_ids saw to it
             predictions[self.ground_truth[image]] = confidences
-        return score(truth, predictions, self.settings.target_metric, self.settings.malignant_categories)
-
-    # ---- synthetic data ------------------------------------------------------------------
-
-    @classmethod
-    def synthesize(cls, out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
-        default = 150 if cls.example_phase == "file" else 45  # one job folder per image: keep it small
-        write_synthetic(out_dir, cls.categories, seed=seed, images=default if cases is None else cases,
-                        phase=cls.example_phase)
-
-    @classmethod
-    def invalid_examples(cls, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-        if cls.example_phase == "file":
-            lines = (input_dir / PREDICTIONS_FILE).read_text().splitlines(keepends=True)
-            # The second category written as 0/1 integers: the reference refuses such a column.
-            as_integers = [lines[0]] + [",".join(f"{round(float(v))}" if n == 2 else v
-                                                 for n, v in enumerate(line.rstrip("\n").split(","))) + "\n"
-                                        for line in lines[1:]]
-            return {
-                "integer-column": {PREDICTIONS_FILE: "".join(as_integers).encode()},
-                "missing-image": {PREDICTIONS_FILE: "".join(lines[:3] + lines[4:]).encode()},
-                "duplicate-row": {PREDICTIONS_FILE: "".join(lines + [lines[5]]).encode()},
-            }
-        predictions = json.loads((input_dir / "predictions.json").read_text())
-        first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
-        path = f"{first['pk']}/output/{first['outputs'][0]['socket']['relative_path']}"
-        content = json.loads((input_dir / path).read_text())
-        missing = dict(content)
-        missing.pop(cls.categories[-1])
-        out_of_range = dict(content)
-        out_of_range[cls.categories[0]] = 1.5
-        return {"missing-category": {path: (json.dumps(missing) + "\n").encode()},
-                "out-of-range": {path: (json.dumps(out_of_range) + "\n").encode()}}
+        return score(table, predictions, self.settings.target_metric, self.settings.malignant_categories)
 
 
 class Isic2018(IsicEvaluation):
@@ -181,7 +156,6 @@ class Isic2018(IsicEvaluation):
     title = "ISIC 2018 Task 3: lesion diagnosis, balanced multi-class accuracy"
     settings_class = Isic2018Settings
     categories = ("MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC")
-    example_phase = "file"
 
 
 class Isic2019(IsicEvaluation):
@@ -189,24 +163,36 @@ class Isic2019(IsicEvaluation):
     title = "ISIC 2019: skin lesion classification, balanced multi-class accuracy"
     settings_class = Isic2019Settings
     categories = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC", "UNK")
-    example_phase = "algorithm"
 
 
 # ---- reading ------------------------------------------------------------------------------------
 
 
-def _shown(image: str | None) -> str:
-    return "(empty id)" if image is None else repr(image) if image.strip() != image or not image else image
+def predictions_csv_path(input_dir: Path) -> Path:
+    """/input/predictions.csv whatever it is (reading it refuses a link out, a pipe or a folder by
+    that name), else the one CSV file of an unpacked ZIP."""
+    path = input_dir / PREDICTIONS_FILE
+    if os.path.lexists(path):  # the one existence check: Origin has none yet (see the ISIC report)
+        return path
+    found = [p for p in list_submission_files(input_dir) if p.name.lower().endswith(".csv")]
+    if len(found) != 1:
+        names = ", ".join(shown_path(p.relative_to(os.path.realpath(input_dir)).as_posix())
+                          for p in found[:10]) or "none"
+        raise SubmissionError(f"The submission must be one CSV file ({PREDICTIONS_FILE}); CSV files found: "
+                              f"{names}{f' and {len(found) - 10} more' if len(found) > 10 else ''}.")
+    return found[0]
 
 
-def read_truth_csv(path: Path, zero_weight_images: list[str] | tuple[str, ...] = ()) -> Truth:
+def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | tuple[str, ...] = ()) -> Truth:
     """The ground-truth CSV: an image/lesion_id column, one 0/1 column per category (the
-    categories are these columns, in file order) and optional weight columns."""
+    categories are these columns, in file order) and optional weight columns. Messages name
+    images and columns, never a value of the file (the participant sees them too)."""
     where = f"Ground truth {path.name}"
+    data = origin.read_bytes(path, "Ground truth", MAX_TRUTH_BYTES)
     try:
-        table = isic_csv.tokenize(isic_csv.decode(path.read_bytes()))
-    except UnicodeDecodeError:
-        raise SetupError(f"{where} is not UTF-8 text.") from None
+        table = isic_csv.tokenize(isic_csv.decode(data))
+    except UnicodeDecodeError as error:
+        raise SetupError(f"{where} is not UTF-8 text (byte {error.start + 1} cannot be decoded).") from None
     except isic_csv.CsvError as error:
         raise SetupError(f"{where} cannot be read: {error}.") from None
     header = table.header
@@ -242,15 +228,15 @@ def read_truth_csv(path: Path, zero_weight_images: list[str] | tuple[str, ...] =
         bad_rows = np.flatnonzero((kinds == isic_csv.NA) | (kinds == isic_csv.TEXT) | ~np.isfinite(values))
         if len(bad_rows):
             row = int(bad_rows[0])
-            raise SetupError(f"{where}: column {name} of image {ids[row]} is {tokens[row]!r}, not a finite number.")
+            raise SetupError(f"{where}: column {name} of image {ids[row]} is not a finite number.")
         return values
 
     values = np.column_stack([column(c, None) for c in categories])
     not_binary = np.argwhere((values != 0) & (values != 1))
     if len(not_binary):
         row, col = map(int, not_binary[0])
-        raise SetupError(f"{where}: image {ids[row]} has {values[row, col]!r} for {categories[col]}; the ground truth "
-                         f"must be 0 or 1.")
+        raise SetupError(f"{where}: image {ids[row]} has a value other than 0 and 1 for {categories[col]}; the "
+                         f"ground truth must be 0 or 1.")
     weights = {name: column(name, 1.0) for name in WEIGHT_COLUMNS}
     for name, w in weights.items():
         if (w < 0).any():
@@ -286,6 +272,8 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
                          ) -> tuple[list[str], np.ndarray]:
     """The ISIC submission CSV, checked in the reference's order (isic.md, submission checks);
     returns the image ids in sorted order and their confidences in category order."""
+    if not data:  # the reference's first check refuses it too ("no newlines")
+        raise SubmissionError("The CSV is empty; it must have a header line and one line per image.")
     try:
         text = isic_csv.decode(data)
     except UnicodeDecodeError as error:
@@ -298,8 +286,17 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         raise SubmissionError(f"The CSV is not UTF-8 text (byte {error.start + 1} cannot be decoded); save it as "
                               f"UTF-8.") from None
     if text[:2000].count("\n") < 2:
+        first, newline, rest = text.partition("\n")
+        if newline and first.strip() and not rest.strip():  # the reference's first check too, said plainly
+            raise SubmissionError("The CSV has a header but no image rows.")
         raise SubmissionError("The CSV has no line breaks in its first 2000 characters: it must have a header line "
                               "and one line per image.")
+    # Millions of short lines fit in the size bound but take gigabytes once split into rows: the
+    # lines are counted first (a blank line after every row is still allowed, as pandas skips them).
+    lines, max_lines = text.count("\n"), 2 * (len(truth_ids) + SPARE_ROWS)
+    if lines > max_lines:
+        raise SubmissionError(f"The CSV has {lines} lines, more than the {max_lines} allowed for the "
+                              f"{len(truth_ids)} images of the test set (a header and one line per image).")
     try:
         table = isic_csv.tokenize(text)
     except isic_csv.CsvError as error:
@@ -308,7 +305,7 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
     index = next((c for c in INDEX_COLUMNS if c in header), None)
     if index is None:
         raise SubmissionError(f"The CSV has no 'image' column (nor 'lesion_id'); its header is "
-                              f"{', '.join(map(repr, header[:12]))}{' ...' if len(header) > 12 else ''}.")
+                              f"{', '.join(map(isic_csv.quoted, header[:12]))}{' ...' if len(header) > 12 else ''}.")
     index_at = header.index(index)
     ids = [isic_csv.image_id(row[index_at]) for row in table.rows]
 
@@ -320,7 +317,8 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
             duplicates.append(image)
         seen.add(image)
     if duplicates:
-        raise SubmissionError(f"The CSV has more than one row for image(s) {id_list(map(_shown, duplicates))}.")
+        raise SubmissionError(f"The CSV has more than one row for image(s) "
+                              f"{id_list(map(isic_csv.image_label, duplicates))}.")
 
     # Columns: every category, nothing else (in any order).
     first_at: dict[str, int] = {}
@@ -331,8 +329,9 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         if name in categories and name not in first_at:
             first_at[name] = position
         else:
-            extra_columns.append(f"{name!r} (column {position + 1})" if name in first_at or name == index or not name
-                                 else repr(name))
+            label = isic_csv.quoted(name)
+            extra_columns.append(f"{label} (column {position + 1})" if name in first_at or name == index or not name
+                                 else label)
     missing_columns = [c for c in categories if c not in first_at]
     if missing_columns:
         raise SubmissionError(f"The CSV has no column for categor{'y' if len(missing_columns) == 1 else 'ies'} "
@@ -353,26 +352,26 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
     missing_rows = np.flatnonzero((kinds == isic_csv.NA).any(axis=1))
     if len(missing_rows):
         raise SubmissionError(f"The CSV has missing or empty values for image(s) "
-                              f"{id_list(_shown(ids[i]) for i in missing_rows)}.")
+                              f"{id_list(isic_csv.image_label(ids[i]) for i in missing_rows)}.")
     if not ids:
         raise SubmissionError("The CSV has a header but no image rows.")
     for position, category in enumerate(categories):
         column_kinds = kinds[:, position]
         if (column_kinds == isic_csv.TEXT).any():
             row = int(np.flatnonzero(column_kinds == isic_csv.TEXT)[0])
-            raise SubmissionError(f"Column {category} of the CSV is not all numbers: image {_shown(ids[row])} has "
-                                  f"{tokens[position][row]!r}.")
+            raise SubmissionError(f"Column {category} of the CSV is not all numbers: image "
+                                  f"{isic_csv.image_label(ids[row])} has {isic_csv.quoted(tokens[position][row])}.")
         if (column_kinds == isic_csv.INTEGER).all():
             raise SubmissionError(f"Column {category} of the CSV holds only whole numbers such as "
-                                  f"{tokens[position][0].strip()!r}; confidences must be written as floating-point "
-                                  f"numbers (0.0, 1.0, 0.25).")
+                                  f"{isic_csv.quoted(tokens[position][0].strip())}; confidences must be written as "
+                                  f"floating-point numbers (0.0, 1.0, 0.25).")
     out_of_range = np.flatnonzero(((values < 0) | (values > 1)).any(axis=1))
     if len(out_of_range):
         first = int(out_of_range[0])
         category = categories[int(np.flatnonzero((values[first] < 0) | (values[first] > 1))[0])]
         raise SubmissionError(f"The CSV has values outside [0, 1] for image(s) "
-                              f"{id_list(_shown(ids[i]) for i in out_of_range)} (e.g. {category} = "
-                              f"{tokens[categories.index(category)][first].strip()}).")
+                              f"{id_list(isic_csv.image_label(ids[i]) for i in out_of_range)} (e.g. {category} = "
+                              f"{shown_path(tokens[categories.index(category)][first].strip(), SHOWN_LENGTH)}).")
 
     known = set(truth_ids)
     given = {image for image in ids if image is not None}
@@ -383,14 +382,14 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
     extra_images = sorted((image for image in ids if image not in known), key=lambda i: (i is None, i or ""))
     if extra_images:
         raise SubmissionError(f"The CSV has {len(extra_images)} image(s) that are not in the test set: "
-                              f"{id_list(map(_shown, extra_images))}.")
+                              f"{id_list(map(isic_csv.image_label, extra_images))}.")
     order = sorted(range(len(ids)), key=ids.__getitem__)
     return [ids[i] for i in order], values[order]
 
 
 def confidences_from_json(document: Any, categories: tuple[str, ...], where: str) -> np.ndarray:
     """One image's algorithm output {category: confidence}: exactly the categories, each a
-    number in [0, 1] (JSON has no integer/float distinction: 0 and 1 are numbers here)."""
+    finite number in [0, 1] (JSON has no integer/float distinction: 0 and 1 are numbers here)."""
     if not isinstance(document, dict):
         raise SubmissionError(f"{where} must be a JSON object {{category: confidence}}, found {json_type(document)}.")
     missing = [c for c in categories if c not in document]
@@ -399,22 +398,10 @@ def confidences_from_json(document: Any, categories: tuple[str, ...], where: str
                               f"{', '.join(categories)}).")
     extra = [k for k in document if k not in categories]
     if extra:
-        raise SubmissionError(f"{where} has keys that are not categories: {id_list(map(repr, extra))} (the "
+        raise SubmissionError(f"{where} has keys that are not categories: {id_list(map(shown, extra))} (the "
                               f"categories are {', '.join(categories)}).")
-    values = []
-    for category in categories:
-        value = document[category]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float)
-                                                                              and not math.isfinite(value)):
-            shown = json.dumps(value)
-            shown = shown if len(shown) <= 40 else f"{json_type(value)} {shown[:30]}..."
-            raise SubmissionError(f"{where}: the confidence for {category} is {shown}; it must be a number in [0, 1].")
-        if not 0 <= value <= 1:
-            shown = json.dumps(value)
-            shown = shown if len(shown) <= 24 else f"{shown[:12]}... (a {len(shown)}-digit number)"
-            raise SubmissionError(f"{where}: the confidence for {category} is {shown}, outside [0, 1].")
-        values.append(float(value))
-    return np.asarray(values)
+    return np.array([finite_number(document[category], f"{where}: the confidence for {category}", minimum=0.0,
+                                   maximum=1.0) for category in categories])
 
 
 # ---- scoring ------------------------------------------------------------------------------------
@@ -571,78 +558,3 @@ def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray,
     if not (curve.has_positives and curve.has_negatives):
         return Undefined("the ground truth needs both malignant and benign images with a nonzero score_weight")
     return classification.roc_auc(curve)
-
-
-# ---- synthetic data -----------------------------------------------------------------------------
-
-# Rough prevalence of the categories in the ISIC test sets (synthetic data only).
-_PREVALENCE = {"MEL": 0.11, "NV": 0.6, "BCC": 0.05, "AKIEC": 0.03, "AK": 0.03, "BKL": 0.1, "DF": 0.012,
-               "VASC": 0.014, "SCC": 0.012, "UNK": 0.04}
-
-
-def synthetic_data(categories: tuple[str, ...], seed: int, images: int) -> dict[str, Any]:
-    """Truth, weights and predictions with ties, exact 0.5 values and tied maxima."""
-    rng = np.random.default_rng(seed)
-    k = len(categories)
-    prevalence = np.array([_PREVALENCE.get(c, 1.0 / k) for c in categories])
-    labels = rng.choice(k, size=images, p=prevalence / prevalence.sum())
-    labels[:k] = np.arange(k)  # every category present
-    rng.shuffle(labels)
-    truth = np.eye(k)[labels]
-    logits = rng.normal(0.0, 1.0, size=(images, k)) + 2.0 * truth * rng.uniform(0.3, 1.5, size=(images, 1))
-    confidences = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    confidences = np.round(confidences, 2)  # ties, as with real models
-    confidences[rng.random(images) < 0.04, rng.integers(0, k)] = 0.5  # exact 0.5 (not > 0.5)
-    tied = rng.random(images) < 0.03
-    confidences[tied, :2] = 0.45  # tied maxima: undecided rows
-    confidences[tied, 2:] = 0.01
-    ids = [f"ISIC_{n:07d}" for n in rng.choice(10**6, size=images, replace=False)]
-    score_weight = np.where(rng.random(images) < 0.95, 1.0, 0.0)
-    validation_weight = np.where(rng.random(images) < 0.2, 1.0, 0.0)
-    return {"ids": ids, "truth": truth, "predictions": confidences, "score_weight": score_weight,
-            "validation_weight": validation_weight}
-
-
-def truth_csv_text(categories, data) -> str:
-    lines = [",".join(["image", *categories, "score_weight", "validation_weight"])]
-    for n, image in enumerate(data["ids"]):
-        lines.append(",".join([image, *(f"{v:.1f}" for v in data["truth"][n]),
-                               f"{data['score_weight'][n]:.1f}", f"{data['validation_weight'][n]:.1f}"]))
-    return "\n".join(lines) + "\n"
-
-
-def predictions_csv_text(categories, data) -> str:
-    lines = [",".join(["image", *categories])]
-    for n, image in enumerate(data["ids"]):
-        lines.append(",".join([image, *(repr(float(v)) for v in data["predictions"][n])]))
-    return "\n".join(lines) + "\n"
-
-
-def write_synthetic(out_dir: Path, categories: tuple[str, ...], seed: int, images: int, phase: str) -> None:
-    """out_dir/ground-truth/truth.csv and out_dir/input/: predictions.csv (phase 'file') or
-    predictions.json with one job per image (phase 'algorithm'), rows in shuffled order."""
-    data = synthetic_data(categories, seed, images)
-    order = sorted(range(images), key=lambda n: data["ids"][n])  # truth sorted by image, as ISIC's
-    sorted_data = {key: ([value[n] for n in order] if isinstance(value, list) else value[order])
-                   for key, value in data.items()}
-    (out_dir / "ground-truth").mkdir(parents=True, exist_ok=True)
-    (out_dir / "ground-truth" / "truth.csv").write_text(truth_csv_text(categories, sorted_data))
-    input_dir = out_dir / "input"
-    input_dir.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed + 1)
-    if phase == "file":
-        (input_dir / PREDICTIONS_FILE).write_text(predictions_csv_text(categories, data))
-        return
-    jobs = []
-    relative_path = "skin-lesion-class-confidences.json"
-    for n, image in enumerate(data["ids"]):
-        pk = synthetic.job_pk(rng)
-        jobs.append(synthetic.job(
-            pk,
-            [synthetic.image_input("dermoscopic-image", f"{image}.jpg", "images/dermoscopic-image")],
-            [synthetic.file_output("skin-lesion-class-confidences", relative_path)],
-            seconds=float(rng.uniform(2, 10)),
-        ))
-        synthetic.write_output(input_dir, pk, relative_path,
-                               {c: float(v) for c, v in zip(categories, data["predictions"][n])})
-    synthetic.write_predictions(input_dir, jobs)
