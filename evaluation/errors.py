@@ -40,7 +40,14 @@ class SetupError(EvaluationError):
 
 def id_list(ids, limit: int = 10) -> str:
     """'a, b, c' for short lists, 'a, b, ... and 990 more' for long ones (messages stay one line)."""
-    ids = [str(i) for i in ids]
+    ids = [printable(str(i)) for i in ids]  # ids can be a participant's text (a CSV's rows)
     if len(ids) <= limit:
         return ", ".join(ids)
     return f"{', '.join(ids[:limit])} and {len(ids) - limit} more"
+
+
+def printable(text: str, limit: int = 80) -> str:
+    """Text for a one-line message: control and other unprintable characters escaped, cut to
+    `limit` characters."""
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

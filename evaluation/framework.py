@@ -23,6 +23,8 @@ from evaluation.grand_challenge import (
     CASE_MAPPING_FILE,
     Case,
     case_id_of_job,
+    case_image_name,
+    mapped_case_id,
     read_case_mapping,
     read_predictions,
     strip_extension,
@@ -123,10 +125,26 @@ class Evaluation:
             log(f"predictions.json lists {len(jobs)} job(s).")
             socket = self.case_input_socket()
             pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None) for job in jobs]
+            self.check_mapping_collisions(pairs, socket)
         self.check_case_ids([case_id for case_id, _, _ in pairs])
         cases = [Case(case_id=c, input_dir=input_dir, job=job, source=source, label=self.case_label)
                  for c, job, source in pairs]
         return sorted(cases, key=lambda case: case.case_id)
+
+    def check_mapping_collisions(self, pairs: list[tuple[str, Any, Any]], socket) -> None:
+        """Two input images given one case id by the case mapping is the organizer's error (exit
+        3), not a submission with two predictions for a case."""
+        if not self.case_mapping:
+            return
+        names: dict[str, list[str]] = {}
+        for case_id, job, _ in pairs:
+            names.setdefault(case_id, []).append(case_image_name(job, socket))
+        for case_id, images in sorted(names.items()):
+            mapped = sorted(n for n in set(images) if mapped_case_id(n, self.case_mapping) is not None)
+            if len(set(images)) > 1 and mapped:
+                other = sorted(n for n in set(images) if n != mapped[0])[0]
+                raise SetupError(f"{CASE_MAPPING_FILE} gives {mapped[0]} the case id {case_id}, which the input image "
+                                 f"{other} has too.")
 
     def check_case_ids(self, found: list[str]) -> None:
         """Duplicate, unknown and missing cases, all named in one sentence, before any scoring."""

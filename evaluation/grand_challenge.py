@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.reading.files import MEGABYTE, Origin, shown_path
+from evaluation.reading.files import MEGABYTE, Origin
 from evaluation.reading.images import ImageFile, open_image
 from evaluation.reading.json_files import read_json
+from evaluation.reading.values import shown
 
 INPUT_DIR = Path("/input")
 OUTPUT_DIR = Path("/output")
@@ -199,7 +200,7 @@ def parse_predictions(document: Any) -> list[Job]:
             raise SetupError(f"predictions.json: job {index} is not an object.")
         pk = raw.get("pk")
         if not isinstance(pk, str) or not _PK.match(pk):
-            raise SetupError(f"predictions.json: job {index} has no usable pk ({shown_path(repr(pk), 60)}).")
+            raise SetupError(f"predictions.json: job {index} has no usable pk ({shown(pk)}).")
         if pk in seen_pks:  # two jobs would read the same /input/<pk>/ folder
             raise SetupError(f"predictions.json lists two jobs with the pk {pk}.")
         seen_pks.add(pk)
@@ -307,17 +308,16 @@ class Case:
                                   f".tiff file; found {len(images)}.")
         return self.origin.contains(images[0], what)
 
-    def image(self, slug: str) -> ImageFile:
-        """An Image output with its header read (and nothing decoded yet)."""
-        return open_image(self.origin, self.image_file(slug), f"{self.name}, output {slug!r}")
+    def image(self, slug: str, what: str | None = None) -> ImageFile:
+        """An Image output with its header read (and nothing decoded yet); `what` names it in
+        messages (default: the case and the output's slug)."""
+        return open_image(self.origin, self.image_file(slug), what or f"{self.name}, output {slug!r}")
 
 
-def case_id_of_job(job: Job, socket_slugs: str | tuple[str, ...] | None, mapping: dict[str, str],
-                   case_id_of_name: Callable[[str], str] = strip_extension) -> str:
-    """The case id of a job: its input image's name turned into an id by `case_id_of_name`
-    (default: extension stripped). The image is the job's input at the first of `socket_slugs`
-    it has (a phase with several interfaces, e.g. a CT or an MR input), or its only image input
-    when None. The ground truth's case mapping (by full name, then without extension) overrides."""
+def case_image_name(job: Job, socket_slugs: str | tuple[str, ...] | None) -> str:
+    """The name of the input image that identifies a job's case: the job's input at the first of
+    `socket_slugs` it has (a phase with several interfaces, e.g. a CT or an MR input), or its only
+    image input when None."""
     if isinstance(socket_slugs, str):
         socket_slugs = (socket_slugs,)
     if socket_slugs is not None:
@@ -335,13 +335,24 @@ def case_id_of_job(job: Job, socket_slugs: str | tuple[str, ...] | None, mapping
         value = images[0]
     if not value.image_name:
         raise SetupError(f"predictions.json: input {value.slug!r} of job {job.pk} has no image name.")
-    name = value.image_name
+    return value.image_name
+
+
+def mapped_case_id(name: str, mapping: dict[str, str]) -> str | None:
+    """The case id the case mapping gives an input image name (by full name, then without its
+    extension), or None."""
     if name in mapping:
         return mapping[name]
-    stem = strip_extension(name)
-    if stem in mapping:
-        return mapping[stem]
-    return case_id_of_name(name)
+    return mapping.get(strip_extension(name))
+
+
+def case_id_of_job(job: Job, socket_slugs: str | tuple[str, ...] | None, mapping: dict[str, str],
+                   case_id_of_name: Callable[[str], str] = strip_extension) -> str:
+    """The case id of a job: its input image's name (case_image_name) turned into an id by
+    `case_id_of_name` (default: extension stripped); the ground truth's case mapping overrides."""
+    name = case_image_name(job, socket_slugs)
+    mapped = mapped_case_id(name, mapping)
+    return mapped if mapped is not None else case_id_of_name(name)
 
 
 def read_case_mapping(ground_truth_dir: Path) -> dict[str, str]:

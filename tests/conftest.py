@@ -13,6 +13,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes more than a few seconds (deselect with -m 'not slow')")
+
+
 @pytest.fixture(autouse=True)
 def _no_evaluation_environment(monkeypatch):
     """The developer's own EVALUATION_* variables must not change what a test sees."""

@@ -16,7 +16,7 @@ from evaluation import grand_challenge as gc
 from evaluation import examples
 from evaluation.examples import synthetic
 from evaluation.challenges.rare26 import Rare26, Rare26Settings
-from evaluation.errors import SetupError, SubmissionError
+from evaluation.errors import SubmissionError
 from evaluation.framework import Evaluation
 from evaluation.grand_challenge import list_submission_files
 from evaluation.reading.json_files import read_json

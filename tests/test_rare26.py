@@ -428,3 +428,15 @@ def test_ground_truth_is_read_through_the_reading_layer(dataset, evaluate, tmp_p
     assert (run.code, run.wrote_metrics) == (3, False)
     assert run.last_error_line == (f'{SETUP}The ground truth: {GROUND_TRUTH_FILE} gives the key '
                                    f'"rare26_stack_0000.tiff" twice in one object.' + TELL)
+
+
+def test_patient_draws_are_bounded_before_drawing(tmp_path):
+    from evaluation.challenges.rare26 import Rare26Settings
+    from evaluation.errors import SetupError
+
+    (tmp_path / "config.json").write_text('{"sampling": "patient", "repetitions": 100000, "patient_sample_size": 1000}')
+    with pytest.raises(SetupError, match=r"the 'patient' sampling draws at most 50000000 patients in all\.$"):
+        Rare26Settings.from_ground_truth(tmp_path)
+    (tmp_path / "config.json").write_text('{"repetitions": 100001}')
+    with pytest.raises(SetupError, match=r"setting 'repetitions' is 100001; it must be at most 100000\.$"):
+        Rare26Settings.from_ground_truth(tmp_path)

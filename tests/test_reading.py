@@ -403,7 +403,7 @@ def test_hdf5_soft_links_groups_strings_and_shapes(h5_layout):
         handle.create_dataset("cls", shape=(100000, 100000), dtype=np.uint8, chunks=(100, 100))  # nothing written
     assert h5_refusal(inp).endswith("long_mask in 0001_pred.h5 is a link; datasets must be stored in the file itself.")
     assert h5_refusal(inp, "group").endswith("group in 0001_pred.h5 is a group, not a dataset.")
-    assert "holds values of type |S3; numbers are expected" in h5_refusal(inp, "text")
+    assert "holds text; numbers are expected" in h5_refusal(inp, "text")
     assert h5_refusal(inp, "small").endswith("small in 0001_pred.h5: shape 3x5, expected 4x5 as in the ground truth.")
     with pytest.raises(SubmissionError) as excinfo:
         with open_hdf5(Origin.submission(inp), inp / "0001_pred.h5", "Case 0001") as h5:
@@ -420,3 +420,14 @@ def test_not_hdf5(layout):
     with pytest.raises(SubmissionError, match=r"^Case 0001: 0001_pred.h5 is not a readable HDF5 file\.$"):
         with open_hdf5(Origin.submission(inp), inp / "0001_pred.h5", "Case 0001"):
             pass
+
+
+def test_geometry_never_describes_minus_zero():
+    g = Geometry((2, 2), (1.0, 1.0), (-0.0, 0.0), (1.0, -0.0, -0.0, 1.0))
+    assert g.describe() == "size (2, 2), spacing (1, 1), origin (0, 0), direction (1, 0, 0, 1)"
+
+
+def test_case_ids_from_a_participants_file_are_printable_in_messages():
+    from evaluation.errors import id_list
+
+    assert id_list(["a\nb", "c\x00d", "x" * 200]) == "a\\nb, c\\x00d, " + "x" * 77 + "..."

@@ -38,6 +38,7 @@ TARGET_RECALL = 0.9  # the metric's name says 90: not a setting
 # The negative class, compared with a frame's class lower-cased and without surrounding blanks
 # ("NDBE", " ndbe " are NDBE); any other class is neoplasia (rare26.md).
 NEGATIVE_CLASS = "ndbe"
+MAX_PATIENT_DRAWS = 50_000_000  # 400 MB of draws
 REPETITIONS_PER_BLOCK = 100  # resamples turned into counts at a time: bounded memory
 
 
@@ -51,12 +52,20 @@ class Rare26Settings(Settings):
                             doc="bootstrap scheme: 'image' (RARE26 official: all NDBE images plus neoplasia "
                                 "images drawn with replacement) or 'patient' (RARE25 pack: patients drawn "
                                 "with replacement, all images of each)")
-    repetitions: int = setting(1000, minimum=1, doc="bootstrap repetitions")
-    imbalance_ratio: int = setting(100, minimum=1, doc="NDBE per neoplasia in a repetition (100: 1% prevalence)")
-    patient_sample_size: int = setting(10, minimum=1,
+    repetitions: int = setting(1000, minimum=1, maximum=100_000, doc="bootstrap repetitions")
+    imbalance_ratio: int = setting(100, minimum=1, maximum=100_000, doc="NDBE per neoplasia in a repetition (100: 1% prevalence)")
+    patient_sample_size: int = setting(10, minimum=1, maximum=100_000,
                                        doc="'patient' scheme: neoplasia patients per repetition (NDBE patients: "
                                            "this times imbalance_ratio)")
     seed: int = setting(2026, minimum=0, doc="seed of the bootstrap draws (--seed overrides)")
+
+    def check(self) -> None:
+        super().check()
+        # 'patient' draws every repetition's patients at once: bound them, or memory runs out.
+        draws = self.repetitions * self.patient_sample_size * (self.imbalance_ratio + 1)
+        if self.sampling == "patient" and draws > MAX_PATIENT_DRAWS:
+            raise SetupError(f"config.json: repetitions x patient_sample_size x (imbalance_ratio + 1) is {draws}; "
+                             f"the 'patient' sampling draws at most {MAX_PATIENT_DRAWS} patients in all.")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable

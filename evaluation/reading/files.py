@@ -131,11 +131,12 @@ class Origin:
                       f"{size_text(max_bytes)} allowed.")
         try:
             with open(path, "rb") as handle:
-                data = handle.read(max_bytes + 1)
+                # read(n) reserves n bytes at once: ask for the file's size, not the bound
+                data = handle.read(info.st_size + 1)
         except OSError as error:
             self.fail(f"{what}: {shown_path(name)} cannot be read ({error.strerror}).")
-        if len(data) > max_bytes:  # grew while being read
-            self.fail(f"{what}: {shown_path(name)} has more than {size_text(max_bytes)}.")
+        if len(data) > info.st_size:  # grew while being read
+            self.fail(f"{what}: {shown_path(name)} changed while being read.")
         return data
 
     def list_files(self, what: str = "Submission file") -> list[Path]:

@@ -56,7 +56,10 @@ class Hdf5File:
             self.origin.fail(f"{where} keeps its data in another file (external storage); datasets must be "
                              f"stored in the file itself.")
         if dataset.dtype.kind not in "biuf":
-            self.origin.fail(f"{where} holds values of type {dataset.dtype}; numbers are expected.")
+            kind = "text" if h5py.check_string_dtype(dataset.dtype) is not None else f"values of type {dataset.dtype}"
+            self.origin.fail(f"{where} holds {kind}; numbers are expected.")
+        if dataset.shape is None:  # a null dataspace (h5py.Empty): no shape, nothing to read
+            self.origin.fail(f"{where} is an empty dataset (no dataspace); numbers are expected.")
         return Hdf5Dataset(self.origin, dataset, where)
 
 

@@ -76,7 +76,7 @@ class Geometry:
 
     def describe(self) -> str:
         def fmt(values):
-            return "(" + ", ".join(f"{v:g}" for v in values) + ")"
+            return "(" + ", ".join(f"{v + 0:g}" for v in values) + ")"  # -0.0 + 0 is 0.0: never "-0"
         return (f"size {fmt(self.size)}, spacing {fmt(self.spacing)}, origin {fmt(self.origin)}, "
                 f"direction {fmt(self.direction)}")
 
