@@ -469,7 +469,7 @@ def test_ground_truth_is_read_only_inside_its_folder(both_phases, evaluate, tmp_
     run = evaluate("isic2019", input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (3, False)
     assert run.last_error_line == ("The evaluation could not run, through no fault of the submission: Ground truth: "
-                                   "truth.csv is a link that leads out of the input folder. (please tell the challenge "
+                                   "truth.csv is a link that leads out of the ground-truth folder. (please tell the challenge "
                                    "organizers).")
 
 

@@ -28,6 +28,7 @@ class Origin:
 
     root: Path
     error: type[EvaluationError]
+    place: str = "the input folder"  # how messages name root
 
     @classmethod
     def submission(cls, root: Path) -> "Origin":
@@ -35,7 +36,7 @@ class Origin:
 
     @classmethod
     def ground_truth(cls, root: Path) -> "Origin":
-        return cls(Path(root), SetupError)
+        return cls(Path(root), SetupError, "the ground-truth folder")
 
     @classmethod
     def platform(cls, root: Path) -> "Origin":
@@ -73,7 +74,7 @@ class Origin:
             self.fail(f"{what}: the path {shown_path(part)} is not valid text.")
         pure = Path(part)
         if pure.is_absolute() or "\\" in part or ".." in pure.parts:
-            self.fail(f"{what}: the path {shown_path(part)} leaves the input folder; only plain relative paths "
+            self.fail(f"{what}: the path {shown_path(part)} leaves {self.place}; only plain relative paths "
                       f"are allowed.")
         if len(encoded) > MAX_PATH_BYTES or any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in pure.parts):
             self.fail(f"{what}: the path {shown_path(part)} is longer than a file name may be "
@@ -84,7 +85,7 @@ class Origin:
         real = Path(os.path.realpath(candidate))
         if real != real_root and real_root not in real.parents:
             # Never the target's name: it is outside, and not the participant's to see.
-            self.fail(f"{what}: {shown_path(shown_name)} is a link that leads out of the input folder.")
+            self.fail(f"{what}: {shown_path(shown_name)} is a link that leads out of {self.place}.")
         return real
 
     def contains(self, path: Path, what: str) -> Path:
