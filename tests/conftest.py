@@ -1,8 +1,6 @@
 """Generic test helpers only (challenge-specific fixtures belong in their own test modules)."""
 
-import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.cli_runs import DROP_ENV, Run  # noqa: E402 (after the path above)
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds (deselect with -m 'not slow')")
@@ -20,29 +20,8 @@ def pytest_configure(config):
 @pytest.fixture(autouse=True)
 def _no_evaluation_environment(monkeypatch):
     """The developer's own EVALUATION_* variables must not change what a test sees."""
-    for name in ("EVALUATION_CHALLENGE", "EVALUATION_WORKERS"):
+    for name in DROP_ENV:
         monkeypatch.delenv(name, raising=False)
-
-
-@dataclass
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-    output: Path
-
-    @property
-    def last_error_line(self) -> str:
-        lines = [line for line in self.stderr.splitlines() if line.strip()]
-        return lines[-1] if lines else ""
-
-    @property
-    def metrics(self) -> dict:
-        return json.loads((self.output / "metrics.json").read_text())
-
-    @property
-    def wrote_metrics(self) -> bool:
-        return (self.output / "metrics.json").exists()
 
 
 @pytest.fixture

@@ -3,17 +3,12 @@ tests compare our numbers with computations on what is read here), and running t
 line in a process of its own under a memory limit."""
 
 import json
-import os
-import resource
 import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from evaluation.examples import hecktor2025, hecktor2025_task1
+from tests.cli_runs import Run, run_command_line
 
-ROOT = Path(__file__).resolve().parent.parent
 SYNTHESIZE = {"hecktor2025-task1": hecktor2025_task1.synthesize, "hecktor2025-task2": hecktor2025.synthesize_task2,
               "hecktor2025-task3": hecktor2025.synthesize_task3}
 MEMORY_LIMIT = 1 << 30  # bytes of data (heap and anonymous mappings) the limited run may use
@@ -49,35 +44,7 @@ def value_outputs(input_dir, filename):
     return values
 
 
-@dataclass
-class LimitedRun:
-    code: int
-    stdout: str
-    stderr: str
-    output: Path
-
-    @property
-    def last_error_line(self) -> str:
-        lines = [line for line in self.stderr.splitlines() if line.strip()]
-        return lines[-1] if lines else ""
-
-    @property
-    def wrote_metrics(self) -> bool:
-        return (self.output / "metrics.json").exists()
-
-
-def evaluate_with_memory_limit(challenge, input_dir, ground_truth, output, limit=MEMORY_LIMIT) -> LimitedRun:
-    """`python -m evaluation` in a new process that may allocate at most `limit` bytes of data:
-    reading a file or decoding an image as large as it claims would fail there."""
-
-    def limit_memory():
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    env.pop("EVALUATION_CHALLENGE", None)
-    command = [sys.executable, "-m", "evaluation", challenge, "--input", str(input_dir), "--ground-truth",
-               str(ground_truth), "--output", str(output), "--workers", "1"]
-    done = subprocess.run(command, cwd=ROOT, env=env, preexec_fn=limit_memory, capture_output=True, text=True,
-                          timeout=300)
-    return LimitedRun(done.returncode, done.stdout, done.stderr, Path(output))
+def evaluate_with_memory_limit(challenge, input_dir, ground_truth, output, limit=MEMORY_LIMIT) -> Run:
+    """`python -m evaluation` (one worker) in a new process that may allocate at most `limit`
+    bytes of data: reading a file or decoding an image as large as it claims would fail there."""
+    return run_command_line(challenge, input_dir, ground_truth, output, "--workers", 1, memory_limit=limit)

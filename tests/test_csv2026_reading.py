@@ -14,17 +14,14 @@ prediction file or an algorithm output can point at or claim is refused before i
 import calendar
 import io
 import re
-import resource
 import struct
-import subprocess
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
+from tests.cli_runs import run_command_line
 from tests.test_csv2026 import (  # noqa: F401 (module fixtures)
     LONG_OUT,
     RISK,
@@ -38,7 +35,6 @@ from tests.test_csv2026 import (  # noqa: F401 (module fixtures)
     rewrite_jobs,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 SHAPE = (96, 128)  # the synthetic masks' shape
 # RLIMIT_DATA of the subprocess runs: one decoded bomb needs 3.6 GB. Not 1 GiB: reading predictions.json
 # (Origin.read_bytes) asks for a buffer of its 1 GiB bound before reading the few kB it holds.
@@ -136,15 +132,10 @@ def test_datasets_that_are_not_numbers_are_refused(file_data, evaluate, tmp_path
 
 def run_limited(input_dir, ground_truth, output, workers=2):
     """The command line in a subprocess whose data segment is limited to 2 GiB: a bomb that is
-    decoded fails there at once instead of taking the machine's memory."""
-    def limit():
-        resource.setrlimit(resource.RLIMIT_DATA, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-    result = subprocess.run([sys.executable, "-m", "evaluation", "csv2026", "--input", str(input_dir),
-                             "--ground-truth", str(ground_truth), "--output", str(output), "--workers", str(workers)],
-                            cwd=ROOT, capture_output=True, text=True, preexec_fn=limit, timeout=300)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    return result.returncode, lines[-1] if lines else "", (output / "metrics.json").exists()
+    decoded fails there at once instead of taking the machine's memory. (exit code, last line
+    of stderr, whether metrics.json was written)"""
+    run = run_command_line("csv2026", input_dir, ground_truth, output, "--workers", workers, memory_limit=MEMORY_LIMIT)
+    return run.code, run.last_error_line, run.wrote_metrics
 
 
 def test_the_memory_limit_leaves_a_valid_submission_alone(algorithm_data, tmp_path):

@@ -37,7 +37,6 @@ import concurrent.futures
 import json
 import math
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -52,6 +51,7 @@ import numpy as np
 import pytest
 
 from tests import hostile_files as hf
+from tests.cli_runs import limit_data
 from tests.hostile_files import ROOT, SECRET_MARK, Submission
 
 EXPECTED_FILE = Path(__file__).resolve().parent / "fixtures" / "hostile_expected.json"
@@ -983,7 +983,7 @@ def _environment() -> dict[str, str]:
 
 def _run_subprocess(argv: list[str], sub: Submission, timeout: float) -> tuple[int | None, str, str]:
     def limit():  # runs in the child between fork and exec
-        resource.setrlimit(resource.RLIMIT_DATA, (MEMORY_LIMIT, MEMORY_LIMIT))
+        limit_data(MEMORY_LIMIT)
         if sub.respect_permissions:
             hf.drop_permission_override()
 

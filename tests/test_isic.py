@@ -7,10 +7,7 @@ tests/test_isic_parity.py."""
 import io
 import json
 import os
-import resource
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from evaluation.examples.isic import write_synthetic
 from evaluation.reading.files import size_text
 from evaluation.reading.tables import bytes_for_rows
 from evaluation.metrics import classification as clf
+from tests.cli_runs import run_command_line
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = "skin-lesion-class-confidences"
@@ -408,10 +406,6 @@ def test_files_without_rows_say_so(both_phases, evaluate, tmp_path, content, lin
     assert_refused(evaluate("isic2019", input_dir, ground_truth), line)
 
 
-def _data_limit():
-    resource.setrlimit(resource.RLIMIT_DATA, (DATA_LIMIT, DATA_LIMIT))
-
-
 DATA_LIMIT = 3 << 29  # 1.5 GiB
 
 
@@ -430,14 +424,12 @@ def test_ten_million_rows_are_refused_unread_under_a_memory_limit(tmp_path):
             handle.write(block)
     size = path.stat().st_size
     try:
-        result = subprocess.run([sys.executable, "-m", "evaluation", "isic2018", "--input", str(input_dir),
-                                 "--ground-truth", str(ROOT / "ground-truth" / "isic2018"), "--output",
-                                 str(tmp_path / "output"), "--workers", "1"],
-                                capture_output=True, text=True, cwd=ROOT, preexec_fn=_data_limit, timeout=600)
+        result = run_command_line("isic2018", input_dir, ROOT / "ground-truth" / "isic2018", tmp_path / "output",
+                                  "--workers", 1, memory_limit=DATA_LIMIT, timeout=600)
     finally:
         path.unlink()
     bound = bytes_for_rows(150 + SPARE_ROWS)
-    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.code == 1, result.stderr[-3000:]
     assert not (tmp_path / "output" / "metrics.json").exists()
     assert result.stderr.strip().splitlines()[-1] == (f"The predictions CSV: predictions.csv has {size_text(size)}, "
                                                       f"more than the {size_text(bound)} allowed.")
