@@ -95,10 +95,10 @@ class Settings:
 
     @classmethod
     def from_ground_truth(cls, ground_truth_dir: Path) -> "Settings":
-        path = ground_truth_dir / CONFIG_FILE
-        if not path.exists():
+        origin, path = Origin.ground_truth(ground_truth_dir), ground_truth_dir / CONFIG_FILE
+        if not origin.exists(path):  # a broken link named config.json is reported, not skipped
             return cls()
-        return cls.from_mapping(read_json(Origin.ground_truth(ground_truth_dir), path, "The phase's settings"))
+        return cls.from_mapping(read_json(origin, path, "The phase's settings"))
 
     def replace(self, **changes: Any) -> "Settings":
         settings = dataclasses.replace(self, **changes)

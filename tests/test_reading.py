@@ -431,3 +431,27 @@ def test_case_ids_from_a_participants_file_are_printable_in_messages():
     from evaluation.errors import id_list
 
     assert id_list(["a\nb", "c\x00d", "x" * 200]) == "a\\nb, c\\x00d, " + "x" * 77 + "..."
+
+
+def test_exists_sees_anything_at_a_name_even_a_dangling_link(layout):
+    inp, _, _ = layout
+    origin = Origin.submission(inp)
+    (inp / "dangling").symlink_to(inp / "nowhere")
+    os.mkfifo(inp / "pipe")
+    assert origin.exists(inp / "dangling") and origin.exists(inp / "pipe")
+    assert not origin.exists(inp / "nowhere") and not origin.exists(inp / "a\x00b")
+
+
+def test_messages_name_a_file_as_given_not_its_links_target(layout):
+    inp, _, _ = layout
+    (inp / "target-name.bin").write_bytes(b"not an image")
+    (inp / "seg.mha").symlink_to("target-name.bin")
+    (inp / "p.h5").symlink_to("target-name.bin")
+    (inp / "big.json").symlink_to("target-name.bin")
+    origin = Origin.submission(inp)
+    for call in (lambda: open_image(origin, inp / "seg.mha", "x"),
+                 lambda: open_hdf5(origin, inp / "p.h5", "x").__enter__(),
+                 lambda: origin.read_bytes(inp / "big.json", "x", 3)):
+        with pytest.raises(SubmissionError) as excinfo:
+            call()
+        assert "target-name" not in message(excinfo)

@@ -219,3 +219,9 @@ def test_values_on_the_bounds_are_accepted(tmp_path):
     write_config(tmp_path, {"iou": 1, "level": 99.9, "seconds": 1e-9, "weights": [0, 2]})
     settings = BoundedSettings.from_ground_truth(tmp_path)
     assert settings.iou == 1.0 and settings.seconds == 1e-9 and settings.weights == [0.0, 2.0]
+
+
+def test_a_broken_config_link_is_reported_not_skipped(tmp_path):
+    (tmp_path / "config.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(SetupError, match=r"config.json is missing\.$"):
+        DemoSettings.from_ground_truth(tmp_path)

@@ -12,7 +12,6 @@ false positives' confidences, never the mask.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -471,9 +470,8 @@ def _check_confidences(detections: Detections, slide: str) -> None:
 
 def _refuse_folder(origin: Origin, path: Path, what: str) -> None:
     """A folder (or anything but a file) where a CSV file the listing did not find is expected,
-    named as such by the reading layer; nothing when there is simply no such name. (The one
-    existence check here would be `Origin.is_folder` once the layer has it.)"""
-    if os.path.lexists(path):
+    named as such by the reading layer; nothing when there is simply no such name."""
+    if origin.exists(path):
         origin.regular_file(origin.contains(path, what), what)
 
 

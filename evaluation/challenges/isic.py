@@ -10,7 +10,6 @@ the means and writes null with a note.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -171,12 +170,13 @@ class Isic2019(IsicEvaluation):
 def predictions_csv_path(input_dir: Path) -> Path:
     """/input/predictions.csv whatever it is (reading it refuses a link out, a pipe or a folder by
     that name), else the one CSV file of an unpacked ZIP."""
+    origin = Origin.submission(input_dir)
     path = input_dir / PREDICTIONS_FILE
-    if os.path.lexists(path):  # the one existence check: Origin has none yet (see the ISIC report)
+    if origin.exists(path):
         return path
     found = [p for p in list_submission_files(input_dir) if p.name.lower().endswith(".csv")]
     if len(found) != 1:
-        names = ", ".join(shown_path(p.relative_to(os.path.realpath(input_dir)).as_posix())
+        names = ", ".join(shown_path(p.relative_to(origin.real_root).as_posix())
                           for p in found[:10]) or "none"
         raise SubmissionError(f"The submission must be one CSV file ({PREDICTIONS_FILE}); CSV files found: "
                               f"{names}{f' and {len(found) - 10} more' if len(found) > 10 else ''}.")

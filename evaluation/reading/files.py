@@ -114,6 +114,15 @@ class Origin:
             self.fail(f"{what}: {shown_path(name)} is not a regular file.")
         return info
 
+    def exists(self, path: Path) -> bool:
+        """Whether anything is at `path`: a file, a folder, a pipe, even a link leading nowhere
+        (a caller then reads it through `read_bytes` or `regular_file`, which refuse what is not a
+        regular file inside root, by name)."""
+        try:
+            return os.path.lexists(path)
+        except ValueError:  # a NUL in the name
+            return False
+
     def is_file(self, path: Path) -> bool:
         """Whether `path` exists and is something other than a folder (a caller then reads it
         through `regular_file`, which names what is wrong with it)."""
@@ -123,10 +132,11 @@ class Origin:
             return False
 
     def read_bytes(self, path: Path, what: str, max_bytes: int, shown_name: str | None = None) -> bytes:
-        """The content of a regular file inside root, refused unread when over `max_bytes`."""
-        path = self.contains(path, what)
-        info = self.regular_file(path, what, shown_name)
+        """The content of a regular file inside root, refused unread when over `max_bytes`.
+        Messages name the file as given, never a link's target."""
         name = shown_name or Path(path).name
+        path = self.contains(path, what)
+        info = self.regular_file(path, what, name)
         if info.st_size > max_bytes:
             self.fail(f"{what}: {shown_path(name)} has {size_text(info.st_size)}, more than the "
                       f"{size_text(max_bytes)} allowed.")

@@ -97,9 +97,10 @@ def open_hdf5(origin: Origin, path: Path, what: str) -> Iterator[Hdf5File]:
     """An HDF5 file inside `origin`, open for reading its own datasets."""
     import h5py
 
+    given = Path(path).name  # messages name the file as given, not a link's target
     path = origin.contains(path, what)
-    origin.regular_file(path, what)
-    name = shown_path(path.name)
+    origin.regular_file(path, what, given)
+    name = shown_path(given)
     try:
         handle = h5py.File(path, "r", locking=False)
     except (OSError, ValueError):

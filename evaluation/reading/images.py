@@ -40,7 +40,6 @@ FORMATS = {
     ".tiff": ("TIFF", "TIFFImageIO"),
     ".png": ("PNG", "PNGImageIO"),
 }
-IMAGE_SUFFIXES = tuple(FORMATS)
 
 
 @dataclass(frozen=True)
@@ -103,10 +102,8 @@ class ImageFile:
     image_io: str
     geometry: Geometry
     components: int
+    name: str  # as given (shown), not a link's target
 
-    @property
-    def name(self) -> str:
-        return shown_path(self.path.name)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -155,15 +152,16 @@ class ImageFile:
 def open_image(origin: Origin, path: Path, what: str) -> ImageFile:
     """Check the file (regular, inside `origin`, a supported format with no indirection) and
     read its header alone."""
+    given = Path(path).name  # messages and the format go by the name given, not a link's target
     path = origin.contains(path, what)
-    origin.regular_file(path, what)
-    name = shown_path(path.name)
-    found = image_format(path.name)
+    origin.regular_file(path, what, given)
+    name = shown_path(given)
+    found = image_format(given)
     if found is None:
         origin.fail(f"{what}: {name} is not an image format we read (supported: "
                     f"{', '.join(sorted(set(s.lstrip('.') for s in FORMATS)))}).")
     format_name, image_io = found
-    head = _head(origin, path, what, name, gzipped=path.name.lower().endswith(".gz"))
+    head = _head(origin, path, what, name, gzipped=given.lower().endswith(".gz"))
     _check_no_indirection(origin, path, what, name, format_name, head)
 
     import SimpleITK as sitk
@@ -179,7 +177,7 @@ def open_image(origin: Origin, path: Path, what: str) -> ImageFile:
                         tuple(reader.GetOrigin()), tuple(reader.GetDirection()))
     if any(n <= 0 for n in geometry.size):
         origin.fail(f"{what}: {name} has an empty size {shape_text(geometry.shape)}.")
-    return ImageFile(origin, path, what, image_io, geometry, int(reader.GetNumberOfComponents()))
+    return ImageFile(origin, path, what, image_io, geometry, int(reader.GetNumberOfComponents()), name)
 
 
 def _head(origin: Origin, path: Path, what: str, name: str, gzipped: bool) -> bytes:
@@ -221,7 +219,7 @@ def _check_metaimage(origin: Origin, path: Path, what: str, name: str, head: byt
         origin.fail(f"{what}: {name} is not a readable MetaImage (no ElementDataFile in its header).")
     if data_file.lower() == b"local":
         return
-    if not path.name.lower().endswith(".mhd"):
+    if not name.lower().endswith(".mhd"):
         origin.fail(f"{what}: {name} keeps its pixels in another file (ElementDataFile); a .mha image must hold "
                     f"them itself (ElementDataFile = LOCAL).")
     try:
