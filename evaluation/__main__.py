@@ -1,5 +1,5 @@
 import sys
 
-from evaluation.cli import main
+from evaluation.launch import evaluation
 
-sys.exit(main())
+sys.exit(evaluation())

@@ -1,5 +1,5 @@
 import sys
 
-from evaluation.examples import main
+from evaluation.launch import examples
 
-sys.exit(main())
+sys.exit(examples())

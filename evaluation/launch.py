@@ -1,0 +1,53 @@
+"""The entry points (`python -m evaluation`, and the console scripts of pyproject.toml), kept free
+of any dependency so that a Python without the pinned requirements, or an old one, gets one line
+saying what to do instead of a traceback."""
+
+import importlib
+import sys
+
+EXIT_SETUP = 3  # as evaluation.errors.EXIT_SETUP, which cannot be imported before the check
+MINIMUM_PYTHON = (3, 11)
+
+# Import names whose package on PyPI is called otherwise (requirements.txt names packages).
+PACKAGE_OF_MODULE = {"sklearn": "scikit-learn", "cv2": "opencv-python-headless", "cc3d": "connected-components-3d",
+                     "skimage": "scikit-image", "dateutil": "python-dateutil"}
+
+
+def missing_dependency(module):
+    """Which package is missing, from which interpreter, and what to run."""
+    top = module.partition(".")[0]
+    package = PACKAGE_OF_MODULE.get(top, top)
+    version = ".".join(map(str, sys.version_info[:3]))
+    return (f"the package {package} (module {top}) is not installed in {sys.executable} (Python {version}). "
+            f"Use the project's environment (./run-example.sh makes .venv/ and installs requirements.txt there), "
+            f"or install it into a Python 3.11 environment: pip install -r requirements.txt (or pip install .).")
+
+
+def _run(module, argv=None):
+    if sys.version_info < MINIMUM_PYTHON:
+        print(f"The evaluation needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer (the image runs 3.11), "
+              f"but {sys.executable} is Python {sys.version.split()[0]}.", file=sys.stderr)
+        return EXIT_SETUP
+    try:  # the command's own imports, and those it makes later (challenge modules, examples)
+        return importlib.import_module(module).main(argv)
+    except ModuleNotFoundError as error:
+        if not error.name or error.name.partition(".")[0] == "evaluation":
+            raise  # our own module missing: a broken install, shown in full
+        print(f"The evaluation could not run, through no fault of the submission: {missing_dependency(error.name)}",
+              file=sys.stderr)
+        return EXIT_SETUP
+
+
+def evaluation(argv=None):
+    """python -m evaluation / challenge-evaluation"""
+    return _run("evaluation.cli", argv)
+
+
+def phase(argv=None):
+    """python -m evaluation.phase / challenge-evaluation-phase"""
+    return _run("evaluation.phase", argv)
+
+
+def examples(argv=None):
+    """python -m evaluation.examples / challenge-evaluation-examples"""
+    return _run("evaluation.examples", argv)
