@@ -6,14 +6,27 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${EVALUATION_VENV:-$root/.venv}"
 requirements="$root/${1:-requirements.txt}"
 
+# Python 3.11, what the image runs (the bundled expected metrics were made with it): $EVALUATION_PYTHON,
+# else python3.11, else python3 if it is 3.11 or newer.
+base=""
+for candidate in "${EVALUATION_PYTHON:-}" python3.11 python3; do
+    if [ -n "$candidate" ] && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        base="$candidate"; break
+    fi
+done
+if [ -z "$base" ]; then
+    echo "No Python 3.11 found (python3 is $(python3 --version 2>&1 || echo missing)): install Python 3.11, or set EVALUATION_PYTHON to its path." >&2
+    exit 1
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
-    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    if ! "$base" -m venv "$venv" >/dev/null 2>&1; then
         rm -rf "$venv"
         # Debian ships venv separately; install it when we may, else say what to run.
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
             echo "python3-venv is missing: installing it with apt-get"
             apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-            python3 -m venv "$venv"
+            "$base" -m venv "$venv"
         else
             echo "Python's venv module is missing: run 'sudo apt-get install python3-venv' and try again." >&2
             exit 1
@@ -25,7 +38,24 @@ fi
 stamp="$venv/.installed-$(basename "$requirements")"
 if [ ! -f "$stamp" ] || ! cmp -s "$stamp" <(cat "$root"/requirements*.txt); then
     # Exactly the pins, as the image installs them: a dependency missing from the files fails here.
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$requirements"
+    # One progress line per package (pip's own output, condensed), so a first run that downloads
+    # about a gigabyte shows what it is doing.
+    files=("$requirements")
+    grep -q '^-r requirements.txt' "$requirements" && files+=("$root/requirements.txt")
+    total="$(cat "${files[@]}" | sed 's/#.*//' | grep -c '==' || true)"
+    echo "Installing the pinned packages of $(basename "$requirements") into $venv (first run, or the pins changed; $total packages, up to about 1 GB, a few minutes)"
+    "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps --progress-bar off -r "$requirements" 2>&1 \
+        | awk -v total="$total" '
+            /^Collecting / { n++; name = $2; printf "  [%d/%d] %s", n, total, name; pending = 1; next }
+            /^Processing / { n++; name = $2; sub(/.*\//, "", name); printf "  [%d/%d] %s (local file)\n", n, total, name; fflush(); next }
+            /^WARNING: Location .* is ignored/ { next }
+            /^ *Downloading / && pending { size = $0; sub(/.*\(/, "", size); sub(/\).*/, "", size); printf " (downloading %s)\n", size; pending = 0; fflush(); next }
+            /^ *Using cached / && pending { printf " (cached)\n"; pending = 0; fflush(); next }
+            /^Requirement already satisfied/ { next }
+            /^Installing collected packages/ { if (pending) printf "\n"; pending = 0; print "  installing..."; fflush(); next }
+            /^Successfully installed/ { print "  done"; next }
+            /^ *(Obtaining|Preparing|Building|Created|Stored|Attempting|Found existing|Uninstalling|Successfully uninstalled)/ { next }
+            { if (pending) printf "\n"; pending = 0; print; fflush() }'
     "$venv/bin/python" -m pip check --disable-pip-version-check >/dev/null \
         || { "$venv/bin/python" -m pip check >&2; echo "Pin every dependency named above in $(basename "$requirements")." >&2; exit 1; }
     cat "$root"/requirements*.txt > "$stamp"
