@@ -1,20 +1,42 @@
 #!/usr/bin/env bash
 # Builds <challenge>-evaluation (./build.sh) and runs it the way grand-challenge.org does:
-#   1. on the bundled example test/<challenge>/input/: the metrics.json written must equal
-#      test/<challenge>/expected_metrics.json byte for byte;
-#   2. on every invalid submission test/<challenge>/invalid/<name>/input/ (if any): exit code 1,
-#      no metrics.json, and the last non-empty stderr line (what the participant sees) must equal
-#      test/<challenge>/invalid/<name>/expected_error.txt.
+#   1. on the example submission <example>/input/ with the ground truth baked into the image: the
+#      metrics.json written must equal <example>/expected_metrics.json byte for byte;
+#   2. the same with the ground truth uploaded on the phase instead: the .tar.gz that ./export.sh
+#      writes, unpacked and mounted at /opt/ml/input/data/ground_truth as the platform does; the
+#      run must use it and write the same bytes;
+#   3. on every invalid submission <example>/invalid/<name>/input/ (if any): exit code 1, no
+#      metrics.json, and the last non-empty stderr line (what the participant sees) must equal
+#      <example>/invalid/<name>/expected_error.txt.
 #
-#   ./test.sh <challenge>        (BASE_IMAGE / PIP_INSTALL_ARGS are passed on to build.sh)
+#   ./test.sh <challenge> [--example DIR] [--ground-truth DIR]
+#
+# --example DIR       the example folder (default test/<challenge>); make one for your own ground
+#                     truth with: python -m evaluation.examples <challenge> --ground-truth ground-truth/<challenge> --output DIR
+# --ground-truth DIR  test a ground truth you will upload on the phase rather than bake in: steps 2
+#                     and 3 use it, and step 1 (the baked-in ground-truth/<challenge>) is skipped.
+# BASE_IMAGE / PIP_INSTALL_ARGS are passed on to build.sh.
 set -euo pipefail
 cd "$(dirname "$0")"
 root="$PWD"
 
 source scripts/docker-common.sh
 docker_script_start test.sh "$@"
-expected="test/$challenge/expected_metrics.json"
-[ -d "test/$challenge/input" ] || die "no example submission: folder test/$challenge/input/ not found"
+shift
+example="test/$challenge"
+uploaded_source="ground-truth/$challenge"
+baked=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --example) [ $# -ge 2 ] || die "--example needs a folder"; example="$2"; shift 2 ;;
+        --ground-truth) [ $# -ge 2 ] || die "--ground-truth needs a folder"; uploaded_source="$2"; baked=0; shift 2 ;;
+        *) die "unknown argument '$1' (usage: ./test.sh <challenge> [--example DIR] [--ground-truth DIR])" ;;
+    esac
+done
+example="$(cd "$example" 2>/dev/null && pwd)" || die "no example folder: $example not found"
+[ -d "$uploaded_source" ] || die "no ground-truth folder: $uploaded_source not found"
+expected="$example/expected_metrics.json"
+[ -d "$example/input" ] || die "no example submission: folder $example/input/ not found"
 [ -f "$expected" ] || die "no expected result: $expected not found"
 
 ./build.sh "$challenge"
@@ -37,16 +59,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# run_image <input folder> <output folder>: the restrictions of a grand-challenge.org evaluation run.
+# run_image <input folder> <output folder>: the restrictions of a grand-challenge.org evaluation run,
+# with the uploaded ground truth mounted where the platform puts it when $uploaded is set.
+uploaded=""
 run_image() {
+    local mounts=(-v "$1:/input:ro" -v "$2:/output")
+    [ -z "$uploaded" ] || mounts+=(-v "$uploaded:/opt/ml/input/data/ground_truth:ro")
     docker run --rm \
         --network none \
         --read-only --tmpfs /tmp \
         --cap-drop ALL --security-opt no-new-privileges \
         --memory 8g --memory-swap 8g \
         --pids-limit 256 --shm-size 128m \
-        -v "$root/$1:/input:ro" \
-        -v "$2:/output" \
+        "${mounts[@]}" \
         "$image"
 }
 
@@ -57,39 +82,61 @@ new_output() {
     echo "$tmp/out/$1"
 }
 
-# ---- 1. the bundled example ------------------------------------------------------------------------
-echo
-echo "== $image on test/$challenge/input =="
-out="$(new_output example)"
-start=$SECONDS
-status=0
-run_image "test/$challenge/input" "$out" || status=$?
-echo "(container exited with $status after $((SECONDS - start)) s)"
-if [ "$status" -ne 0 ]; then
-    echo "FAIL: $image exited with $status on the example submission" >&2
-    exit 1
+# run_example <name> <what>: the example submission, its metrics.json compared byte for byte.
+run_example() {
+    local name="$1" what="$2" out status start
+    echo
+    echo "== $image on $example/input ($what) =="
+    out="$(new_output "$name")"
+    start=$SECONDS
+    status=0
+    run_image "$example/input" "$out" >"$tmp/stdout-$name" || status=$?
+    cat "$tmp/stdout-$name"
+    echo "(container exited with $status after $((SECONDS - start)) s)"
+    if [ "$status" -ne 0 ]; then
+        echo "FAIL: $image exited with $status on the example submission ($what)" >&2
+        exit 1
+    fi
+    if [ ! -f "$out/metrics.json" ]; then
+        echo "FAIL: $image exited with 0 but wrote no /output/metrics.json ($what)" >&2
+        exit 1
+    fi
+    echo "-- metrics.json --"
+    cat "$out/metrics.json"
+    echo
+    if cmp -s "$expected" "$out/metrics.json"; then
+        echo "OK: metrics.json equals $expected byte for byte ($what)"
+    else
+        echo "FAIL: metrics.json differs from $expected ($what; diff expected -> actual):" >&2
+        diff -u --label "$expected" --label metrics.json "$expected" "$out/metrics.json" >&2 || true
+        # diff says nothing when only the final newline or invisible bytes differ
+        cmp "$expected" "$out/metrics.json" >&2 || true
+        exit 1
+    fi
+}
+
+# ---- 1. the example, ground truth baked into the image ---------------------------------------------
+if [ "$baked" = 1 ]; then
+    run_example example "ground truth baked into the image"
 fi
-if [ ! -f "$out/metrics.json" ]; then
-    echo "FAIL: $image exited with 0 but wrote no /output/metrics.json" >&2
-    exit 1
-fi
-echo "-- metrics.json --"
-cat "$out/metrics.json"
-echo
-if cmp -s "$expected" "$out/metrics.json"; then
-    echo "OK: metrics.json equals $expected byte for byte"
-else
-    echo "FAIL: metrics.json differs from $expected (diff expected -> actual):" >&2
-    diff -u --label "$expected" --label metrics.json "$expected" "$out/metrics.json" >&2 || true
-    # diff says nothing when only the final newline or invisible bytes differ
-    cmp "$expected" "$out/metrics.json" >&2 || true
-    exit 1
-fi
+
+# ---- 2. the example, ground truth uploaded on the phase -------------------------------------------
+# The archive ./export.sh writes, unpacked as the platform does, mounted over the baked-in one.
+make_ground_truth_archive "$uploaded_source" "$tmp/ground_truth.tar.gz"
+mkdir -p "$tmp/uploaded"
+tar -xzf "$tmp/ground_truth.tar.gz" -C "$tmp/uploaded"
+chmod -R a+rX "$tmp/uploaded"
+uploaded="$tmp/uploaded"
+run_example uploaded "ground truth uploaded as $(basename "$uploaded_source")/ in a .tar.gz, at /opt/ml/input/data/ground_truth"
+grep -q "^Ground truth: /opt/ml/input/data/ground_truth" "$tmp/stdout-uploaded" \
+    || { echo "FAIL: the run did not use the uploaded ground truth at /opt/ml/input/data/ground_truth" >&2; exit 1; }
+[ "$baked" = 1 ] || echo "(invalid submissions below also run with the uploaded ground truth)"
+[ "$baked" = 0 ] || uploaded=""
 
 # ---- 2. invalid submissions (optional) -------------------------------------------------------------
 failures=0
 checked=0
-for case_dir in "test/$challenge"/invalid/*/; do
+for case_dir in "$example"/invalid/*/; do
     [ -d "$case_dir" ] || continue           # no invalid/ folder: the glob stays unexpanded
     case_dir="${case_dir%/}"
     name="$(basename "$case_dir")"
@@ -131,4 +178,4 @@ if [ "$failures" -ne 0 ]; then
     echo "test.sh $challenge: FAILED ($failures of $checked invalid submission(s) misbehaved)" >&2
     exit 1
 fi
-echo "test.sh $challenge: OK (example matches expected_metrics.json; $checked invalid submission(s) rejected as expected)"
+echo "test.sh $challenge: OK (example matches $expected with the ground truth $([ "$baked" = 1 ] && echo "baked in and uploaded" || echo "uploaded"); $checked invalid submission(s) rejected as expected)"

@@ -14,3 +14,14 @@ docker_script_start() {
         || die "invalid challenge name '$challenge' (use lower-case letters, digits, . _ -)"
     image="$challenge-evaluation"
 }
+
+# make_ground_truth_archive <folder> <file.tar.gz>: the folder's contents (not the folder itself) as
+# the .tar.gz to upload on a phase as its ground truth; the platform unpacks it into
+# /opt/ml/input/data/ground_truth. Same bytes for the same files (sorted, no owners or times).
+make_ground_truth_archive() {
+    local folder="$1" file="$2"
+    [ -d "$folder" ] || die "no ground-truth folder $folder"
+    tar --create --directory "$folder" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
+        --mode='u+rw,go+r,a+X' --format=gnu . | gzip -n -6 >"$file.partial"
+    mv "$file.partial" "$file"
+}
