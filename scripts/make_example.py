@@ -1,14 +1,24 @@
 """Regenerate a challenge's bundled example: ground-truth/<challenge>/, test/<challenge>/input/,
 test/<challenge>/expected_metrics.json and the invalid submissions under test/<challenge>/invalid/.
 
-    python scripts/make_example.py rare26
+    python scripts/make_example.py rare26 [--force]
+
+The ground truth and the valid submission are the synthetic ones (`synthesize`, seed 0); the
+test/<challenge>/ part is written by the organizer command's driver (evaluation/examples/
+organizer.py) with the challenge's bundled `invalid_examples`. Nothing is deleted that this
+script did not write: an existing ground-truth/<challenge>/ or test/<challenge>/ is refused
+unless --force, which replaces ground-truth/<challenge>/ and test/<challenge>/'s input/,
+invalid/ and expected_metrics.json (any other file in test/<challenge>/ stays).
 
 expected_metrics.json is what this version writes; tests/test_examples.py checks it against an
-independent computation, and ./test.sh checks the image reproduces it byte for byte.
+independent computation, and ./test.sh checks the image reproduces it byte for byte. To make an
+example for your own ground truth instead: python -m evaluation.examples CHALLENGE
+--ground-truth DIR --output DIR.
 """
 
+import argparse
+import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -17,43 +27,37 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluation import examples  # noqa: E402
+from evaluation.examples.organizer import OUTPUTS, CommandError, write_example  # noqa: E402
 
 
-def main(challenge: str) -> None:
-    example = ROOT / "test" / challenge
-    ground_truth = ROOT / "ground-truth" / challenge
-    for folder in (example, ground_truth):
-        shutil.rmtree(folder, ignore_errors=True)
+def main(challenge: str, force: bool = False, root: Path = ROOT) -> None:
+    example = root / "test" / challenge
+    ground_truth = root / "ground-truth" / challenge
+    existing = [str(path.relative_to(root)) for path in (ground_truth, *(example / name for name in OUTPUTS))
+                if os.path.lexists(path)]
+    if existing and not force:
+        raise CommandError(f"{', '.join(existing)} already exist(s); rerun with --force to replace "
+                           f"ground-truth/{challenge}/ and test/{challenge}/'s {', '.join(OUTPUTS)}.")
     with tempfile.TemporaryDirectory() as scratch:
         examples.synthesize(challenge, Path(scratch), seed=0)
+        if os.path.lexists(ground_truth):  # --force
+            shutil.rmtree(ground_truth) if ground_truth.is_dir() and not ground_truth.is_symlink() else ground_truth.unlink()
         shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
-        shutil.copytree(Path(scratch) / "input", example / "input")
-    run = [sys.executable, "-m", "evaluation", challenge, "--input", str(example / "input"),
-           "--ground-truth", str(ground_truth)]
-    with tempfile.TemporaryDirectory() as out:
-        subprocess.run(run + ["--output", out], check=True, cwd=ROOT)
-        shutil.copy(Path(out) / "metrics.json", example / "expected_metrics.json")
-    for name, changes in examples.invalid_examples(challenge, example / "input").items():
-        case = example / "invalid" / name
-        shutil.copytree(example / "input", case / "input")
-        for relative, content in changes.items():
-            target = case / "input" / relative
-            if content is None:
-                target.unlink()
-                # git keeps no empty folder: remove them here too, so a clone fails the same way
-                for folder in target.parents:
-                    if folder == case / "input" or any(folder.iterdir()):
-                        break
-                    folder.rmdir()
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
-        with tempfile.TemporaryDirectory() as out:
-            result = subprocess.run(run[:5] + [str(case / "input")] + run[6:] + ["--output", out],
-                                    capture_output=True, text=True, cwd=ROOT)
-        assert result.returncode == 1, result.stderr
-        (case / "expected_error.txt").write_text(result.stderr.strip().splitlines()[-1] + "\n")
+        write_example(challenge, ground_truth, example,
+                      write_submission=lambda input_dir: shutil.copytree(Path(scratch) / "input", input_dir,
+                                                                         dirs_exist_ok=True),
+                      invalid_changes=lambda input_dir: examples.invalid_examples(challenge, input_dir),
+                      force=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description="Regenerate a challenge's bundled example (synthetic, seed 0).")
+    parser.add_argument("challenge", choices=sorted(examples.examples()))
+    parser.add_argument("--force", action="store_true", help="replace an existing ground-truth/<challenge>/ and "
+                                                             "test/<challenge>/ example")
+    args = parser.parse_args()
+    try:
+        main(args.challenge, args.force)
+    except CommandError as error:
+        print(error, file=sys.stderr)
+        sys.exit(error.exit_code)

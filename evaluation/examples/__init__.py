@@ -9,9 +9,18 @@ the examples of one challenge module and declares them in `EXAMPLES`:
   submission scored against it (out_dir/input), the same bytes for the same seed;
 - `invalid_examples(input_dir)`: bad submissions bundled with the example
   (test/<challenge>/invalid/<name>/), each made from a copy of the valid one in input_dir:
-  {name: {relative path: new bytes, or None to delete the file}}.
+  {name: {relative path: new bytes, or None to delete the file}};
+- `submission(ground_truth_dir, input_dir, seed)`: a valid submission for ANY ground truth of the
+  challenge (the organizer's own; its config.json and case-mapping.json apply);
+- `invalid_for_ground_truth(ground_truth_dir, input_dir)` (optional): as `invalid_examples`, for
+  a challenge whose bundled changes do not fail on every ground truth.
 
-`python -m evaluation.examples CHALLENGE --out DIR` writes DIR/ground-truth and DIR/input.
+Two commands:
+
+    python -m evaluation.examples CHALLENGE --out DIR [--seed N] [--cases N]
+        a synthetic ground truth and a submission for it: DIR/ground-truth, DIR/input;
+    python -m evaluation.examples CHALLENGE --ground-truth GT --output DIR [--seed N] [--force]
+        a test example for the ground truth GT, laid out as test/<challenge>/ (organizer.py).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -28,6 +38,10 @@ from typing import Callable
 class Example:
     synthesize: Callable[..., None]
     invalid_examples: Callable[[Path], dict[str, dict[str, bytes | None]]] = lambda input_dir: {}
+    # submission(ground_truth_dir, input_dir, seed): a valid submission for ANY ground truth of the
+    # challenge (the organizer's own), written to input_dir as the platform lays it out.
+    submission: Callable[[Path, Path, int], None] | None = None
+    invalid_for_ground_truth: Callable[[Path, Path], dict[str, dict[str, bytes | None]]] | None = None
 
 
 def examples() -> dict[str, Example]:
@@ -57,15 +71,53 @@ def invalid_examples(challenge: str, input_dir: Path) -> dict[str, dict[str, byt
     return example(challenge).invalid_examples(Path(input_dir))
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line on stderr, exit 1 (bad arguments)
+        self.exit(1, f"{self.prog}: {message} (see --help).\n")
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 0 or more")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
-    known = examples()
-    parser = argparse.ArgumentParser(prog="python -m evaluation.examples",
-                                     description="Write a synthetic ground truth and submission for a challenge.")
-    parser.add_argument("challenge", choices=sorted(known))
-    parser.add_argument("--out", type=Path, required=True, help="folder to write ground-truth/ and input/ into")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cases", type=int, default=None, help="number of cases (challenge default if omitted)")
+    parser = _Parser(prog="python -m evaluation.examples",
+                     description="Write a synthetic ground truth and a submission for it (--out), or a test "
+                                 "example for your own ground truth (--ground-truth, --output), laid out as "
+                                 "test/<challenge>/.")
+    parser.add_argument("challenge")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--out", type=Path, help="synthetic: folder to write ground-truth/ and input/ into")
+    mode.add_argument("--ground-truth", type=Path, help="your ground truth (as ground-truth/<challenge>/ holds it)")
+    parser.add_argument("--output", type=Path, help="with --ground-truth: folder to write input/, "
+                                                    "expected_metrics.json and invalid/ into")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of the generated data (default: 0)")
+    parser.add_argument("--cases", type=int, default=None, help="with --out: number of cases (challenge default "
+                                                                "if omitted)")
+    parser.add_argument("--force", action="store_true", help="with --ground-truth: replace an existing input/, "
+                                                             "expected_metrics.json and invalid/ in --output")
     args = parser.parse_args(argv)
-    synthesize(args.challenge, args.out, seed=args.seed, cases=args.cases)
-    print(f"wrote {args.out / 'ground-truth'} and {args.out / 'input'}")
+    if args.out is not None:
+        if args.output is not None or args.force:
+            parser.error("--output and --force go with --ground-truth, not --out")
+        known = examples()
+        if args.challenge not in known:
+            parser.error(f"no examples for challenge {args.challenge!r}; known: {', '.join(known)}")
+        synthesize(args.challenge, args.out, seed=args.seed, cases=args.cases)
+        print(f"wrote {args.out / 'ground-truth'} and {args.out / 'input'}")
+        return 0
+    if args.output is None:
+        parser.error("--ground-truth needs --output (the folder for input/, expected_metrics.json and invalid/)")
+    if args.cases is not None:
+        parser.error("--cases goes with --out: the cases are those of the ground truth")
+    from evaluation.examples.organizer import CommandError, make_organizer_example
+
+    try:
+        make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
+    except CommandError as error:
+        sys.stdout.flush()
+        print(str(error), file=sys.stderr, flush=True)
+        return error.exit_code
     return 0

@@ -22,21 +22,127 @@ def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
 
 
 def invalid_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-    first = "Test_001.csv"
-    rows = (input_dir / first).read_text().splitlines()
+    """The bundled ones: Test_002's detections file left out, a detection of Test_001 (a tumor
+    slide of 288 x 32 level-0 pixels) at X 99999, one with a typo, a NaN slide probability."""
+    return invalid_changes(input_dir, missing="Test_002.csv", outside="Test_001.csv", outside_x=99999,
+                           non_numeric="Test_001.csv")
+
+
+def invalid_changes(input_dir: Path, missing: str, outside: str, outside_x: int, non_numeric: str
+                    ) -> dict[str, dict[str, bytes | None]]:
+    """Detections file `missing` left out; a row at X `outside_x` (beyond the slide: `outside` must
+    be a tumor slide's file, normal slides have no known size) and a row '12o4' added after the
+    first line; the first slide's probability NaN."""
+    def with_row(name: str, row: str) -> bytes:
+        rows = (input_dir / name).read_text().splitlines()
+        return ("\n".join(rows[:1] + [row] + rows[1:]) + "\n").encode()
+
     slides = (input_dir / SLIDES_FILE).read_text().splitlines()
-    outside = rows[:1] + ["0.9,99999,100"] + rows[1:]
-    not_number = rows[:1] + ["0.5,12o4,400"] + rows[1:]
     nan = [slides[0], slides[1].split(",")[0] + ",nan"] + slides[2:]
     return {
-        "missing-detections-file": {"Test_002.csv": None},
-        "coordinate-outside-slide": {first: ("\n".join(outside) + "\n").encode()},
-        "non-numeric-coordinate": {first: ("\n".join(not_number) + "\n").encode()},
+        "missing-detections-file": {missing: None},
+        "coordinate-outside-slide": {outside: with_row(outside, f"0.9,{outside_x},100")},
+        "non-numeric-coordinate": {non_numeric: with_row(non_numeric, "0.5,12o4,400")},
         "probability-not-finite": {SLIDES_FILE: ("\n".join(nan) + "\n").encode()},
     }
 
 
-EXAMPLES = {"camelyon16": Example(synthesize=synthesize, invalid_examples=invalid_examples)}
+# ---- a submission for any ground truth (the organizer's own) ----------------------------------
+
+OUTSIDE_ANY_SLIDE = 10**9  # level-0 pixels: a slide is at most a few hundred thousand wide
+
+
+def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    """A valid predictions-file submission (as the bundled example) for any CAMELYON16 ground
+    truth: slides.csv (tumor slides' probabilities Beta(3, 2), normal Beta(2, 3)) and, per slide
+    of the lesion evaluation, <slide>.csv with 5 to 40 false positives (Beta(1.5, 4)) anywhere on
+    the slide plus, for about 70% of the lesions and ITC regions of its evaluation mask, 1 to 3
+    hits (Beta(3, 2)) on tumor pixels. Masks are read one at a time by the challenge's loader at
+    the evaluation level; the excluded slides are left out."""
+    from evaluation.challenges.camelyon16 import EVALUATION_LEVEL, Camelyon16
+    from evaluation.wsi_masks import read_mask
+
+    evaluation = Camelyon16(ground_truth_dir)  # its config.json applies
+    settings = evaluation.settings
+    rng = np.random.default_rng(seed)
+    slides = sorted(evaluation.ground_truth)
+    detections: dict[str, list[tuple[float, int, int]]] = {}
+    extents = []
+    for slide in slides:
+        truth = evaluation.ground_truth[slide]
+        if truth.mask is None:
+            continue
+        mask = read_mask(truth.mask, EVALUATION_LEVEL, settings.mask_level, what=f"Mask of slide {slide}",
+                         origin=evaluation.truth)
+        scale = 2 ** mask.level
+        height, width = mask.tumor.shape
+        extents.append((width * scale, height * scale))
+        detections[slide] = lesion_hits(mask.tumor, mask.level, settings.pixel_size_um, rng) + \
+            false_positives(rng, width * scale, height * scale)
+    width, height = max(extents)  # a normal slide's size is unknown: that of the largest mask
+    for slide in slides:
+        truth = evaluation.ground_truth[slide]
+        if truth.lesion_evaluated and truth.mask is None:  # a normal slide
+            detections[slide] = false_positives(rng, width, height)
+    rows = ["image,probability"]
+    for slide in slides:
+        tumor = evaluation.ground_truth[slide].is_tumor
+        rows.append(f"{slide},{round(float(rng.beta(3, 2) if tumor else rng.beta(2, 3)), 3)}")
+    (input_dir / SLIDES_FILE).write_text("\n".join(rows) + "\n")
+    for slide, points in detections.items():
+        order = rng.permutation(len(points))
+        lines = ["p,x,y"] + [f"{points[i][0]},{points[i][1]},{points[i][2]}" for i in order]
+        (input_dir / f"{slide}.csv").write_text("\n".join(lines) + "\n")
+
+
+def lesion_hits(tumor: np.ndarray, level: int, pixel_size_um: float, rng: np.random.Generator
+                ) -> list[tuple[float, int, int]]:
+    """(confidence, X, Y) in level-0 pixels: for each region of the evaluation mask, with
+    probability 0.7, 1 to 3 detections on its tumor pixels."""
+    from evaluation.metrics.evaluation_mask import evaluation_mask
+
+    lesions = evaluation_mask(tumor, pixel_size_um, level)
+    labels = lesions.labels
+    window = tumor[lesions.top:lesions.top + labels.shape[0], lesions.left:lesions.left + labels.shape[1]]
+    pixels = np.flatnonzero((window != 0) & (labels > 0))  # tumor pixels, grouped by region below
+    regions = labels.ravel()[pixels]
+    order = np.argsort(regions, kind="stable")
+    pixels, regions = pixels[order], regions[order]
+    starts = np.searchsorted(regions, np.arange(1, lesions.regions + 1))
+    ends = np.searchsorted(regions, np.arange(1, lesions.regions + 1), side="right")
+    scale = 2 ** level
+    points = []
+    for start, end in zip(starts, ends):
+        if end == start or rng.random() >= 0.7:
+            continue
+        for _ in range(int(rng.integers(1, 4))):
+            row, col = divmod(int(pixels[rng.integers(start, end)]), labels.shape[1])
+            x = (lesions.left + col) * scale + int(rng.integers(0, scale))
+            y = (lesions.top + row) * scale + int(rng.integers(0, scale))
+            points.append((round(float(rng.beta(3, 2)), 4), x, y))
+    return points
+
+
+def false_positives(rng: np.random.Generator, width: int, height: int) -> list[tuple[float, int, int]]:
+    return [(round(float(rng.beta(1.5, 4)), 4), int(rng.integers(0, width)), int(rng.integers(0, height)))
+            for _ in range(int(rng.integers(5, 41)))]
+
+
+def invalid_for_ground_truth(ground_truth_dir: Path, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+    """invalid_changes for any ground truth: the first detections file left out and given a typo,
+    the first tumor slide's file given a detection far outside any slide."""
+    from evaluation.challenges.camelyon16 import Camelyon16
+
+    evaluation = Camelyon16(ground_truth_dir)
+    files = sorted(path.name for path in input_dir.glob("*.csv") if path.name != SLIDES_FILE)
+    tumor = next(f"{slide}.csv" for slide in sorted(evaluation.ground_truth)
+                 if evaluation.ground_truth[slide].mask is not None)
+    return invalid_changes(input_dir, missing=files[0], outside=tumor, outside_x=OUTSIDE_ANY_SLIDE,
+                           non_numeric=files[0])
+
+
+EXAMPLES = {"camelyon16": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission,
+                                  invalid_for_ground_truth=invalid_for_ground_truth)}
 
 
 def _draw_lesions(rng: np.random.Generator, shape: tuple[int, int], value: int, count: int, itc: int, ring: bool):

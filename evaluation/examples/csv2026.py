@@ -11,8 +11,18 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.challenges.csv2026 import CLASS_KEYS, LABEL_SUFFIX, MASK_KEYS, PREDICTION_SUFFIX, RAW_LABELS, VIEWS
+from evaluation.challenges.csv2026 import (
+    CLASS_KEYS,
+    LABEL_SUFFIX,
+    MASK_KEYS,
+    PREDICTION_SUFFIX,
+    RAW_LABELS,
+    VIEWS,
+    Csv2026,
+    Csv2026Settings,
+)
 from evaluation.examples import Example, synthetic
+from evaluation.grand_challenge import strip_extension
 from evaluation.reading.files import Origin
 from evaluation.reading.images import read_image
 
@@ -23,12 +33,13 @@ def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
     write_dataset(out_dir, seed=seed, cases=8 if cases is None else cases, phase="algorithm")
 
 
-def invalid_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+def invalid_examples(input_dir: Path,
+                     settings: Csv2026Settings = Csv2026Settings()) -> dict[str, dict[str, bytes | None]]:
     """For the first case: a longitudinal mask one column short, a stray value in the
     transverse mask, the transverse image removed, the class as text, the class file removed;
-    and a job removed from predictions.json."""
+    and a job removed from predictions.json. The sockets are those of `settings`."""
     predictions = json.loads((input_dir / "predictions.json").read_text())
-    first = min(predictions, key=lambda job: _input_name(job, "longitudinal-carotid-ultrasound"))
+    first = min(predictions, key=lambda job: _input_name(job, settings.longitudinal_input_socket))
     pk = first["pk"]
     outputs = {o["socket"]["slug"]: o for o in first["outputs"]}
 
@@ -37,14 +48,14 @@ def invalid_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
         (path,) = [p for p in folder.iterdir() if p.is_file()]
         return path
 
-    long_path = image_path("longitudinal-carotid-segmentation")
-    trans_path = image_path("transverse-carotid-segmentation")
+    long_path = image_path(settings.longitudinal_output_socket)
+    trans_path = image_path(settings.transverse_output_socket)
     origin = Origin.submission(input_dir)
     long_array, _ = read_image(origin, long_path, "example")
     trans_array, _ = read_image(origin, trans_path, "example")
     stray = trans_array.copy()
     stray[stray.shape[0] // 2, stray.shape[1] // 2] = 7
-    risk = f"{pk}/output/{outputs['plaque-risk']['socket']['relative_path']}"
+    risk = f"{pk}/output/{outputs[settings.risk_output_socket]['socket']['relative_path']}"
     rest = [job for job in predictions if job["pk"] != pk]
     return {
         "wrong-shape": {long_path.relative_to(input_dir).as_posix(): _image_bytes(long_array[:, :-1], long_path.suffix)},
@@ -56,7 +67,60 @@ def invalid_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
     }
 
 
-EXAMPLES = {"csv2026": Example(synthesize=synthesize, invalid_examples=invalid_examples)}
+def invalid_for_ground_truth(ground_truth_dir: Path, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+    """invalid_examples of a `submission` for the organizer's ground truth, on its sockets."""
+    return invalid_examples(input_dir, Csv2026Settings.from_ground_truth(ground_truth_dir))
+
+
+def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    """A valid algorithm-phase submission for any CSV 2026 ground truth (the organizer's own),
+    as the bundled example lays it out: per case, each view's label map shifted by up to 3 pixels
+    along each axis (.mha, raw labels; DSC and NSD high, below 1), the risk class as a
+    probability, flipped in about one case in six (at least one), and exec_duration summing to
+    about baseline_time_seconds (S_time about 75). Without that setting the durations are 5 s a
+    case and the evaluation stops asking for it (exit 3), as it would on a real submission."""
+    evaluation = Csv2026(ground_truth_dir)  # its config.json and case-mapping.json apply
+    settings = evaluation.settings
+    rng = np.random.default_rng(seed)
+    case_ids = sorted(evaluation.ground_truth)
+    flipped = set(rng.choice(len(case_ids), max(1, round(len(case_ids) / 6)), replace=False).tolist())
+    per_case = (settings.baseline_time_seconds or 5.0 * len(case_ids)) / len(case_ids)
+    image_slugs = (settings.longitudinal_output_socket, settings.transverse_output_socket)
+    risk_slug = settings.risk_output_socket
+    jobs = []
+    for number, case_id in enumerate(case_ids):
+        truth = evaluation.ground_truth[case_id]
+        masks = evaluation.read_truth_masks(truth)  # one case at a time
+        pk = synthetic.job_pk(rng)
+        outputs = []
+        for view, slug in zip(VIEWS, image_slugs):
+            vessel, plaque = masks[view]
+            label = np.where(plaque, RAW_LABELS["plaque"], np.where(vessel, RAW_LABELS["vessel"], 0)).astype(np.uint8)
+            offsets = tuple(int(v) for v in rng.integers(-3, 4, 2))
+            if offsets == (0, 0):
+                offsets = (0, 1)
+            name = f"{uuid.UUID(bytes=rng.bytes(16), version=4)}.mha"
+            relative = f"images/{slug}"
+            _write_image(input_dir / pk / "output" / relative / name, synthetic.shifted(label, offsets))
+            outputs.append({"pk": 0, "file": None, "value": None, "image": {"pk": f"image-{slug}", "name": name},
+                            "socket": synthetic.socket(slug, "Segmentation", "Image", relative)})
+        high_risk = bool(truth.high_risk) != (number in flipped)
+        margin = float(rng.uniform(0.05, 0.45))
+        probability = round(0.5 + margin if high_risk else 0.5 - margin, 3)  # high risk when >= 0.5
+        synthetic.write_output(input_dir, pk, f"{risk_slug}.json", probability)
+        outputs.append(synthetic.file_output(risk_slug, f"{risk_slug}.json", kind="Anything"))
+        long_name = synthetic.input_image_name(evaluation, case_id, [f"{case_id}.mha"])
+        inputs = [synthetic.image_input(settings.longitudinal_input_socket, long_name,
+                                        "images/longitudinal-carotid-ultrasound"),
+                  synthetic.image_input("transverse-carotid-ultrasound", f"{strip_extension(long_name)}_transverse.mha",
+                                        "images/transverse-carotid-ultrasound")]
+        jobs.append(synthetic.job(pk, inputs, outputs, seconds=round(float(rng.uniform(0.6, 1.4)) * per_case, 6)))
+    order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
+    synthetic.write_predictions(input_dir, [jobs[i] for i in order])
+
+
+EXAMPLES = {"csv2026": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission,
+                               invalid_for_ground_truth=invalid_for_ground_truth)}
 
 
 def _input_name(job: dict, slug: str) -> str:

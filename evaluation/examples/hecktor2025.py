@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3, Task2Settings, Task3Settings
 from evaluation.examples import Example, synthetic
 
 CENTERS = ("CHUM", "CHUP", "CHUV", "HGJ", "HMR", "MDA", "USZ")
@@ -22,28 +23,45 @@ def synthetic_patients(rng: np.random.Generator, n: int) -> list[str]:
     return sorted(ids)
 
 
-def image_inputs(patient: str) -> list[dict[str, Any]]:
+def image_inputs(patient: str, ct_socket: str = "ct-image", ct_name: str | None = None) -> list[dict[str, Any]]:
     """The CT (which names the case) and the PET, as HECKTOR's interface lists them."""
-    return [synthetic.image_input("ct-image", f"{patient}__CT.nii.gz", "images/ct", pk=1),
+    return [synthetic.image_input(ct_socket, ct_name or f"{patient}__CT.nii.gz", "images/ct", pk=1),
             synthetic.image_input("pet-image", f"{patient}__PT.nii.gz", "images/pet", pk=2)]
 
 
-def write_value_jobs(input_dir: Path, rng, patients, slug: str, relative_path: str, kind: str, values) -> None:
+def organizer_inputs(evaluation, patient: str) -> list[dict[str, Any]]:
+    """image_inputs for a patient of an organizer's ground truth: the CT named as its
+    case-mapping.json says, else `<PatientID><modality suffix>.nii.gz` with the first of the
+    phase's modality_suffixes that gives the patient back."""
+    names = [f"{patient}{suffix}.nii.gz" for suffix in evaluation.settings.modality_suffixes] + [f"{patient}.nii.gz"]
+    ct_name = synthetic.input_image_name(evaluation, patient, names)
+    return image_inputs(patient, evaluation.settings.input_socket, ct_name)
+
+
+def write_value_jobs(input_dir: Path, rng, patients, slug: str, relative_path: str, kind: str, values,
+                     inputs=image_inputs) -> None:
+    """One job per patient with one JSON output; `inputs(patient)` lists the job's inputs."""
     jobs = []
     for patient, value in zip(patients, values):
         pk = synthetic.job_pk(rng)
-        jobs.append(synthetic.job(pk, image_inputs(patient), [synthetic.file_output(slug, relative_path, kind=kind)],
+        jobs.append(synthetic.job(pk, inputs(patient), [synthetic.file_output(slug, relative_path, kind=kind)],
                                   seconds=float(rng.uniform(20, 120))))
         synthetic.write_output(input_dir, pk, relative_path, value)
     order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
     synthetic.write_predictions(input_dir, [jobs[i] for i in order])
 
 
-def first_patient_output(input_dir: Path, relative_path: str) -> str:
-    """The output path (relative to input_dir) of the job of the first patient by name."""
+def first_patient_output(input_dir: Path, slug: str) -> str:
+    """The path (relative to input_dir) of output `slug` of the job of the first patient by name."""
     jobs = json.loads((input_dir / "predictions.json").read_text())
     first = min(jobs, key=lambda job: job["inputs"][0]["image"]["name"])
-    return f"{first['pk']}/output/{relative_path}"
+    (output,) = [o for o in first["outputs"] if o["socket"]["slug"] == slug]
+    return f"{first['pk']}/output/{output['socket']['relative_path']}"
+
+
+def output_socket(ground_truth_dir: Path, settings_class) -> str:
+    """The output socket the phase's config.json names."""
+    return settings_class.from_ground_truth(ground_truth_dir).output_socket
 
 
 def write_text(path: Path, text: str) -> None:
@@ -67,9 +85,31 @@ def synthesize_task2(out_dir: Path, seed: int = 0, cases: int | None = None) -> 
     write_value_jobs(out_dir / "input", rng, patients, "rfs", "rfs.json", "Float", [float(r) for r in risk])
 
 
-def invalid_examples_task2(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+def submission_task2(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    """A valid submission for any task 2 ground truth (the organizer's own): one risk score per
+    patient, minus the rank of its RFS (scaled to 0-1) plus Gaussian noise (sd 0.2), so the
+    C-index is well above 0.5 but below 1; a patient without a label gets noise alone."""
+    evaluation = HecktorTask2(ground_truth_dir)  # its config.json and case-mapping.json apply
+    rng = np.random.default_rng(seed)
+    patients = sorted(evaluation.ground_truth)
+    labelled = [p for p in patients if evaluation.ground_truth[p] is not None]
+    times = np.array([evaluation.ground_truth[p][0] for p in labelled])
+    rank = dict(zip(labelled, np.argsort(np.argsort(times, kind="stable")) / max(1, len(labelled) - 1)))
+    noise = rng.normal(0, 0.2, len(patients))
+    risks = [round(float(-rank.get(p, 0.5) + e), 4) for p, e in zip(patients, noise)]
+    write_organizer_jobs(evaluation, input_dir, rng, patients, "Float", risks)
+
+
+def write_organizer_jobs(evaluation, input_dir: Path, rng, patients, kind: str, values) -> None:
+    """One job per patient of the organizer's ground truth, its value on the phase's output socket."""
+    slug = evaluation.settings.output_socket
+    write_value_jobs(input_dir, rng, patients, slug, f"{slug}.json", kind, values,
+                     inputs=lambda patient: organizer_inputs(evaluation, patient))
+
+
+def invalid_examples_task2(input_dir: Path, slug: str = "rfs") -> dict[str, dict[str, bytes | None]]:
     """The first patient's risk as text, and as NaN."""
-    path = first_patient_output(input_dir, "rfs.json")
+    path = first_patient_output(input_dir, slug)
     return {"text-risk": {path: b'"high"\n'}, "nan-risk": {path: b"NaN\n"}}
 
 
@@ -89,13 +129,34 @@ def synthesize_task3(out_dir: Path, seed: int = 0, cases: int | None = None) -> 
                      [bool(v) for v in prediction])
 
 
-def invalid_examples_task3(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+def submission_task3(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    """A valid submission for any task 3 ground truth (the organizer's own): the true HPV status,
+    flipped for about 15% of the labelled patients (at least one); a patient without a label gets
+    a coin toss."""
+    evaluation = HecktorTask3(ground_truth_dir)  # its config.json and case-mapping.json apply
+    rng = np.random.default_rng(seed)
+    patients = sorted(evaluation.ground_truth)
+    labelled = [p for p in patients if evaluation.ground_truth[p] is not None]
+    flipped = set(rng.choice(labelled, max(1, round(0.15 * len(labelled))), replace=False).tolist())
+    coins = rng.random(len(patients)) < 0.5
+    status = [bool(coin) if evaluation.ground_truth[p] is None else bool(evaluation.ground_truth[p]) != (p in flipped)
+              for p, coin in zip(patients, coins)]
+    write_organizer_jobs(evaluation, input_dir, rng, patients, "Bool", status)
+
+
+def invalid_examples_task3(input_dir: Path, slug: str = "hpv-status") -> dict[str, dict[str, bytes | None]]:
     """The first patient's status as 0.5, and as "yes"."""
-    path = first_patient_output(input_dir, "hpv-status.json")
+    path = first_patient_output(input_dir, slug)
     return {"half-status": {path: b"0.5\n"}, "text-status": {path: b'"yes"\n'}}
 
 
 EXAMPLES = {
-    "hecktor2025-task2": Example(synthesize=synthesize_task2, invalid_examples=invalid_examples_task2),
-    "hecktor2025-task3": Example(synthesize=synthesize_task3, invalid_examples=invalid_examples_task3),
+    "hecktor2025-task2": Example(
+        synthesize=synthesize_task2, invalid_examples=invalid_examples_task2, submission=submission_task2,
+        invalid_for_ground_truth=lambda ground_truth_dir, input_dir: invalid_examples_task2(
+            input_dir, output_socket(ground_truth_dir, Task2Settings))),
+    "hecktor2025-task3": Example(
+        synthesize=synthesize_task3, invalid_examples=invalid_examples_task3, submission=submission_task3,
+        invalid_for_ground_truth=lambda ground_truth_dir, input_dir: invalid_examples_task3(
+            input_dir, output_socket(ground_truth_dir, Task3Settings))),
 }

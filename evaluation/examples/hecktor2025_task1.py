@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025_task1 import GTVN, GTVP
+from evaluation.challenges.hecktor2025_task1 import GTVN, GTVP, HecktorTask1, Task1Settings
 from evaluation.examples import Example, synthetic
-from evaluation.examples.hecktor2025 import image_inputs, synthetic_patients
+from evaluation.examples.hecktor2025 import image_inputs, organizer_inputs, synthetic_patients
 from evaluation.reading.images import Geometry
 
 OUTPUT_SLUG = "tumor-lymph-node-segmentation"
@@ -45,19 +45,56 @@ def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
     synthetic.write_predictions(input_dir, [jobs[i] for i in order])
 
 
-def invalid_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-    """The first patient's mask with another spacing, and with a voxel labelled 3."""
+def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    """A valid submission for any task 1 ground truth (the organizer's own): per patient, its
+    label map shifted by one voxel in the axial plane (GTVp Dice high but below 1, most GTVn
+    lesions still matched), written as .mha on the ground truth's own grid (size, spacing,
+    origin, direction copied from it). One patient's mask in memory at a time."""
+    import SimpleITK as sitk
+
+    evaluation = HecktorTask1(ground_truth_dir)  # its config.json and case-mapping.json apply
+    slug = evaluation.settings.output_socket
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for number, patient in enumerate(sorted(evaluation.ground_truth)):
+        truth = sitk.ReadImage(str(evaluation.ground_truth[patient]))  # the organizer's file: trusted
+        offsets = (0, 0, 0)
+        while offsets == (0, 0, 0):  # array axes (z, y, x): y and x only
+            offsets = (0, *(int(v) for v in rng.integers(-1, 2, 2)))
+        labels = synthetic.shifted(sitk.GetArrayFromImage(truth).astype(np.uint8), offsets)
+        prediction = sitk.GetImageFromArray(labels)
+        prediction.CopyInformation(truth)
+        pk = synthetic.job_pk(rng)
+        image_name = f"{synthetic.job_pk(rng)}.mha"
+        relative = f"images/{slug}"
+        path = input_dir / pk / "output" / relative / image_name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sitk.WriteImage(prediction, str(path), useCompression=True)
+        output = {"pk": number, "file": None, "value": None, "image": {"pk": f"image-{number}", "name": image_name},
+                  "socket": synthetic.socket(slug, "Segmentation", "Image", relative)}
+        jobs.append(synthetic.job(pk, organizer_inputs(evaluation, patient), [output],
+                                  seconds=float(rng.uniform(60, 300))))
+    order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
+    synthetic.write_predictions(input_dir, [jobs[i] for i in order])
+
+
+def invalid_examples(input_dir: Path, slug: str = OUTPUT_SLUG,
+                     geometry_tolerance: float = 1e-4) -> dict[str, dict[str, bytes | None]]:
+    """The first patient's mask (output `slug`) with another spacing (along z, half as large
+    again, or more if the tolerance would accept that), and with a voxel labelled 3."""
     import SimpleITK as sitk
 
     jobs = json.loads((input_dir / "predictions.json").read_text())
     first = min(jobs, key=lambda job: job["inputs"][0]["image"]["name"])
-    folder = input_dir / first["pk"] / "output" / "images" / OUTPUT_SLUG
+    (output,) = [o for o in first["outputs"] if o["socket"]["slug"] == slug]
+    folder = input_dir / first["pk"] / "output" / output["socket"]["relative_path"]
     (path,) = folder.glob("*.mha")
     relative = path.relative_to(input_dir).as_posix()
     image = sitk.ReadImage(str(path))
     array = sitk.GetArrayFromImage(image)
     spacing = list(image.GetSpacing())
-    spacing[2] *= 1.5
+    # outside |Δ| <= tol + tol·|s| (the geometry check) by a factor of two at least
+    spacing[2] *= 1 + max(0.5, 2 * geometry_tolerance * (1 + 1 / spacing[2]))
     resampled = sitk.GetImageFromArray(array)
     resampled.CopyInformation(image)
     resampled.SetSpacing(spacing)
@@ -119,4 +156,11 @@ def image_bytes(sitk, image) -> bytes:
         return path.read_bytes()
 
 
-EXAMPLES = {"hecktor2025-task1": Example(synthesize=synthesize, invalid_examples=invalid_examples)}
+def invalid_for_ground_truth(ground_truth_dir: Path, input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+    """invalid_examples of a `submission` for the organizer's ground truth, on its output socket."""
+    settings = Task1Settings.from_ground_truth(ground_truth_dir)
+    return invalid_examples(input_dir, settings.output_socket, settings.geometry_tolerance)
+
+
+EXAMPLES = {"hecktor2025-task1": Example(synthesize=synthesize, invalid_examples=invalid_examples,
+                                         submission=submission, invalid_for_ground_truth=invalid_for_ground_truth)}

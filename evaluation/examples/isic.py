@@ -106,7 +106,70 @@ def synthesize_2019(out_dir: Path, seed: int = 0, cases: int | None = None) -> N
                     phase="algorithm")
 
 
+# ---- a submission for any ground truth (the organizer's own) ----------------------------------
+
+
+def perturbed_confidences(truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Confidences that mostly, not always, favour each image's true categories: the logits of
+    synthetic_data (noise plus 2 x truth x a per-image strength), softmax, 2 decimals."""
+    images, k = truth.shape
+    logits = rng.normal(0.0, 1.0, size=(images, k)) + 2.0 * truth * rng.uniform(0.3, 1.5, size=(images, 1))
+    confidences = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return np.round(confidences, 2)
+
+
+def input_image_names(evaluation, ids, extension: str) -> dict[str, str]:
+    """{image id: the input image name the evaluation reads as it}: a name case-mapping.json maps
+    to it (the first in sorted order), else the id with `extension`. Built once for all images
+    (synthetic.input_image_name looks through the mapping per image: too slow for 25,000)."""
+    from evaluation.grand_challenge import mapped_case_id
+
+    mapped: dict[str, str] = {}
+    for name, case_id in sorted(evaluation.case_mapping.items()):
+        mapped.setdefault(case_id, name)
+    names = {}
+    for image in ids:
+        name = mapped.get(image, f"{image}{extension}")
+        found = mapped_case_id(name, evaluation.case_mapping)
+        if (found if found is not None else evaluation.case_id_from_image_name(name)) != image:
+            raise ValueError(f"no input image name gives the image id {image!r} (tried {name}; case-mapping.json "
+                             f"maps none to it)")
+        names[image] = name
+    return names
+
+
+def submission(evaluation_class, ground_truth_dir: Path, input_dir: Path, seed: int, phase: str) -> None:
+    """A valid submission for any ISIC ground truth, in the phase the bundled example uses
+    (`phase` "file": predictions.csv; "algorithm": a job per image, named as case-mapping.json
+    says, else `<image>.jpg`, on the phase's sockets), with the ground truth's categories and
+    perturbed_confidences, rows (jobs) in shuffled order."""
+    evaluation = evaluation_class(ground_truth_dir)  # its config.json and case-mapping.json apply
+    table = evaluation.table
+    rng = np.random.default_rng(seed)
+    data = {"ids": list(table.ids), "predictions": perturbed_confidences(table.values, rng)}
+    order = rng.permutation(len(table.ids))
+    if phase == "file":
+        shuffled = {"ids": [data["ids"][n] for n in order], "predictions": data["predictions"][order]}
+        (input_dir / PREDICTIONS_FILE).write_text(predictions_csv_text(table.categories, shuffled))
+        return
+    settings = evaluation.settings
+    input_socket = settings.input_socket or INPUT_SOCKET
+    output_file = f"{settings.output_socket}.json"
+    names = input_image_names(evaluation, table.ids, ".jpg")
+    jobs = []
+    for n in order:
+        image, pk = table.ids[n], synthetic.job_pk(rng)
+        jobs.append(synthetic.job(pk, [synthetic.image_input(input_socket, names[image], f"images/{input_socket}")],
+                                  [synthetic.file_output(settings.output_socket, output_file)],
+                                  seconds=float(rng.uniform(2, 10))))
+        synthetic.write_output(input_dir, pk, output_file,
+                               {c: float(v) for c, v in zip(table.categories, data["predictions"][n])})
+    synthetic.write_predictions(input_dir, jobs)
+
+
 def invalid_file_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+    """The second category as whole numbers, the third image's row left out, the fifth image's
+    row repeated (the last one of a shorter file)."""
     lines = (input_dir / PREDICTIONS_FILE).read_text().splitlines(keepends=True)
     # The second category written as 0/1 integers: the reference refuses such a column.
     as_integers = [lines[0]] + [",".join(f"{round(float(v))}" if n == 2 else v
@@ -114,16 +177,19 @@ def invalid_file_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]
                                 for line in lines[1:]]
     return {
         "integer-column": {PREDICTIONS_FILE: "".join(as_integers).encode()},
-        "missing-image": {PREDICTIONS_FILE: "".join(lines[:3] + lines[4:]).encode()},
-        "duplicate-row": {PREDICTIONS_FILE: "".join(lines + [lines[5]]).encode()},
+        "missing-image": {PREDICTIONS_FILE: "".join(lines[:3] + lines[4:] if len(lines) > 3 else lines[:-1]).encode()},
+        "duplicate-row": {PREDICTIONS_FILE: "".join(lines + [lines[min(5, len(lines) - 1)]]).encode()},
     }
 
 
-def invalid_algorithm_examples(input_dir: Path, categories: tuple[str, ...]) -> dict[str, dict[str, bytes | None]]:
+def invalid_algorithm_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
+    """The first image's confidences without the last category, and with the first one 1.5
+    (categories as the output lists them: the ground truth's, in its order)."""
     predictions = json.loads((input_dir / "predictions.json").read_text())
     first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
     path = f"{first['pk']}/output/{first['outputs'][0]['socket']['relative_path']}"
     content = json.loads((input_dir / path).read_text())
+    categories = list(content)
     missing = dict(content)
     missing.pop(categories[-1])
     out_of_range = dict(content)
@@ -132,9 +198,17 @@ def invalid_algorithm_examples(input_dir: Path, categories: tuple[str, ...]) -> 
             "out-of-range": {path: (json.dumps(out_of_range) + "\n").encode()}}
 
 
+def submission_2018(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    submission(Isic2018, ground_truth_dir, input_dir, seed, phase="file")
+
+
+def submission_2019(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    submission(Isic2019, ground_truth_dir, input_dir, seed, phase="algorithm")
+
+
 EXAMPLES = {
-    Isic2018.name: Example(synthesize=synthesize_2018, invalid_examples=invalid_file_examples),
-    Isic2019.name: Example(synthesize=synthesize_2019,
-                           invalid_examples=lambda input_dir: invalid_algorithm_examples(input_dir,
-                                                                                          Isic2019.categories)),
+    Isic2018.name: Example(synthesize=synthesize_2018, invalid_examples=invalid_file_examples,
+                           submission=submission_2018),
+    Isic2019.name: Example(synthesize=synthesize_2019, invalid_examples=invalid_algorithm_examples,
+                           submission=submission_2019),
 }

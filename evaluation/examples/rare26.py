@@ -57,16 +57,42 @@ def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
     synthetic.write_predictions(input_dir, [jobs[i] for i in order])
 
 
+def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
+    """A valid submission for any RARE26 ground truth (the organizer's own): one job per stack,
+    its likelihoods drawn as synthesize draws them (neoplasia frames Beta(4, 2), NDBE frames
+    Beta(1.5, 5), 3 decimals), so the scores are real numbers, neither 0 nor 1. The input image
+    is named as case-mapping.json maps it, else `<stack>.tiff`; the sockets are the phase's."""
+    from evaluation.challenges.rare26 import Rare26
+
+    evaluation = Rare26(ground_truth_dir)  # its config.json and case-mapping.json apply
+    settings = evaluation.settings
+    rng = np.random.default_rng(seed)
+    output_file = f"{settings.output_socket}.json"
+    jobs = []
+    for stack in sorted(evaluation.ground_truth):
+        labels = evaluation.ground_truth[stack].labels
+        scores = np.where(labels == 1, rng.beta(4.0, 2.0, len(labels)), rng.beta(1.5, 5.0, len(labels))).round(3)
+        pk = synthetic.job_pk(rng)
+        name = synthetic.input_image_name(evaluation, stack, [f"{stack}.tiff"])
+        jobs.append(synthetic.job(pk, [synthetic.image_input(settings.input_socket, name, f"images/{settings.input_socket}")],
+                                  [synthetic.file_output(settings.output_socket, output_file)],
+                                  seconds=float(rng.uniform(20, 120))))
+        synthetic.write_output(input_dir, pk, output_file, scores.tolist())
+    order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
+    synthetic.write_predictions(input_dir, [jobs[i] for i in order])
+
+
 def invalid_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
-    """The first stack's likelihoods one short, and with a string among them."""
+    """The first stack's likelihoods one short, and with a string among them (the sixth, or the
+    last of a shorter stack)."""
     predictions = json.loads((input_dir / "predictions.json").read_text())
     first = sorted(predictions, key=lambda job: job["inputs"][0]["image"]["name"])[0]
-    path = f"{first['pk']}/output/{OUTPUT_FILE}"
+    path = f"{first['pk']}/output/{first['outputs'][0]['socket']['relative_path']}"
     scores = json.loads((input_dir / path).read_text())
     with_string = list(scores)
-    with_string[5] = "0.5"
+    with_string[min(5, len(scores) - 1)] = "0.5"
     return {"wrong-length": {path: (json.dumps(scores[:-1]) + "\n").encode()},
             "string-likelihood": {path: (json.dumps(with_string) + "\n").encode()}}
 
 
-EXAMPLES = {"rare26": Example(synthesize=synthesize, invalid_examples=invalid_examples)}
+EXAMPLES = {"rare26": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission)}

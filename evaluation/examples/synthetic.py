@@ -68,3 +68,31 @@ def write_output(input_dir: Path, pk: str, relative_path: str, content: Any) -> 
 
 def write_predictions(input_dir: Path, jobs: list[dict]) -> None:
     write_json(input_dir / "predictions.json", jobs, indent=2)
+
+
+# ---- submissions for an organizer's own ground truth ----------------------------------------
+
+
+def input_image_name(evaluation, case_id: str, candidates: list[str]) -> str:
+    """The name of an input image that `evaluation` (a challenge's Evaluation on the organizer's
+    ground truth) reads as `case_id`: a case-mapping.json name mapped to it, else the first of
+    `candidates` (the case id with the usual extension) that the naming rule turns into it."""
+    from evaluation.grand_challenge import mapped_case_id
+
+    mapped = sorted(name for name, target in evaluation.case_mapping.items() if target == case_id)
+    for name in (*mapped, *candidates):
+        found = mapped_case_id(name, evaluation.case_mapping)
+        if (found if found is not None else evaluation.case_id_from_image_name(name)) == case_id:
+            return name
+    raise ValueError(f"no input image name gives case id {case_id!r} (tried {', '.join(candidates)}; "
+                     f"case-mapping.json maps none to it)")
+
+
+def shifted(array: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
+    """`array` moved by `offsets` voxels along each axis, zero where nothing moved in (a mask
+    shifted a little: a prediction close to the truth but not equal)."""
+    moved = np.zeros_like(array)
+    source = tuple(slice(max(0, -o), max(0, n - max(0, o))) for n, o in zip(array.shape, offsets))
+    target = tuple(slice(min(n, max(0, o)), max(0, n + min(0, o))) for n, o in zip(array.shape, offsets))
+    moved[target] = array[source]
+    return moved

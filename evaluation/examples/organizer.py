@@ -1,0 +1,304 @@
+"""A test example for the organizer's own ground truth, laid out as test/<challenge>/ is:
+
+    python -m evaluation.examples CHALLENGE --ground-truth GT --output DIR [--seed N] [--force]
+
+    DIR/input/                            a valid submission, as the platform lays it out
+    DIR/expected_metrics.json             the metrics.json the evaluation wrote for it
+    DIR/invalid/<name>/input/             invalid submissions (exit 1 expected) ...
+    DIR/invalid/<name>/expected_error.txt ... and the last stderr line each ends with
+
+`./test.sh CHALLENGE` runs the image on these once DIR is test/CHALLENGE and GT is
+ground-truth/CHALLENGE. Every run is the image's command line (`python -m evaluation CHALLENGE
+--input ... --ground-truth ... --output ...`) in a process of its own.
+
+Safe by construction: the ground truth is only read; output inside it is refused; the three
+things above are built in a scratch folder inside DIR and replace the old ones only once all is
+done, and only with --force (any other file in DIR is left alone). Exit codes: 0 done; 1 bad
+arguments or refused; 3 the ground truth is unusable (the evaluation's own one-line reason); 4
+the generated examples are wrong (a bug of evaluation/examples).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EXIT_SUBMISSION, EvaluationError
+
+INPUT, INVALID, EXPECTED_METRICS = "input", "invalid", "expected_metrics.json"
+OUTPUTS = (INPUT, INVALID, EXPECTED_METRICS)  # the only things the command writes (or removes) in DIR
+EXPECTED_ERROR = "expected_error.txt"
+MISSING_CASE = "missing-case"  # the invalid submission every algorithm-job phase gets
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding the evaluation package
+
+Changes = dict[str, dict[str, bytes | None]]  # {name: {relative path: new bytes, or None to delete}}
+
+
+class CommandError(Exception):
+    """One line for stderr and the exit code; raised before anything in DIR is changed, except
+    for the scratch folder (removed)."""
+
+    exit_code = EXIT_SUBMISSION  # 1: bad arguments, or refused
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+
+
+class GroundTruthError(CommandError):
+    exit_code = EXIT_SETUP  # 3
+
+
+class ExamplesBug(CommandError):
+    exit_code = EXIT_INTERNAL  # 4: what evaluation/examples wrote is not what it should be
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    metrics: bytes | None  # metrics.json as written, if any
+
+    @property
+    def last_error_line(self) -> str:
+        lines = [line for line in self.stderr.splitlines() if line.strip()]
+        return lines[-1].strip() if lines else ""
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+
+def make_organizer_example(challenge: str, ground_truth: Path, output: Path, seed: int = 0, force: bool = False) -> None:
+    """The example for the organizer's ground truth: the challenge's `submission` (perturbed
+    from the ground truth, deterministic from `seed`), its invalid variants for any ground truth,
+    plus "missing-case" for algorithm-job phases."""
+    from evaluation.examples import examples
+    from evaluation.framework import available_challenges
+
+    challenges = available_challenges()
+    if challenge not in challenges:
+        raise CommandError(f"Unknown challenge {challenge!r}; known challenges: {', '.join(challenges)}.")
+    example = examples().get(challenge)
+    if example is None or example.submission is None:
+        raise CommandError(f"The challenge {challenge} has no submission writer (Example.submission in "
+                           f"evaluation/examples), so no example can be made for another ground truth.")
+    ground_truth_dir = checked_ground_truth(challenges[challenge], ground_truth)
+
+    def invalid(input_dir: Path) -> Changes:
+        if example.invalid_for_ground_truth is not None:
+            changes = example.invalid_for_ground_truth(ground_truth_dir, input_dir)
+        else:
+            changes = example.invalid_examples(input_dir)
+        generic = missing_case(input_dir)
+        if generic is not None and MISSING_CASE not in changes:
+            changes = {**changes, MISSING_CASE: generic}
+        return changes
+
+    write_example(challenge, ground_truth, output,
+                  write_submission=lambda input_dir: example.submission(ground_truth_dir, input_dir, seed),
+                  invalid_changes=invalid, force=force)
+
+
+def checked_ground_truth(challenge_class, ground_truth: Path) -> Path:
+    """The ground-truth folder the evaluation reads (GT, or GT/<challenge>/ as the image looks
+    into), validated by constructing the challenge's Evaluation on it: its config.json and
+    case-mapping.json apply; a bad one is GroundTruthError with the evaluation's reason."""
+    from evaluation.grand_challenge import resolve_ground_truth_dir
+
+    if not ground_truth.is_dir():
+        raise CommandError(f"The ground-truth folder {ground_truth} does not exist or is not a folder.")
+    say(f"Checking the ground truth in {ground_truth} ...")
+    try:
+        directory = resolve_ground_truth_dir(ground_truth, challenge_class.name)
+        challenge_class(directory)  # settings from its config.json, its case mapping, its cases
+    except EvaluationError as error:
+        raise GroundTruthError(f"The ground truth in {ground_truth} cannot be used: {error.message}") from None
+    return directory
+
+
+def write_example(challenge: str, ground_truth: Path, output: Path, write_submission: Callable[[Path], None],
+                  invalid_changes: Callable[[Path], Changes], force: bool = False) -> None:
+    """Write OUTPUTS into `output`: the submission `write_submission(input_dir)` writes, the
+    metrics.json of its run, and each of `invalid_changes(input_dir)` applied to a copy with the
+    last stderr line of its run (which must exit 1). Built in a scratch folder in `output`, moved
+    in at the end; existing OUTPUTS are refused unless `force`."""
+    ground_truth, output = Path(os.path.abspath(ground_truth)), Path(os.path.abspath(output))
+    check_places(ground_truth, output, force)
+    created = not os.path.lexists(output)
+    output.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".example-in-progress-", dir=output))
+    try:
+        build(challenge, ground_truth, scratch, write_submission, invalid_changes)
+        for name in OUTPUTS:  # only now: a failure above leaves the previous example as it was
+            remove(output / name)
+            os.replace(scratch / name, output / name)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if created and not any(output.iterdir()):  # failed: leave no trace
+            output.rmdir()
+    say(f"Done. The whole metrics.json is {output / EXPECTED_METRICS}; the valid submission {output / INPUT}; the "
+        f"invalid ones, each with its expected_error.txt, {output / INVALID}.")
+
+
+def check_places(ground_truth: Path, output: Path, force: bool) -> None:
+    """Output inside the ground truth, a ground truth inside what would be replaced, and (without
+    --force) existing outputs are refused, before anything is written."""
+    truth_real, output_real = Path(os.path.realpath(ground_truth)), Path(os.path.realpath(output))
+    if output_real == truth_real or truth_real in output_real.parents:
+        raise CommandError(f"The output folder {output} is inside the ground-truth folder {ground_truth}; choose a "
+                           f"folder outside it (the ground truth is never written to).")
+    for name in (INPUT, INVALID):
+        replaced = Path(os.path.realpath(output / name))
+        if truth_real == replaced or replaced in truth_real.parents:
+            raise CommandError(f"The ground-truth folder {ground_truth} is inside {output / name}, which this command "
+                               f"writes; move it elsewhere.")
+    if os.path.exists(output) and not output.is_dir():
+        raise CommandError(f"The output {output} is not a folder.")
+    existing = [name for name in OUTPUTS if os.path.lexists(output / name)]
+    if existing and not force:
+        raise CommandError(f"{output} already holds {', '.join(existing)}; rerun with --force to replace "
+                           f"{'it' if len(existing) == 1 else 'them'} (nothing else in {output} is touched).")
+
+
+def remove(path: Path) -> None:
+    """One of OUTPUTS (a link is removed, never followed)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
+
+
+def build(challenge: str, ground_truth: Path, scratch: Path, write_submission: Callable[[Path], None],
+          invalid_changes: Callable[[Path], Changes]) -> None:
+    from evaluation.framework import available_challenges
+
+    input_dir = scratch / INPUT
+    started = time.perf_counter()
+    say(f"Writing a valid submission to {input_dir.name}/ ...")
+    input_dir.mkdir()
+    generated(lambda: write_submission(input_dir), "Writing the valid submission")
+    files = sum(1 for path in input_dir.rglob("*") if path.is_file())
+    say(f"Wrote {files} file(s) in {time.perf_counter() - started:.1f} s; evaluating it "
+        f"(python -m evaluation {challenge}) ...")
+    run = run_evaluation(challenge, input_dir, ground_truth)
+    if run.code == EXIT_SETUP:
+        raise GroundTruthError(f"The evaluation of the generated submission stopped on the ground truth: "
+                               f"{run.last_error_line}")
+    if run.code != 0 or run.metrics is None:
+        raise ExamplesBug(f"The evaluation refused the generated submission (exit {run.code}), a bug of "
+                          f"evaluation/examples: {run.last_error_line}")
+    (scratch / EXPECTED_METRICS).write_bytes(run.metrics)
+    show_ranked_values(json.loads(run.metrics), available_challenges()[challenge].ranked_paths)
+
+    changes = generated(lambda: invalid_changes(input_dir), "Making the invalid submissions")
+    (scratch / INVALID).mkdir()
+    for name, edits in sorted(changes.items()):
+        case = scratch / INVALID / name
+        shutil.copytree(input_dir, case / INPUT, symlinks=True)
+        apply_changes(case / INPUT, edits)
+        run = run_evaluation(challenge, case / INPUT, ground_truth)
+        if run.code != EXIT_SUBMISSION or run.metrics is not None or not run.last_error_line:
+            raise ExamplesBug(f"The invalid submission {name!r} exited {run.code}, not 1 with a message and no "
+                              f"metrics.json, a bug of evaluation/examples: {run.last_error_line or 'no message'}")
+        (case / EXPECTED_ERROR).write_text(run.last_error_line + "\n", encoding="utf-8")
+        say(f"Invalid submission {name}: exit 1, {run.last_error_line}")
+
+
+def generated(make: Callable[[], Any], what: str) -> Any:
+    """What a writer of evaluation/examples makes. What it prints (its own loading of the ground
+    truth, logged once already; a library's warnings) is shown on stdout only if it fails, so
+    stderr keeps the one line. A ground-truth file it is the first to read (a CAMELYON16 mask)
+    and refuses is GroundTruthError; anything else is a bug, its traceback on stdout."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            return make()
+    except EvaluationError as error:
+        say(printed.getvalue().rstrip())
+        raise GroundTruthError(f"{what} stopped on the ground truth: {error.message}") from None
+    except Exception as error:
+        say(printed.getvalue().rstrip())
+        traceback.print_exc(file=sys.stdout)
+        raise ExamplesBug(f"{what} failed, a bug of evaluation/examples: {type(error).__name__}: {error}") from None
+
+
+def apply_changes(input_dir: Path, edits: dict[str, bytes | None]) -> None:
+    """Each relative path rewritten, or deleted (None) together with the folders that leaves
+    empty: git keeps no empty folder, so a clone must fail the same way as this copy."""
+    for relative, content in edits.items():
+        target = input_dir / relative
+        if content is None:
+            target.unlink()
+            for folder in target.parents:
+                if folder == input_dir or any(folder.iterdir()):
+                    break
+                folder.rmdir()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+
+
+def missing_case(input_dir: Path) -> dict[str, bytes | None] | None:
+    """An algorithm-job submission without its last job: the job left out of predictions.json and
+    its files deleted. None for a predictions-file submission (no predictions.json)."""
+    path = input_dir / "predictions.json"
+    if not path.is_file():
+        return None
+    jobs = json.loads(path.read_text(encoding="utf-8"))
+    if len(jobs) < 1:
+        return None
+    dropped = jobs[-1]["pk"]
+    edits: dict[str, bytes | None] = {"predictions.json": (json.dumps(jobs[:-1], indent=2) + "\n").encode()}
+    for file in sorted((input_dir / dropped).rglob("*")):
+        if file.is_file():
+            edits[file.relative_to(input_dir).as_posix()] = None
+    return edits
+
+
+def run_evaluation(challenge: str, input_dir: Path, ground_truth: Path) -> Run:
+    """The image's command line in a new process: python -m evaluation CHALLENGE --input ...
+    --ground-truth ... --output <a temporary folder>."""
+    env = {name: value for name, value in os.environ.items() if name != "EVALUATION_CHALLENGE"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory(prefix="example-run-") as out:
+        command = [sys.executable, "-m", "evaluation", challenge, "--input", str(input_dir), "--ground-truth",
+                   str(ground_truth), "--output", out]
+        done = subprocess.run(command, cwd=PACKAGE_PARENT, env=env, capture_output=True, text=True)
+        metrics = Path(out) / "metrics.json"
+        return Run(done.returncode, done.stdout, done.stderr, metrics.read_bytes() if metrics.is_file() else None)
+
+
+def ranked_value(document: dict, path: str) -> Any:
+    value: Any = document
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def show_ranked_values(document: dict, ranked_paths: tuple[str, ...]) -> None:
+    """The numbers an organizer enters on the leaderboard (metrics.json path = value)."""
+    say("Leaderboard values of the generated submission (metrics.json path = value):")
+    for path in ranked_paths:
+        value = ranked_value(document, path)
+        finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not finite:  # metrics_json refuses to write such a file: never expected here
+            raise ExamplesBug(f"The ranked path {path} is {value!r}, not a finite number.")
+        say(f"  {path} = {value}")

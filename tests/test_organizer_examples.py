@@ -1,0 +1,384 @@
+"""`python -m evaluation.examples CHALLENGE --ground-truth GT --output DIR`: the test example an
+organizer makes for their own ground truth (evaluation/examples/organizer.py), run as a real
+process on the bundled ground truth and on a differently seeded synthetic one, then checked by
+fresh runs of the evaluation; its refusals, --force, bad ground truths, config.json and
+case-mapping.json; and scripts/make_example.py, which must regenerate the bundled examples byte
+for byte without deleting what it did not write."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluation import examples
+from evaluation.examples import synthetic
+from evaluation.framework import available_challenges
+
+ROOT = Path(__file__).resolve().parents[1]
+WITH_SUBMISSION = sorted(name for name, example in examples.examples().items() if example.submission is not None)
+OUTPUTS = {"input", "invalid", "expected_metrics.json"}
+SLOW = {"camelyon16", "csv2026", "hecktor2025-task1"}  # images: over ~5 s a test on a loaded 2-CPU machine
+
+
+def params(names):
+    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in names]
+
+
+def command(*args, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("EVALUATION_CHALLENGE", "EVALUATION_WORKERS")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "evaluation.examples", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` by relative path, with its bytes (small folders only)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def lookup(document: dict, path: str):
+    for key in path.split("."):
+        document = document[key]
+    return document
+
+
+def assert_one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert not lines[0].startswith("Traceback")
+    return lines[0]
+
+
+def check_example(challenge: str, output: Path, stdout: str, evaluate, ground_truth: Path) -> dict:
+    """The layout of test/<challenge>/, checked against fresh runs of the evaluation."""
+    assert OUTPUTS <= {p.name for p in output.iterdir()}
+    assert not [p for p in output.iterdir() if p.name.startswith(".example-in-progress")]  # scratch removed
+    assert any((output / "input").iterdir())
+    empty = [p for p in output.rglob("*") if p.is_dir() and not any(p.iterdir())]
+    assert empty == []  # git keeps no empty folder
+
+    run = evaluate(challenge, output / "input", ground_truth)
+    assert run.code == 0, run.stderr
+    expected = (output / "expected_metrics.json").read_bytes()
+    assert (run.output / "metrics.json").read_bytes() == expected
+    metrics = json.loads(expected)
+    ranked = available_challenges()[challenge].ranked_paths
+    assert ranked
+    for path in ranked:
+        value = lookup(metrics, path)
+        assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value), path
+        assert f"  {path} = {value}\n" in stdout  # shown to the organizer
+    # A perturbed submission, not the ground truth itself: some ranked value strictly between 0 and 1.
+    assert any(0 < lookup(metrics, path) < 1 for path in ranked), metrics
+    assert str(output / "expected_metrics.json") in stdout
+
+    invalid = sorted((output / "invalid").iterdir())
+    assert invalid
+    if (output / "input" / "predictions.json").is_file():  # algorithm jobs: the generic one
+        assert "missing-case" in [case.name for case in invalid]
+    for case in invalid:
+        assert {p.name for p in case.iterdir()} == {"input", "expected_error.txt"}
+        expected_line = (case / "expected_error.txt").read_text()
+        assert expected_line.endswith("\n") and expected_line.count("\n") == 1
+        run = evaluate(challenge, case / "input", ground_truth)
+        assert (run.code, run.wrote_metrics) == (1, False), (case.name, run.stderr)
+        assert run.last_error_line == expected_line.strip()
+    return metrics
+
+
+# ---- every challenge, two ground truths -------------------------------------------------------
+
+
+def test_every_challenge_has_a_submission_writer():
+    """No challenge is left out silently: the command needs Example.submission for each."""
+    assert WITH_SUBMISSION == sorted(available_challenges())
+
+
+@pytest.mark.parametrize("challenge", params(WITH_SUBMISSION))
+def test_example_for_the_bundled_ground_truth(challenge, tmp_path, evaluate):
+    ground_truth = ROOT / "ground-truth" / challenge
+    before = tree(ground_truth)
+    output = tmp_path / "example"
+    done = command(challenge, "--ground-truth", ground_truth, "--output", output)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    check_example(challenge, output, done.stdout, evaluate, ground_truth)
+    assert tree(ground_truth) == before  # only read
+    # The bundled submission is the synthetic one; this one is made from the ground truth alone.
+    assert tree(output / "input") != tree(ROOT / "test" / challenge / "input")
+
+
+@pytest.mark.parametrize("challenge", params(WITH_SUBMISSION))
+def test_example_for_another_ground_truth(challenge, tmp_path, evaluate):
+    examples.synthesize(challenge, tmp_path / "synthetic", seed=7)
+    ground_truth = tmp_path / "synthetic" / "ground-truth"
+    before = tree(ground_truth)
+    output = tmp_path / "example"
+    done = command(challenge, "--ground-truth", ground_truth, "--output", output, "--seed", 5)
+    assert done.returncode == 0, done.stderr
+    check_example(challenge, output, done.stdout, evaluate, ground_truth)
+    assert tree(ground_truth) == before
+
+
+@pytest.mark.parametrize("challenge", params(WITH_SUBMISSION))
+def test_same_seed_same_submission_other_seed_other_submission(challenge, tmp_path):
+    """The submission writers alone (the command's run of the evaluation is deterministic by
+    the evaluation's own rule, checked above by the fresh runs)."""
+    ground_truth, write = ROOT / "ground-truth" / challenge, examples.example(challenge).submission
+    for name, seed in (("a", 3), ("b", 3), ("c", 4)):
+        (tmp_path / name).mkdir()
+        write(ground_truth, tmp_path / name, seed)
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+    assert tree(tmp_path / "a") != tree(tmp_path / "c")
+
+
+# ---- the phase's settings and case mapping are honoured ------------------------------------------
+
+
+def jobs_of(input_dir: Path) -> list[dict]:
+    return json.loads((input_dir / "predictions.json").read_text())
+
+
+def test_rare26_with_other_sockets_and_a_case_mapping(tmp_path, evaluate):
+    examples.synthesize("rare26", tmp_path / "synthetic", seed=7, cases=4)
+    ground_truth = tmp_path / "synthetic" / "ground-truth"
+    stacks = sorted(k.rsplit(".", 1)[0] for k in json.loads((ground_truth / "test_metadata.json").read_text()))
+    mapping = {"endoscopy-A.mha": stacks[0], "endoscopy-B": stacks[2]}  # with and without extension
+    synthetic.write_json(ground_truth / "case-mapping.json", mapping)
+    synthetic.write_json(ground_truth / "config.json", {"input_socket": "esophagus-stack",
+                                                        "output_socket": "frame-likelihoods", "repetitions": 50})
+    output = tmp_path / "example"
+    done = command("rare26", "--ground-truth", ground_truth, "--output", output)
+    assert done.returncode == 0, done.stderr
+    metrics = check_example("rare26", output, done.stdout, evaluate, ground_truth)
+    assert metrics["settings"]["repetitions"] == 50
+    jobs = jobs_of(output / "input")
+    assert {job["inputs"][0]["socket"]["slug"] for job in jobs} == {"esophagus-stack"}
+    assert {job["outputs"][0]["socket"]["slug"] for job in jobs} == {"frame-likelihoods"}
+    names = sorted(job["inputs"][0]["image"]["name"] for job in jobs)
+    assert names == sorted(["endoscopy-A.mha", "endoscopy-B", f"{stacks[1]}.tiff", f"{stacks[3]}.tiff"])
+    for job in jobs:
+        assert (output / "input" / job["pk"] / "output" / "frame-likelihoods.json").is_file()
+
+
+def test_isic2019_with_other_sockets_and_a_case_mapping(tmp_path, evaluate):
+    examples.synthesize("isic2019", tmp_path / "synthetic", seed=7, cases=30)
+    ground_truth = tmp_path / "synthetic" / "ground-truth"
+    ids = [line.split(",")[0] for line in (ground_truth / "truth.csv").read_text().splitlines()[1:]]
+    mapping = {f"photo-{n:03d}.png": image for n, image in enumerate(ids[:10])}
+    synthetic.write_json(ground_truth / "case-mapping.json", mapping)
+    synthetic.write_json(ground_truth / "config.json", {"input_socket": "skin-photo", "output_socket": "class-scores",
+                                                        "target_metric": "auc"})
+    output = tmp_path / "example"
+    done = command("isic2019", "--ground-truth", ground_truth, "--output", output, "--seed", 1)
+    assert done.returncode == 0, done.stderr
+    metrics = check_example("isic2019", output, done.stdout, evaluate, ground_truth)
+    assert metrics["overall"] == metrics["macro_average"]["auc"]  # target_metric applied
+    jobs = jobs_of(output / "input")
+    assert {job["inputs"][0]["socket"]["slug"] for job in jobs} == {"skin-photo"}
+    assert {job["outputs"][0]["socket"]["slug"] for job in jobs} == {"class-scores"}
+    names = {job["inputs"][0]["image"]["name"] for job in jobs}
+    assert names == set(mapping) | {f"{image}.jpg" for image in ids[10:]}
+
+
+@pytest.mark.slow
+def test_camelyon16_ground_truth_with_other_slide_names(tmp_path, evaluate):
+    """Slides not named Test_*, Normal first, a lesion-only exclusion: the invalid submissions
+    are made for this ground truth, not the bundled names."""
+    examples.synthesize("camelyon16", tmp_path / "synthetic", seed=7)
+    ground_truth = tmp_path / "synthetic" / "ground-truth"
+    rows = (ground_truth / "reference.csv").read_text().splitlines()
+    renamed = {}
+    for row in rows[1:]:
+        slide = row.split(",")[0]
+        renamed[slide] = f"node_{slide[-3:]}" if slide != "Test_001" else "zz_last_tumor"
+    text = (ground_truth / "reference.csv").read_text()
+    for old, new in renamed.items():
+        text = text.replace(f"{old},", f"{new},")
+        mask = ground_truth / "masks" / f"{old}.tif"
+        if mask.exists():
+            mask.rename(ground_truth / "masks" / f"{new}.tif")
+    (ground_truth / "reference.csv").write_text(text)
+    synthetic.write_json(ground_truth / "config.json", {"excluded_slides": ["node_049"],
+                                                        "excluded_from_lesion_evaluation": ["node_114"]})
+    output = tmp_path / "example"
+    done = command("camelyon16", "--ground-truth", ground_truth, "--output", output)
+    assert done.returncode == 0, done.stderr
+    check_example("camelyon16", output, done.stdout, evaluate, ground_truth)
+    assert not (output / "input" / "node_049.csv").exists() and not (output / "input" / "node_114.csv").exists()
+
+
+# ---- what the command refuses --------------------------------------------------------------------
+
+
+def test_existing_example_is_refused_without_force(tmp_path):
+    output = tmp_path / "example"
+    (output / "input").mkdir(parents=True)
+    (output / "input" / "mine.txt").write_text("keep")
+    (output / "expected_metrics.json").write_text("{}")
+    (output / "notes.txt").write_text("mine")
+    before = tree(output)
+    done = command("rare26", "--ground-truth", ROOT / "ground-truth" / "rare26", "--output", output)
+    assert done.returncode == 1
+    line = assert_one_line(done.stderr)
+    assert "input" in line and "expected_metrics.json" in line and "--force" in line
+    assert tree(output) == before
+    assert sorted(p.name for p in output.iterdir()) == ["expected_metrics.json", "input", "notes.txt"]
+
+
+def test_force_replaces_only_the_example(tmp_path, evaluate):
+    output = tmp_path / "example"
+    for stale in ("input/old-job/output/x.json", "invalid/old/input/y.json", "invalid/old/expected_error.txt"):
+        (output / stale).parent.mkdir(parents=True, exist_ok=True)
+        (output / stale).write_text("stale")
+    (output / "expected_metrics.json").write_text("stale")
+    (output / "README.md").write_text("my notes")
+    (output / "more").mkdir()
+    (output / "more" / "data.txt").write_text("mine too")
+    ground_truth = ROOT / "ground-truth" / "rare26"
+    done = command("rare26", "--ground-truth", ground_truth, "--output", output, "--force")
+    assert done.returncode == 0, done.stderr
+    assert (output / "README.md").read_text() == "my notes"
+    assert (output / "more" / "data.txt").read_text() == "mine too"
+    assert not (output / "input" / "old-job").exists() and not (output / "invalid" / "old").exists()
+    check_example("rare26", output, done.stdout, evaluate, ground_truth)
+
+
+def test_output_inside_the_ground_truth_is_refused(tmp_path):
+    examples.synthesize("rare26", tmp_path, seed=7, cases=2)
+    ground_truth = tmp_path / "ground-truth"
+    before = tree(ground_truth)
+    done = command("rare26", "--ground-truth", ground_truth, "--output", ground_truth / "example")
+    assert done.returncode == 1
+    assert "inside the ground-truth folder" in assert_one_line(done.stderr)
+    assert tree(ground_truth) == before and not (ground_truth / "example").exists()
+
+
+def test_ground_truth_inside_what_would_be_replaced_is_refused(tmp_path):
+    examples.synthesize("rare26", tmp_path / "example" / "input" / "truth", seed=7, cases=2)
+    ground_truth = tmp_path / "example" / "input" / "truth" / "ground-truth"
+    done = command("rare26", "--ground-truth", ground_truth, "--output", tmp_path / "example", "--force")
+    assert done.returncode == 1
+    assert "is inside" in assert_one_line(done.stderr)
+    assert (ground_truth / "test_metadata.json").is_file()
+
+
+@pytest.mark.parametrize("bad, reason", [
+    ({"test_metadata.json": "[]"}, "must be a non-empty object"),
+    ({"config.json": '{"repetitions": 0}'}, "'repetitions'"),
+    ({"config.json": '{"repetition": 10}'}, "unknown setting"),
+    ({"case-mapping.json": '{"stack.tiff": "no_such_stack"}'}, "case-mapping.json maps"),
+])
+def test_bad_ground_truth_exits_3_with_one_line(tmp_path, bad, reason):
+    examples.synthesize("rare26", tmp_path, seed=7, cases=2)
+    ground_truth = tmp_path / "ground-truth"
+    for name, text in bad.items():
+        (ground_truth / name).write_text(text)
+    output = tmp_path / "example"
+    done = command("rare26", "--ground-truth", ground_truth, "--output", output)
+    assert done.returncode == 3
+    line = assert_one_line(done.stderr)
+    assert line.startswith(f"The ground truth in {ground_truth} cannot be used: ") and reason in line
+    assert not output.exists()  # nothing written
+
+
+def test_ground_truth_refused_only_by_the_run_exits_3(tmp_path):
+    """A ground truth that loads but cannot be scored (CAMELYON16 masks with no lesion beyond
+    ITC) is found by the evaluation of the generated submission: exit 3, old example kept."""
+    import numpy as np
+    import tifffile
+
+    examples.synthesize("camelyon16", tmp_path / "synthetic", seed=7)
+    ground_truth = tmp_path / "synthetic" / "ground-truth"
+    for mask in (ground_truth / "masks").iterdir():
+        tiny = np.zeros((192, 288), dtype=np.uint8)
+        tiny[50:52, 50:52] = 255  # one ITC region
+        mask.unlink()
+        tifffile.imwrite(mask, tiny)
+    output = tmp_path / "example"
+    (output / "input").mkdir(parents=True)
+    (output / "input" / "previous.txt").write_text("previous example")
+    done = command("camelyon16", "--ground-truth", ground_truth, "--output", output, "--force")
+    assert done.returncode == 3
+    assert "no lesion beyond isolated tumor cells" in assert_one_line(done.stderr)
+    assert sorted(p.name for p in output.iterdir()) == ["input"]
+    assert (output / "input" / "previous.txt").read_text() == "previous example"
+
+
+def test_bad_mask_found_by_the_submission_writer_exits_3(tmp_path):
+    """CAMELYON16 masks are first read by the submission writer (constructing the evaluation
+    does not decode them): a broken one is the ground truth's fault, exit 3, nothing left."""
+    examples.synthesize("camelyon16", tmp_path / "synthetic", seed=7)
+    ground_truth = tmp_path / "synthetic" / "ground-truth"
+    (ground_truth / "masks" / "Test_001.tif").write_bytes(b"II*\x00 not a tiff at all")
+    output = tmp_path / "example"
+    done = command("camelyon16", "--ground-truth", ground_truth, "--output", output)
+    assert done.returncode == 3
+    line = assert_one_line(done.stderr)
+    assert line.startswith("Writing the valid submission stopped on the ground truth: ") and "Test_001" in line
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["no-such-challenge", "--ground-truth", ROOT / "ground-truth" / "rare26", "--output", "x"], "no-such-challenge"),
+    (["rare26", "--ground-truth", ROOT / "ground-truth" / "rare26"], "--output"),
+    (["rare26", "--ground-truth", ROOT / "no-such-folder", "--output", "x"], "does not exist"),
+    (["rare26", "--ground-truth", ROOT / "ground-truth" / "rare26", "--output", "x", "--cases", "3"], "--cases"),
+    (["rare26", "--out", "x", "--force"], "--force"),
+    (["rare26", "--ground-truth", ROOT / "ground-truth" / "rare26", "--output", "x", "--seed", "-1"], "--seed"),
+])
+def test_bad_arguments_exit_1_with_one_line(tmp_path, args, words):
+    args = [tmp_path / a if a == "x" else a for a in args]
+    done = command(*args)
+    assert done.returncode == 1
+    assert words in assert_one_line(done.stderr)
+    assert not (tmp_path / "x").exists()
+
+
+def test_synthetic_mode_still_works(tmp_path):
+    done = command("rare26", "--out", tmp_path, "--seed", 2, "--cases", 2)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ground-truth" / "test_metadata.json").is_file()
+    assert len(jobs_of(tmp_path / "input")) == 2
+
+
+# ---- scripts/make_example.py -------------------------------------------------------------------
+
+
+def make_example_module():
+    spec = importlib.util.spec_from_file_location("make_example", ROOT / "scripts" / "make_example.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("challenge", params(sorted(examples.examples())))
+def test_make_example_regenerates_the_bundled_example_byte_for_byte(challenge, tmp_path):
+    make_example_module().main(challenge, root=tmp_path)
+    for part in ("ground-truth", "test"):
+        assert tree(tmp_path / part / challenge) == tree(ROOT / part / challenge), part
+    empty = [p for p in tmp_path.rglob("*") if p.is_dir() and not any(p.iterdir())]
+    assert empty == []
+
+
+def test_make_example_refuses_then_force_keeps_other_files(tmp_path):
+    from evaluation.examples.organizer import CommandError
+
+    (tmp_path / "test" / "rare26").mkdir(parents=True)
+    (tmp_path / "test" / "rare26" / "README.md").write_text("notes")
+    (tmp_path / "test" / "rare26" / "expected_metrics.json").write_text("old")
+    module = make_example_module()
+    with pytest.raises(CommandError, match="--force"):
+        module.main("rare26", root=tmp_path)
+    assert tree(tmp_path) == {"test/rare26/README.md": b"notes", "test/rare26/expected_metrics.json": b"old"}
+    module.main("rare26", force=True, root=tmp_path)
+    assert (tmp_path / "test" / "rare26" / "README.md").read_text() == "notes"
+    assert (tmp_path / "test" / "rare26" / "expected_metrics.json").read_bytes() == \
+        (ROOT / "test" / "rare26" / "expected_metrics.json").read_bytes()
