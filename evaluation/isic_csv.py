@@ -16,6 +16,13 @@ tokenizer and type inference, so this module reproduces the parts that matter on
   floating point"), one with any non-number is text (rejected), a missing value is one of
   pandas' default NA tokens or an empty field.
 
+Two paths, one outcome: a plain file (no quotes, NULs or blank lines, every line as long as the
+header: what real submissions are) is split in its bytes and its numbers converted at once
+(`plain_table`, `plain_numbers`, whole-array NumPy); anything else, or a plain file with a field
+that is not a plain number, goes through `tokenize` and `parse_numbers`, character by character,
+which say what is wrong. tests/test_isic_plain.py checks that both give the same bits and the
+same refusals.
+
 The bytes come through the reading layer (`Origin.read_bytes`, bounded by the test set's size,
 evaluation/challenges/isic.py); this module only turns them into a table.
 
@@ -47,6 +54,9 @@ _C_SPACE = " \t\n\v\f\r"  # isspace in the C locale
 _MAX_DIGITS = 17  # digits pandas' converter keeps
 _POWERS_OF_TEN = np.array([float(f"1e{k}") for k in range(309)])  # as the C literals 1e0..1e308
 _WIDTH = 40  # tokens up to this length go through the vectorised converter
+
+_INT_POWERS_OF_TEN = 10 ** np.arange(19, dtype=np.int64)
+_BYTE_LANES = np.array([(1 << 8 * k) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)  # k low bytes set
 
 # Token kinds.
 NA, INTEGER, FLOAT, TEXT = 0, 1, 2, 3
@@ -234,6 +244,9 @@ class RawTable:
     rows: list[list[str | None]]
     truncated_rows: int = 0  # rows longer than the header whose surplus fields were dropped
 
+    def column(self, at: int) -> list[str | None]:
+        return [row[at] for row in self.rows]
+
 
 def decode(data: bytes) -> str:
     """UTF-8 text with universal newlines, as the reference's text-mode open gives it."""
@@ -280,6 +293,180 @@ def tokenize(text: str) -> RawTable:
             row = row + [None] * (width - len(row))
         out.append(row)
     return RawTable(header=header, rows=out, truncated_rows=truncated)
+
+
+# ---- the fast path: plain files ------------------------------------------------------------
+#
+# A file without quotes, NUL characters or blank lines, whose every line has the header's number
+# of fields, is what tokenize() makes of it split at commas and newlines: its fields are found
+# in the bytes at once, and its numbers converted over the whole table (`plain_numbers`), with
+# the converter of pandas_float. Anything else goes through tokenize(); a field that is not a
+# plain number sends its table's columns through parse_numbers(); these word any refusal.
+
+
+@dataclass
+class PlainTable:
+    """A plain CSV (see above): the header and, per data row and field, where the field's bytes
+    start and end in the UTF-8 text."""
+
+    header: list[str]
+    data: bytes
+    starts: np.ndarray  # (rows x fields)
+    ends: np.ndarray
+    truncated_rows: int = 0  # never: every row has the header's length
+
+    def column(self, at: int) -> list[str]:
+        data = self.data
+        return [data[start:end].decode("utf-8") for start, end in zip(self.starts[:, at].tolist(),
+                                                                       self.ends[:, at].tolist())]
+
+    def numbers(self, columns: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+        """(values, is_integer), rows x columns, when every field of these columns is a number that
+        plain_numbers converts (as parse_numbers would: FLOAT, or INTEGER when is_integer); else None."""
+        rows = len(self.starts)
+        starts = self.starts[:, columns].ravel()
+        ends = self.ends[:, columns].ravel()
+        if rows == 0 or (ends == starts).any():  # an empty field is NA
+            return None
+        handled, values, is_integer = plain_numbers(np.frombuffer(self.data, dtype=np.uint8), starts, ends)
+        if not handled.all():
+            return None
+        return values.reshape(rows, len(columns)), is_integer.reshape(rows, len(columns))
+
+
+def plain_table(text: str) -> PlainTable | None:
+    """The table of a decoded CSV when it is plain (see above), else None."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if '"' in text or "\x00" in text:
+        return None
+    if not text.endswith("\n"):
+        text += "\n"
+    header = text[:text.index("\n")].split(",")
+    width = len(header)
+    data = text.encode("utf-8")
+    if data.count(b",") != data.count(b"\n") * (width - 1):  # counted before any array is made
+        return None
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buffer == 10)
+    # A blank line (or one of spaces, which has no comma) would be skipped by the tokenizer.
+    if width < 2 or newlines[0] == 0 or (np.diff(newlines) == 1).any():
+        return None
+    separators = np.flatnonzero((buffer == 44) | (buffer == 10))
+    if len(separators) != len(newlines) * width:
+        return None
+    ends = separators.reshape(-1, width)
+    if not (ends[:, -1] == newlines).all():  # each line: exactly width - 1 commas
+        return None
+    starts = np.empty_like(ends)
+    starts[0, 0] = 0
+    starts[1:, 0] = newlines[:-1] + 1
+    starts[:, 1:] = ends[:, :-1] + 1
+    return PlainTable(header=header, data=data, starts=starts[1:], ends=ends[1:])
+
+
+def plain_numbers(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(handled, values, is_integer) of the tokens buffer[starts[i]:ends[i]] (ASCII codes, uint8):
+    those of the form digits[.digits][(e|E)[+-]digits] (or .digits), at most _WIDTH long, with
+    at most 19 integer digits and 9 exponent digits and a result within 1e-308..1e308, converted
+    as pandas_float does, with operations over all tokens at once; the others are not handled.
+
+    pandas' converter keeps the first 17 mantissa digits d1..dk (leading zeros count), adds
+    them as number = number * 10 + d in doubles, then scales by 10 ** (integer digits - k +
+    exponent). Up to 15 digits the sum is an exact integer (< 2 ** 53), computed in int64; the
+    16th and 17th digits are added as doubles, as pandas adds them."""
+    n = len(starts)
+    lengths = ends - starts
+    # Each token's characters, one row each (width a multiple of 8, at least 18), and the
+    # following bytes of the file past its end; `in_token` marks its own bytes as 0xFF lanes of
+    # 64-bit words, so that a mask's count per token is a few word operations.
+    width = 8 * -(-max(18, min(int(lengths.max(initial=0)), _WIDTH)) // 8)
+    padded = np.concatenate([buffer, np.zeros(width + 9, dtype=np.uint8)])  # windows past the end
+    windows = np.lib.stride_tricks.sliding_window_view(padded, width)
+    characters = windows[starts]
+    in_token = _BYTE_LANES[np.clip(lengths[:, None] - 8 * np.arange(width // 8), 0, 8)]
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        words = mask.view("<u8") & in_token  # one 0/1 byte per character of the token
+        total = words[:, 0].copy()
+        for k in range(1, words.shape[1]):
+            total += words[:, k]  # each byte lane stays below 256
+        return ((total * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
+
+    column = np.arange(width)
+    digit = characters - np.uint8(48)  # a digit's value; > 9 for any other character (wraps)
+    is_dot = characters == 46
+    is_e = (characters | np.uint8(32)) == 101  # e or E
+    digits = count(digit < 10)
+    dot_count = count(is_dot)
+    e_count = count(is_e)
+    signs = count((characters == 43) | (characters == 45))
+    has_e = e_count == 1
+    # The first dot or e of the row is the token's own when the token has one.
+    e_at = np.where(has_e, is_e.argmax(axis=1), lengths)
+    dot_at = np.where(dot_count == 1, is_dot.argmax(axis=1), e_at)
+    # The exponent: e, an optional sign right after it (the byte after a token is a comma, a
+    # newline or padding: never a sign), then its digits to the end.
+    sign_code = characters[np.arange(n), np.minimum(e_at + 1, width - 1)]
+    signed = has_e & ((sign_code == 43) | (sign_code == 45))
+    exponent_start = e_at + 1 + signed
+    exponent_digits = np.where(has_e, lengths - exponent_start, 0)
+    mantissa_digits = digits - exponent_digits
+    handled = (
+        (lengths <= _WIDTH) & (e_count <= 1) & (dot_count <= 1) & (dot_at <= e_at) & (mantissa_digits >= 1)
+        & (signs == signed)
+        # every character a digit but the dot and the exponent's e and sign
+        & (digits + dot_count + e_count + signed == lengths)
+        & (~has_e | ((exponent_digits >= 1) & (exponent_digits <= 9)))
+        & (dot_at <= 19)  # integer digits
+    )
+
+    # The first 17 mantissa digits, the dot skipped (those past it move left by one). The first
+    # 15 (or fewer) as one integer, 8 digits per 64-bit word at once (_eight_digits); the 16th
+    # and 17th added as doubles, as pandas adds every digit.
+    kept = np.clip(mantissa_digits, 0, 17)
+    exact_digits = np.minimum(kept, 15)
+    first16 = np.where(column[:16] < dot_at[:, None], digit[:, :16], digit[:, 1:17])
+    digit16 = first16[:, 15].astype(np.float64)
+    digit17 = np.where(dot_at > 16, digit[:, 16], digit[:, 17]).astype(np.float64)
+    words = first16.view("<u8")
+    high = _eight_digits(words[:, 0] & _BYTE_LANES[np.minimum(exact_digits, 8)])
+    low = _eight_digits(words[:, 1] & _BYTE_LANES[np.clip(exact_digits - 8, 0, 8)])
+    exact = (high * np.uint64(10**8) + low).astype(np.int64) // _INT_POWERS_OF_TEN[16 - exact_digits]
+    number = exact.astype(np.float64)
+    number = np.where(kept > 15, number * 10.0 + digit16, number)
+    number = np.where(kept > 16, number * 10.0 + digit17, number)
+    # The exponent's digits (at most 9: no overflow), for the tokens that have one.
+    exponent_value = np.zeros(n, dtype=np.int64)
+    with_e = np.flatnonzero(handled & has_e)
+    if len(with_e):
+        exponent_window = windows[starts[with_e] + exponent_start[with_e], :9] - np.uint8(48)
+        exponent_window[column[:9] >= exponent_digits[with_e, None]] = 0
+        value = np.zeros(len(with_e), dtype=np.int64)
+        for k in range(9):
+            value *= 10
+            value += exponent_window[:, k]
+        exponent_value[with_e] = value // _INT_POWERS_OF_TEN[9 - exponent_digits[with_e]]
+    exponent = dot_at - kept + np.where(signed & (sign_code == 45), -exponent_value, exponent_value)
+    handled &= (exponent >= -308) & (exponent <= 308)
+    values = np.full(n, np.nan)
+    up = handled & (exponent > 0)
+    down = handled & (exponent <= 0)
+    with np.errstate(over="ignore"):
+        values[up] = number[up] * _POWERS_OF_TEN[exponent[up]]
+    values[down] = number[down] / _POWERS_OF_TEN[-exponent[down]]
+    handled &= np.isfinite(values)
+    is_integer = handled & (dot_count == 0) & ~has_e
+    return handled, values, is_integer
+
+
+def _eight_digits(words: np.ndarray) -> np.ndarray:
+    """The 8-digit numbers written by the bytes (values 0-9, first digit lowest) of 64-bit
+    words: pairs, then fours, then eights combined in place (each step fits its lane)."""
+    words = (words * np.uint64(10) + (words >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    words = (words * np.uint64(100) + (words >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    return (words * np.uint64(10000) + (words >> np.uint64(32))) & np.uint64(0x00000000FFFFFFFF)
 
 
 def image_id(field: str | None) -> str | None:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
-from evaluation.metrics.ranking import ppv_at_recall, resampled_ranking_metrics
+from evaluation.metrics.ranking import metrics_with_drawn_positives, ppv_at_recall, resampled_ranking_metrics
 from evaluation.metrics.resampling import draws_to_counts, percentile_summary, positives_per_resample
 
 
@@ -158,3 +158,134 @@ def test_percentile_summary_is_numpy_median_and_linear_percentiles():
     median, lower, upper = percentile_summary(values)
     assert median == np.median(values)
     assert (lower, upper) == tuple(np.percentile(values, [2.5, 97.5]))
+
+
+# --- all negatives + drawn positives (the RARE26 image-level bootstrap) ------------------------
+
+
+def with_drawn_positives(y, s, draws_row):
+    """The resample written out: every negative once, then the drawn positives (repeats kept)."""
+    index = np.r_[np.flatnonzero(y == 0), np.flatnonzero(y == 1)[draws_row]]
+    return y[index], s[index]
+
+
+def dense_counts(y, draws):
+    """The same resamples as rows of multiplicities, for `resampled_ranking_metrics`."""
+    counts = np.tile((y == 0).astype(np.int64), (len(draws), 1))
+    counts[:, y == 1] = draws_to_counts(draws, int(y.sum()))
+    return counts
+
+
+def random_case(rng, decimals, ratio, n=None):
+    n = n or int(rng.integers(20, 400))
+    y = (rng.random(n) < rng.choice([0.05, 0.2, 0.5])).astype(int)
+    y[:2] = [0, 1]
+    # Positives score higher on average; rounding makes ties within and across classes.
+    s = np.round(rng.random(n) * (0.6 + 0.4 * y), decimals)
+    drawn = positives_per_resample(int((y == 0).sum()), ratio)
+    draws = rng.integers(0, int(y.sum()), size=(int(rng.integers(1, 40)), drawn))
+    return y, s, draws
+
+
+@pytest.mark.parametrize("decimals", [2, 3])
+@pytest.mark.parametrize("ratio", [1, 3, 10])
+@pytest.mark.parametrize("seed", range(3))
+def test_drawn_positives_equal_sklearn_per_resample(seed, ratio, decimals):
+    rng = np.random.default_rng(100 * seed + 10 * ratio + decimals)
+    y, s, draws = random_case(rng, decimals, ratio)
+    got = metrics_with_drawn_positives(y, s, draws)
+    for r in range(len(draws)):
+        yy, ss = with_drawn_positives(y, s, draws[r])
+        assert got["auroc"][r] == pytest.approx(roc_auc_score(yy, ss), abs=1e-12)
+        assert got["average_precision"][r] == pytest.approx(average_precision_score(yy, ss), abs=1e-12)
+        assert got["ppv_at_recall"][r] == official_ppv(yy, ss)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_drawn_positives_equal_the_counts_path_bit_for_bit(seed):
+    # Larger sets, the RARE26 ratio too: the same floating-point numbers as the rows of counts.
+    rng = np.random.default_rng(seed)
+    y, s, draws = random_case(rng, int(rng.integers(1, 4)), int(rng.choice([1, 7, 100])),
+                              n=int(rng.integers(200, 5000)))
+    got = metrics_with_drawn_positives(y, s, draws)
+    dense = resampled_ranking_metrics(y, s, dense_counts(y, draws))
+    for key in dense:
+        np.testing.assert_array_equal(got[key], dense[key])
+
+
+@pytest.mark.parametrize("y, s", [
+    (np.r_[np.zeros(30, int), np.ones(5, int)], np.full(35, 0.25)),  # every score equal
+    (np.r_[np.zeros(30, int), 1], np.r_[np.linspace(0, 1, 30), 0.5]),  # a single positive
+    (np.r_[np.zeros(30, int), 1], np.r_[np.linspace(0, 1, 30), 2.0]),  # ... above every negative
+    (np.r_[np.zeros(30, int), 1], np.r_[np.linspace(0, 1, 30), -1.0]),  # ... below every negative
+    (np.r_[np.zeros(4, int), np.ones(3, int)], np.r_[0.1, 0.2, 0.2, 0.9, 0.2, 0.9, 0.0]),
+])
+@pytest.mark.parametrize("ratio", [1, 2, 100])
+def test_drawn_positives_edge_cases_equal_sklearn(y, s, ratio):
+    drawn = positives_per_resample(int((y == 0).sum()), ratio)
+    draws = np.random.default_rng(ratio).integers(0, int(y.sum()), size=(25, drawn))
+    got = metrics_with_drawn_positives(y, s, draws)
+    dense = resampled_ranking_metrics(y, s, dense_counts(y, draws))
+    for r in range(len(draws)):
+        yy, ss = with_drawn_positives(y, s, draws[r])
+        assert got["auroc"][r] == pytest.approx(roc_auc_score(yy, ss), abs=1e-12)
+        assert got["average_precision"][r] == pytest.approx(average_precision_score(yy, ss), abs=1e-12)
+        assert got["ppv_at_recall"][r] == official_ppv(yy, ss)
+    for key in dense:
+        np.testing.assert_array_equal(got[key], dense[key])
+
+
+def test_drawn_positives_at_exactly_the_target_recall():
+    # 10 or 20 drawn positives with tied scores: recall lands exactly on 0.9 at some points.
+    rng = np.random.default_rng(8)
+    y = np.r_[np.zeros(1000, int), np.ones(12, int)]
+    s = np.r_[rng.integers(0, 8, 1000), rng.integers(4, 12, 12)] / 10
+    for drawn in (10, 20):
+        draws = rng.integers(0, 12, size=(200, drawn))
+        got = metrics_with_drawn_positives(y, s, draws)
+        for r in range(len(draws)):
+            assert got["ppv_at_recall"][r] == official_ppv(*with_drawn_positives(y, s, draws[r]))
+
+
+def test_drawn_positives_blocks_do_not_change_results(monkeypatch):
+    import evaluation.metrics.ranking as ranking
+
+    y, s, _ = random_case(np.random.default_rng(4), 2, 3, n=300)
+    draws = np.random.default_rng(5).integers(0, int(y.sum()), size=(37, 90))
+    whole = metrics_with_drawn_positives(y, s, draws)
+    monkeypatch.setattr(ranking, "_DRAWS_PER_BLOCK", 200)  # 2 rows per block, the last alone
+    blocked = metrics_with_drawn_positives(y, s, draws)
+    for key in whole:
+        np.testing.assert_array_equal(whole[key], blocked[key])
+
+
+def test_counts_path_does_not_depend_on_rows_per_block(monkeypatch):
+    # A block of one row used to add average precision's steps in another order than a block of
+    # several (numpy sums a C-ordered row pairwise, an F-ordered one left to right).
+    import evaluation.metrics.ranking as ranking
+
+    rng = np.random.default_rng(6)
+    y = (rng.random(3000) < 0.3).astype(int)
+    s = rng.random(3000)  # ~3000 distinct scores: long rows
+    counts = rng.integers(0, 3, (5, 3000))
+    counts[:, :2] = 1
+    y[:2] = [0, 1]
+    whole = resampled_ranking_metrics(y, s, counts)
+    monkeypatch.setattr(ranking, "_BLOCK_ELEMENTS", 3000)  # one row per block
+    alone = resampled_ranking_metrics(y, s, counts)
+    for key in whole:
+        np.testing.assert_array_equal(whole[key], alone[key])
+
+
+@pytest.mark.parametrize("draws, message", [
+    (np.array([[0, 3]]), "index the 3 positives"),
+    (np.array([[-1, 0]]), "index the 3 positives"),
+    (np.array([0, 1]), "2-D"),
+    (np.zeros((2, 0), dtype=int), "2-D"),
+    (np.array([[0.0, 1.0]]), "2-D"),
+])
+def test_bad_draws_are_refused(draws, message):
+    y = np.array([0, 1, 0, 1, 1])
+    s = np.array([0.1, 0.9, 0.2, 0.8, 0.3])
+    with pytest.raises(ValueError, match=message):
+        metrics_with_drawn_positives(y, s, draws)

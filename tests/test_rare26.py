@@ -440,3 +440,49 @@ def test_patient_draws_are_bounded_before_drawing(tmp_path):
     (tmp_path / "config.json").write_text('{"repetitions": 100001}')
     with pytest.raises(SetupError, match=r"setting 'repetitions' is 100001; it must be at most 100000\.$"):
         Rare26Settings.from_ground_truth(tmp_path)
+
+
+@pytest.mark.parametrize("ratio", [100, 7, 1])
+def test_image_level_bootstrap_draws_as_before_and_equals_rows_of_counts(dataset, ratio):
+    """The image-level bootstrap places drawn neoplasia frames among the sorted NDBE scores; it must
+    consume the seeded generator exactly as one integers() call over the neoplasia frames does
+    (so later draws, and metrics.json, do not move) and give, bit for bit, the numbers of the
+    general path on rows of multiplicities (all NDBE once, the drawn neoplasia frames)."""
+    from evaluation.challenges.rare26 import image_level_bootstrap
+    from evaluation.metrics.ranking import resampled_ranking_metrics
+    from evaluation.metrics.resampling import draws_to_counts
+
+    y, s, _ = load_arrays(dataset / "input", dataset / "ground-truth")
+    rng = np.random.default_rng(31)
+    got, extra = image_level_bootstrap(y, s, rng, 150, ratio)
+
+    reference = np.random.default_rng(31)
+    drawn = max(1, int((y == 0).sum() / ratio))
+    draws = reference.integers(0, int(y.sum()), size=(150, drawn))
+    counts = np.tile((y == 0).astype(np.int64), (150, 1))
+    counts[:, y == 1] = draws_to_counts(draws, int(y.sum()))
+    expected = resampled_ranking_metrics(y, s, counts)
+    for key in expected:
+        np.testing.assert_array_equal(got[key], expected[key])
+    assert extra == {"neoplasia_images_per_repetition": drawn}
+    assert rng.bit_generator.state == reference.bit_generator.state
+
+
+@pytest.mark.parametrize("decimals", [2, 3])
+@pytest.mark.parametrize("scheme", ["image", "patient"])
+def test_bootstraps_equal_sklearn_per_repetition_with_heavy_ties(dataset, scheme, decimals):
+    """Both schemes, likelihoods rounded to 2 or 3 decimals (many ties within and across
+    classes), against one scikit-learn call per metric and repetition on the same draws."""
+    from evaluation.challenges.rare26 import image_level_bootstrap, patient_level_bootstrap
+
+    y, s, patients = load_arrays(dataset / "input", dataset / "ground-truth")
+    s = np.round(s, decimals)
+    if scheme == "image":
+        got, _ = image_level_bootstrap(y, s, np.random.default_rng(8), 80, 100)
+        expected = official_image_level(y, s, 8, repetitions=80)
+    else:
+        got, _ = patient_level_bootstrap(y, s, patients, np.random.default_rng(8), 80, 10, 100)
+        expected = official_patient_level(y, s, patients, 8, repetitions=80)
+    np.testing.assert_allclose(got["auroc"], expected[:, 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got["average_precision"], expected[:, 1], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(got["ppv_at_recall"], expected[:, 2])

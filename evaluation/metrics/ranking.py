@@ -8,11 +8,14 @@ scikit-learn's curves do: a strictly monotone transform of the scores changes no
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import precision_recall_curve
+
+from evaluation.metrics.classification import ranking_curve
 
 # Resamples are scored in blocks of rows so that the temporaries stay near 64 MB whatever the
 # number of repetitions and images.
 _BLOCK_ELEMENTS = 1 << 21
+# Drawn positives are placed in blocks of about this many draws: small enough to stay in cache.
+_DRAWS_PER_BLOCK = 1 << 16
 
 
 def check_binary_scores(y_true, y_score) -> tuple[np.ndarray, np.ndarray]:
@@ -42,9 +45,13 @@ def ppv_at_recall(y_true, y_score, recall: float = 0.9) -> float:
     y_true, y_score = check_binary_scores(y_true, y_score)
     if not 0.0 < recall < 1.0:
         raise ValueError("recall must lie strictly between 0 and 1")
-    precision, recall_curve, _ = precision_recall_curve(y_true, y_score)
-    # sklearn lists the points by increasing threshold and appends (recall 0, precision 1).
-    recalls, precisions = recall_curve[::-1], precision[::-1]
+    # scikit-learn's precision_recall_curve, by decreasing threshold: the start point (recall 0,
+    # precision 1), then one point per distinct score up to the first reaching full recall.
+    curve = ranking_curve(y_true, y_score, np.ones(len(y_true)))
+    full_recall = int(np.searchsorted(curve.tps, curve.tps[-1])) + 1
+    tps, fps = curve.tps[:full_recall], curve.fps[:full_recall]
+    recalls = np.r_[0.0, tps / curve.tps[-1]]
+    precisions = np.r_[1.0, tps / (tps + fps)]
     j = int(np.searchsorted(recalls, recall, side="right")) - 1
     if recalls[j] == recall:
         return float(precisions[j])
@@ -97,6 +104,13 @@ def _cumulative_at(block: np.ndarray, through: np.ndarray) -> np.ndarray:
     return running[:, through]
 
 
+def _sum_left_to_right(terms: np.ndarray) -> np.ndarray:
+    """Row sums added strictly left to right (numpy's accumulate), whatever the array's memory
+    layout: `.sum(axis=1)` would add a C-ordered row pairwise and an F-ordered one left to right,
+    so the last bits of average precision would depend on how resamples were split into blocks."""
+    return np.cumsum(terms, axis=1)[:, -1]
+
+
 def _curve_metrics(tp: np.ndarray, fp: np.ndarray, recall: float):
     """AUROC, AP and PPV@recall from cumulative (resamples x distinct scores) TP and FP counts.
 
@@ -117,7 +131,7 @@ def _curve_metrics(tp: np.ndarray, fp: np.ndarray, recall: float):
     called = tp + fp
     precisions = np.divide(tp, called, out=np.ones_like(tp), where=called > 0)
     recalls_before = np.hstack([zeros, recalls[:, :-1]])
-    average_precision = ((recalls - recalls_before) * precisions).sum(axis=1)
+    average_precision = _sum_left_to_right((recalls - recalls_before) * precisions)
 
     # k: the first point past the target recall (it exists: the last point has recall 1);
     # j = k - 1: the last point at or below it, or the start point when k is the first.
@@ -129,5 +143,90 @@ def _curve_metrics(tp: np.ndarray, fp: np.ndarray, recall: float):
     recall_j = np.where(first, 0.0, recalls[rows, j])
     precision_j = np.where(first, 1.0, precisions[rows, j])
     slope = (precision_k - precision_j) / (recall_k - recall_j)
+    ppv = np.where(recall_j == recall, precision_j, slope * (recall - recall_j) + precision_j)
+    return auroc, average_precision, ppv
+
+
+def metrics_with_drawn_positives(y_true, y_score, draws, recall: float = 0.9) -> dict[str, np.ndarray]:
+    """AUROC, average precision and PPV at `recall` of resamples that each hold every negative
+    once and the positives `draws[r]` (indices into the positives, in data order, repeats allowed):
+    the RARE26 image-level bootstrap. The same numbers, bit for bit, as
+    `resampled_ranking_metrics` on the equivalent rows of counts, in time proportional to the
+    drawn positives instead of resamples x images.
+
+    The negatives never change: sorted once, they give per distinct score g how many negatives
+    score at least (`negatives_through[g]`) and exactly (`negatives_at[g]`) that much. A resample's
+    curve moves only at its drawn positives' scores, so each is placed among the negatives by its
+    score's rank: AUROC counts, per drawn positive, 2 per negative below and 1 per tied negative
+    (integers: exact); the precision-recall curve is read at the resample's distinct positive
+    scores only (recall does not move elsewhere), and average precision adds its steps left to
+    right, as `_curve_metrics` does.
+    """
+    y_true, y_score = check_binary_scores(y_true, y_score)
+    if not 0.0 < recall < 1.0:
+        raise ValueError("recall must lie strictly between 0 and 1")
+    draws = np.asarray(draws)
+    n_positives = int(y_true.sum())
+    if draws.ndim != 2 or draws.shape[1] == 0 or not np.issubdtype(draws.dtype, np.integer):
+        raise ValueError(f"draws must be a 2-D array of positive indices, got shape {draws.shape} of {draws.dtype}")
+    if draws.size and (draws.min() < 0 or draws.max() >= n_positives):
+        raise ValueError(f"draws must index the {n_positives} positives")
+
+    # Distinct scores, highest first (0.0 and -0.0 are one score, as in the sort of the dense path).
+    distinct, score_rank = np.unique(-y_score, return_inverse=True)
+    negatives_at = np.bincount(score_rank[~y_true], minlength=len(distinct))
+    negatives_through = np.cumsum(negatives_at)  # negatives scoring at least distinct score g
+    negatives_above = negatives_through - negatives_at
+    n_negatives = int(negatives_through[-1])
+    positive_rank = score_rank[y_true].astype(np.int32 if len(distinct) < 2**31 else np.int64)
+    # Pairs (drawn positive, negative) counted twice when the positive scores higher, once on a tie.
+    pair_points = 2 * (n_negatives - negatives_through[positive_rank]) + negatives_at[positive_rank]
+
+    per_block = max(1, _DRAWS_PER_BLOCK // draws.shape[1])
+    results = {"auroc": [], "average_precision": [], "ppv_at_recall": []}
+    for start in range(0, draws.shape[0], per_block):
+        block = draws[start:start + per_block]
+        values = _drawn_positives_block(block, positive_rank, pair_points, negatives_through, negatives_above, recall)
+        for name, part in zip(results, values):
+            results[name].append(part)
+    return {name: np.concatenate(parts) for name, parts in results.items()}
+
+
+def _drawn_positives_block(draws, positive_rank, pair_points, negatives_through, negatives_above, recall):
+    """The three metrics of one block of resamples: the expressions of `_curve_metrics`, read at
+    the points where a resample's true positives change (elsewhere its steps are exact zeros)."""
+    n_rows, drawn = draws.shape
+    n_pos = float(drawn)
+    n_neg = float(negatives_through[-1])
+    auroc = pair_points[draws].sum(axis=1) / (2.0 * n_pos * n_neg)
+
+    # Each resample's drawn positives by decreasing score; the last of each run of one score is a
+    # point of its curve, with as many true positives as positives drawn up to it.
+    ranks = np.sort(positive_rank[draws], axis=1).ravel()
+    run_end = np.ones(len(ranks), dtype=bool)
+    run_end[:-1] = ranks[1:] != ranks[:-1]
+    run_end[drawn - 1::drawn] = True  # a row's last column
+    points = np.flatnonzero(run_end)
+    row_start = points - points % drawn
+    tp = (points - row_start + 1).astype(np.float64)
+    tp_before = (np.r_[-1, points[:-1]] + 1 - row_start).astype(np.float64)  # 0 at a row's first point
+    rank = ranks[points]
+    recalls = tp / n_pos
+    precisions = tp / (tp + negatives_through[rank])
+    steps = np.zeros(len(ranks))
+    steps[points] = (recalls - tp_before / n_pos) * precisions
+    average_precision = _sum_left_to_right(steps.reshape(n_rows, drawn))
+
+    # k: the first point past the target recall, the one holding the t-th drawn positive for the
+    # least t with t / drawn > recall; j: the distinct score just above k's, holding the
+    # positives drawn before k and the negatives scoring above it (the start point if none is).
+    t = int(np.argmax(np.arange(1, drawn + 1) / n_pos > recall)) + 1
+    k = np.searchsorted(points, np.arange(n_rows) * drawn + (t - 1))
+    first = rank[k] == 0
+    tp_j = tp_before[k]
+    called_j = tp_j + negatives_above[rank[k]]
+    recall_j = np.where(first, 0.0, tp_j / n_pos)
+    precision_j = np.where(first, 1.0, np.divide(tp_j, called_j, out=np.ones_like(tp_j), where=called_j > 0))
+    slope = (precisions[k] - precision_j) / (recalls[k] - recall_j)
     ppv = np.where(recall_j == recall, precision_j, slope * (recall - recall_j) + precision_j)
     return auroc, average_precision, ppv
