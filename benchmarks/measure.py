@@ -74,3 +74,58 @@ def run_evaluation(challenge: str, input_dir: Path, ground_truth: Path, output: 
         raise SystemExit(f"the {challenge} evaluation failed with exit {process.returncode}: {last}")
     run.metrics = json.loads((output / "metrics.json").read_text())
     return run
+
+
+@dataclass
+class CommandRun:
+    seconds: float  # wall
+    cpu_seconds: float  # user + system of the command and every process it waited for (its workers)
+    peak_rss_bytes: int  # the largest sampled sum over the process tree, at least its largest process's peak
+    stdout: str = ""
+
+
+def run_command(command: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None,
+                interval: float = 0.005) -> CommandRun:
+    """Any command, as a user waits for it: wall time, CPU time of its whole process tree
+    (getrusage(RUSAGE_CHILDREN) around it; workers are waited for, so they count) and peak memory
+    of the tree (/proc sampled every `interval` s). Stops the benchmark, with the last stderr
+    line, if the command fails."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    high_water: dict[int, int] = {}
+    peak = [0]
+
+    def sample():
+        while process.poll() is None:
+            peak[0] = max(peak[0], tree_rss_bytes(process.pid, high_water))
+            time.sleep(interval)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    stdout, stderr = process.communicate()
+    seconds = time.perf_counter() - started
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if process.returncode != 0:
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else "(no message)"
+        raise SystemExit(f"{' '.join(command[:4])} ... failed with exit {process.returncode}: {last}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return CommandRun(seconds, cpu, max(peak[0], max(high_water.values(), default=0)), stdout)
+
+
+def evaluation_snapshot(folder: Path, source: Path = ROOT, compiled: bool = True) -> dict[str, str]:
+    """A copy of `source`/evaluation in `folder` (the working tree may change while a benchmark
+    runs), compiled to bytecode unless `compiled` is False; returns the environment that runs it
+    (PYTHONPATH, and PYTHONDONTWRITEBYTECODE=1 as in the image). Without the bytecode, every run
+    compiles each module it imports from source, as the image does when its Dockerfile does not
+    compile evaluation/ (read-only, PYTHONDONTWRITEBYTECODE=1)."""
+    import compileall
+    import shutil
+
+    shutil.copytree(Path(source) / "evaluation", Path(folder) / "evaluation", ignore=shutil.ignore_patterns("__pycache__"))
+    if compiled:
+        compileall.compile_dir(Path(folder) / "evaluation", quiet=1)
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(folder)}

@@ -15,9 +15,12 @@ import traceback
 from pathlib import Path
 
 from evaluation import __version__
-from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EvaluationError, SetupError, SubmissionError
+from evaluation.challenges import challenge_class, challenge_names
+from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_USAGE, EvaluationError, SetupError, SubmissionError
 from evaluation.framework import available_challenges, default_workers, log
-from evaluation.grand_challenge import INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir, write_metrics
+from evaluation.launch import missing_dependency
+from evaluation.grand_challenge import (INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir, write_charts,
+                                        write_metrics)
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
@@ -71,13 +74,13 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def run(args: argparse.Namespace, challenges) -> int:
+def run(args: argparse.Namespace, names: list[str]) -> int:
     name = args.challenge or os.environ.get(CHALLENGE_ENV, "").strip()
     if not name:
-        return _fail(f"No challenge given: name one ({', '.join(challenges)}) or set {CHALLENGE_ENV}.", EXIT_USAGE)
-    if name not in challenges:
-        return _fail(f"Unknown challenge {name!r}; known challenges: {', '.join(challenges)}.", EXIT_USAGE)
-    challenge = challenges[name]
+        return _fail(f"No challenge given: name one ({', '.join(names)}) or set {CHALLENGE_ENV}.", EXIT_USAGE)
+    if name not in names:
+        return _fail(f"Unknown challenge {name!r}; known challenges: {', '.join(names)}.", EXIT_USAGE)
+    challenge = challenge_class(name)  # imports this challenge's module only: start-up time
     started = time.perf_counter()
     log(f"evaluation {__version__}: {challenge.title}")
     prepare_output(args.output)  # before scoring: an unwritable output must not waste the run
@@ -96,6 +99,7 @@ def run(args: argparse.Namespace, challenges) -> int:
             settings = settings.replace(seed=args.seed)
     evaluation = challenge(ground_truth_dir, settings)
     metrics = evaluation.evaluate(args.input, default_workers(args.workers))
+    write_charts(args.output, evaluation.drawn_charts)  # before metrics.json, the success marker
     path = write_metrics(args.output, metrics, challenge.ranked_paths)
     log(f"Wrote {path} in {time.perf_counter() - started:.2f} s.")
     return EXIT_OK
@@ -103,14 +107,20 @@ def run(args: argparse.Namespace, challenges) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     try:  # a challenge module that fails to import is our bug too, not an invalid submission (exit 1)
-        challenges = available_challenges()
-        args = _parser(list(challenges)).parse_args(argv)
+        names = challenge_names()  # read from the modules' source, none imported
+        args = _parser(names).parse_args(argv)
         if args.list:
-            _print_list(challenges)
+            _print_list(available_challenges())
             return EXIT_OK
-        return run(args, challenges)
+        return run(args, names)
     except SubmissionError as error:
         return _fail(error.message, error.exit_code)
+    except ModuleNotFoundError as error:
+        if error.name and error.name.partition(".")[0] != "evaluation":  # a dependency, not our own module
+            return _fail(f"The evaluation could not run, through no fault of the submission: {missing_dependency(error.name)}",
+                         EXIT_SETUP)
+        traceback.print_exc()
+        return _fail(f"Internal error of the evaluation, not caused by the submission: {error}.", EXIT_INTERNAL)
     except EvaluationError as error:
         return _fail(f"The evaluation could not run, through no fault of the submission: {error.message} "
                      f"(please tell the challenge organizers).", error.exit_code)

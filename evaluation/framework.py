@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import Counter, deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
@@ -29,6 +29,7 @@ from evaluation.grand_challenge import (
     read_predictions,
     strip_extension,
 )
+from evaluation.leaderboards import Leaderboard
 from evaluation.reading.files import Origin
 from evaluation.settings import Settings
 
@@ -47,16 +48,29 @@ class Evaluation:
     title: ClassVar[str] = ""
     settings_class: ClassVar[type[Settings]] = Settings
     case_label: ClassVar[str] = "Case"  # how messages name a case ("Stack", "Patient")
-    ranked_paths: ClassVar[tuple[str, ...]] = ()  # leaderboard paths: always finite numbers
+    # The phase's leaderboard(s) with the default settings (python -m evaluation.phase prints them)
+    # and the paths metrics.json guarantees finite numbers: every path a leaderboard reads, so no
+    # submission silently drops off it (a challenge derives them with leaderboard_paths).
+    leaderboards: ClassVar[tuple[Leaderboard, ...]] = ()
+    ranked_paths: ClassVar[tuple[str, ...]] = ()
     # False when a case is too little work for a process (a few hundred bytes of JSON): the
     # pool would cost more than it saves, so every case is read in this process.
     cases_in_workers: ClassVar[bool] = True
+    # Fewer cases than this per worker and the pool costs more than it saves (starting the
+    # workers, sending the cases): the remaining cases are scored in this process. Measured per
+    # challenge with benchmarks/workers.py.
+    min_cases_per_worker: ClassVar[int] = 1
+    # Charts for the result page: {setting naming the chart's file (declared with
+    # output_file=True): name of the method building its Vega-Lite spec from (results, metrics)}.
+    # A chart is built only when its setting names a file (docs/grand-challenge.md, "Charts").
+    chart_builders: ClassVar[dict[str, str]] = {}
 
     def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
         self.ground_truth_dir = ground_truth_dir
         self.truth = Origin.ground_truth(ground_truth_dir)  # its files are the organizer's: exit 3
         self.settings = settings if settings is not None else self.settings_class.from_ground_truth(ground_truth_dir)
         self.case_mapping = read_case_mapping(ground_truth_dir)
+        self.drawn_charts: dict[str, dict] = {}  # {file name: Vega-Lite spec}, filled by evaluate
         self.ground_truth: dict[str, Any] = self.load_ground_truth(ground_truth_dir)
         if not self.ground_truth:
             raise SetupError(f"The ground truth in {ground_truth_dir} has no cases.")
@@ -66,6 +80,14 @@ class Evaluation:
                              f"truth ({id_list(unknown)}).")
 
     # ---- hooks ---------------------------------------------------------------------------
+
+    @classmethod
+    def phase_leaderboards(cls, settings: Settings) -> tuple[Leaderboard, ...]:
+        """The leaderboard(s) of a phase with these settings (its config.json); by default the
+        declared `leaderboards`. Override when a setting changes a title or the ranked value;
+        every path it can return belongs in `ranked_paths`, unless metrics.json may hold null
+        there for a documented reason (csv2026's time scores; tests/test_phase.py checks)."""
+        return cls.leaderboards
 
     def load_ground_truth(self, directory: Path) -> dict[str, Any]:
         """{case id: what score_case needs of that case}; keep it light (paths rather than
@@ -167,12 +189,24 @@ class Evaluation:
         """Score every case and return the metrics.json content."""
         cases = self.cases(input_dir)
         log(f"Scoring {len(cases)} case(s) with {workers} worker(s).")
-        results = dict(self._score_all(cases, workers))
+        results = dict(with_progress(self._score_all(cases, workers), len(cases)))
         log("Computing aggregates.")
         metrics = self.score_aggregates(results)
         metrics["settings"] = self.settings.as_dict()
         metrics["evaluation"] = {"challenge": self.name, "version": __version__}
+        self.drawn_charts = self.draw_charts(results, metrics)
         return metrics
+
+    def draw_charts(self, results: dict[str, Any], metrics: dict[str, Any]) -> dict[str, dict]:
+        """{file name: Vega-Lite spec} of each chart whose setting names a file; nothing is
+        computed for the others. The builders read `metrics`, never change it."""
+        drawn = {}
+        for setting_name, builder in self.chart_builders.items():
+            file_name = getattr(self.settings, setting_name)
+            if file_name:
+                log(f"Drawing the chart {file_name} ({setting_name}).")
+                drawn[file_name] = getattr(self, builder)(results, metrics)
+        return drawn
 
     def score_one(self, case: Case) -> Any:
         ground_truth = self.ground_truth[case.case_id]
@@ -206,8 +240,23 @@ def _score_in_worker(case: Case) -> Any:
 def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> Iterator[tuple[str, Any]]:
     """Cases in sorted order through a pool with a bounded window of cases in flight, so memory
     stays flat however many cases there are. Results are taken in case order, so the bad case
-    reported is always the first bad one in that order, whatever the timing."""
-    import multiprocessing
+    reported is always the first bad one in that order, whatever the timing.
+
+    The first case is scored in this process, before the pool forks: the libraries scoring a
+    case imports where it uses them (SimpleITK, h5py, OpenCV...) are then imported once and
+    shared by the workers, not imported again in each of them (time and memory per worker)."""
+    first, cases = cases[0], cases[1:]
+    yield first.case_id, evaluation.score_one(first)
+    workers = min(workers, len(cases) // max(1, evaluation.min_cases_per_worker))
+    if workers <= 1:
+        if cases:
+            log(f"Scoring the other {len(cases)} case(s) in this process: too few for workers to pay "
+                f"({evaluation.min_cases_per_worker} per worker at least).")
+        for case in cases:
+            yield case.case_id, evaluation.score_one(case)
+        return
+    import multiprocessing  # here, not at the top: a run without workers never imports the pool machinery
+    from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     try:
@@ -243,6 +292,26 @@ def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> I
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+PROGRESS_STEPS = 10  # lines per run at most (plus one per PROGRESS_SECONDS): the platform keeps 500 log lines
+PROGRESS_SECONDS = 60.0
+
+
+def with_progress(scored: Iterator[tuple[str, Any]], total: int, clock=time.monotonic) -> Iterator[tuple[str, Any]]:
+    """Passes the scored cases on, logging "Scored 120 of 300 cases (40%), 3.2 s" at every tenth
+    of the run and at least once a minute, so that a long run shows it is alive without filling
+    the organizers' 500-line log, whatever the number of cases."""
+    started = last_line = clock()
+    next_step = 1
+    for done, item in enumerate(scored, start=1):
+        yield item
+        now = clock()
+        if done * PROGRESS_STEPS >= next_step * total or now - last_line >= PROGRESS_SECONDS:
+            log(f"Scored {done} of {total} case(s) ({100 * done // total}%), {now - started:.1f} s.")
+            last_line = now
+            while next_step * total <= done * PROGRESS_STEPS:
+                next_step += 1
+
+
 def default_workers(requested: int | None) -> int:
     """--workers, else EVALUATION_WORKERS, else the CPUs this process may use."""
     if requested is not None:
@@ -260,12 +329,15 @@ def default_workers(requested: int | None) -> int:
 
 
 def available_challenges() -> dict[str, type[Evaluation]]:
-    """Every Evaluation subclass with a name in the modules of evaluation.challenges."""
+    """Every Evaluation subclass with a name in the modules of evaluation.challenges, importing
+    every module (--list, tests, examples). A run imports only its own challenge's module:
+    evaluation.challenges.challenge_class."""
     import importlib
     import pkgutil
 
     import evaluation.challenges as package
 
+    declared = package.challenge_modules()
     found: dict[str, type[Evaluation]] = {}
     for module_info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{module_info.name}")
@@ -273,5 +345,8 @@ def available_challenges() -> dict[str, type[Evaluation]]:
             if isinstance(obj, type) and issubclass(obj, Evaluation) and obj.name and obj.__module__ == module.__name__:
                 if obj.name in found:
                     print(f"warning: challenge {obj.name} is declared twice", file=sys.stderr)
+                if declared.get(obj.name) != module.__name__:  # the command line could not run it
+                    print(f"warning: challenge {obj.name} must set `name = {obj.name!r}` (a string literal) in "
+                          f"its class body to be found without importing {module.__name__}", file=sys.stderr)
                 found[obj.name] = obj
     return dict(sorted(found.items()))

@@ -459,10 +459,10 @@ def write_metrics(output_dir: Path, metrics: dict, ranked_paths: Iterable[str] =
         raise SetupError(f"metrics.json cannot be written to {output_dir} ({error.strerror}).") from None
 
 
-def _write_atomically(output_dir: Path, text: str) -> Path:
-    output_dir.mkdir(parents=True, exist_ok=True)
-    target = output_dir / METRICS_FILE
-    fd, temporary = tempfile.mkstemp(prefix=".metrics-", suffix=".json", dir=output_dir)
+def _write_atomically(output_dir: Path, text: str, name: str = METRICS_FILE) -> Path:
+    target = output_dir / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=".json", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -475,3 +475,51 @@ def _write_atomically(output_dir: Path, text: str) -> Path:
             os.unlink(temporary)
         raise
     return target
+
+
+# ---------------------------------------------------------------------------------------------
+# Charts: Vega-Lite specs the result page draws (a phase's evaluation output of kind Chart).
+
+# A Chart output's relative_path: a plain relative name (sub-folders allowed) ending in .json.
+_OUTPUT_FILE_PART = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
+MAX_OUTPUT_FILE_NAME = 255
+
+
+def output_file_problem(name: str) -> str | None:
+    """Why `name` cannot be the relative_path of a file written next to metrics.json (None: it
+    can): a plain relative name ending in .json, each part letters, digits, '.', '_' or '-'
+    (not starting with '.'), never metrics.json itself."""
+    if not name.lower().endswith(".json") or len(name) <= len(".json"):
+        return "it must be a file name ending in .json"
+    if len(name) > MAX_OUTPUT_FILE_NAME:
+        return f"it must be at most {MAX_OUTPUT_FILE_NAME} characters long"
+    if not all(_OUTPUT_FILE_PART.match(part) for part in name.split("/")):
+        return ("it must be a plain relative name (letters, digits, '.', '_', '-', sub-folders separated by '/'; "
+                "no leading '/', no '..')")
+    if name.lower() == METRICS_FILE:
+        return f"it cannot be {METRICS_FILE}, the evaluation's own output"
+    return None
+
+
+def chart_json(spec: dict) -> str:
+    """A chart file's text: compact JSON, never NaN, the same bytes for the same spec."""
+    return json.dumps(spec, ensure_ascii=True, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def write_chart(output_dir: Path, name: str, spec: dict) -> Path:
+    """Write one Vega-Lite chart at /output/<name> atomically (before metrics.json, the marker of
+    a successful run); `name` was checked when the settings were read."""
+    problem = output_file_problem(name)
+    if problem is not None:
+        raise SetupError(f"The chart file name {shown(name)} cannot be used: {problem}.")
+    text = chart_json(spec)
+    try:
+        return _write_atomically(output_dir, text, name)
+    except OSError as error:
+        raise SetupError(f"The chart {name} cannot be written to {output_dir} ({error.strerror}).") from None
+
+
+def write_charts(output_dir: Path, charts: dict[str, dict]) -> None:
+    """Every chart of a run, in file-name order, before metrics.json is written."""
+    for name in sorted(charts):
+        write_chart(output_dir, name, charts[name])

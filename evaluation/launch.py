@@ -3,6 +3,7 @@ of any dependency so that a Python without the pinned requirements, or an old on
 saying what to do instead of a traceback."""
 
 import importlib
+import os
 import sys
 
 EXIT_SETUP = 3  # as evaluation.errors.EXIT_SETUP, which cannot be imported before the check
@@ -28,6 +29,10 @@ def _run(module, argv=None):
         print(f"The evaluation needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer (the image runs 3.11), "
               f"but {sys.executable} is Python {sys.version.split()[0]}.", file=sys.stderr)
         return EXIT_SETUP
+    # One OpenBLAS thread (an explicit setting wins), set before numpy is imported: numpy starts
+    # OpenBLAS's thread pool on import and its threads spin, ~0.1 s of CPU a run, more than our few
+    # matrix products gain; cases run in parallel in worker processes instead (benchmarks/startup.py).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:  # the command's own imports, and those it makes later (challenge modules, examples)
         return importlib.import_module(module).main(argv)
     except ModuleNotFoundError as error:

@@ -27,15 +27,18 @@ from evaluation.errors import SetupError
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import HugeNumber, json_type, shown
-from evaluation.grand_challenge import CONFIG_FILE
+from evaluation.grand_challenge import CONFIG_FILE, output_file_problem
 
 
 def setting(default: Any, *, doc: str, choices: tuple | None = None, minimum: float | None = None,
-            maximum: float | None = None, above: float | None = None, below: float | None = None):
+            maximum: float | None = None, above: float | None = None, below: float | None = None,
+            output_file: bool = False):
     """A settings field: its default, one line of documentation, and optional limits (`minimum`
-    and `maximum` inclusive, `above` and `below` exclusive; they apply to each item of a list)."""
+    and `maximum` inclusive, `above` and `below` exclusive; they apply to each item of a list).
+    `output_file`: text naming a file written next to metrics.json ("" for none), e.g. a chart;
+    it must be a plain relative .json name, and two such settings cannot name the same file."""
     metadata = {"doc": doc, "choices": choices, "minimum": minimum, "maximum": maximum, "above": above,
-                "below": below}
+                "below": below, "output_file": output_file}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -112,6 +115,22 @@ class Settings:
             items = value if isinstance(value, (list, tuple)) else [value]
             for item in items:
                 _check_limits(f, item)
+        self._check_output_files()
+
+    def _check_output_files(self) -> None:
+        """Files written next to metrics.json (charts): plain relative .json names, each once."""
+        named: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not f.metadata.get("output_file") or value == "":
+                continue
+            problem = output_file_problem(value)
+            if problem is not None:
+                raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {shown(value)}; {problem}.")
+            if value.lower() in named:
+                raise SetupError(f"{CONFIG_FILE}: settings {named[value.lower()]!r} and {f.name!r} both name the "
+                                 f"file {shown(value)}; each chart needs a file of its own.")
+            named[value.lower()] = f.name
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}

@@ -90,7 +90,7 @@ def _read_tiff(path: Path, pyramid_level: int, single_page_level: int, what: str
 
 
 def _read_tiff_levels(path: Path, pyramid_level: int, single_page_level: int, what: str) -> LevelMask:
-    import tifffile  # imported here: every run imports every challenge module
+    import tifffile  # where used: the start-up rule (evaluation/challenges/__init__.py)
 
     with tifffile.TiffFile(path) as tif:
         first = tif.pages[0]

@@ -254,10 +254,10 @@ def test_non_finite_ranked_value_exit_4_and_no_metrics(rare26, capsys, monkeypat
 
 
 def test_failing_challenge_discovery_exit_4(capsys, monkeypatch):
-    def broken():
+    def broken(name):  # the challenge's module fails to import
         raise ImportError("cannot import name 'x' from 'evaluation.challenges.new'")
 
-    monkeypatch.setattr(cli, "available_challenges", broken)
+    monkeypatch.setattr(cli, "challenge_class", broken)
     code, _, stderr = run_main(capsys, "rare26")
     assert code == 4
     assert last_line(stderr).startswith("Internal error of the evaluation")
@@ -428,7 +428,9 @@ class Plain(Evaluation):
 
 
 def test_seed_ignored_by_a_challenge_without_one(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "available_challenges", lambda: {"plain": Plain, "rare26": Rare26})
+    challenges = {"plain": Plain, "rare26": Rare26}
+    monkeypatch.setattr(cli, "challenge_names", lambda: list(challenges))
+    monkeypatch.setattr(cli, "challenge_class", challenges.__getitem__)
     synthetic.write_json(tmp_path / "gt" / "truth.json", {"a": 0, "b": 0})
     synthetic.write_json(tmp_path / "input" / "a.json", 1.5)
     synthetic.write_json(tmp_path / "input" / "b.json", 2)

@@ -294,7 +294,10 @@ def test_results_identical_whatever_the_worker_count(tmp_path, recorded, workers
     assert pooled == single
     calls = [line.split() for line in calls_of(recorded)]
     assert sorted(case for case, _ in calls) == sorted(truth)  # every case scored exactly once
-    assert str(os.getpid()) not in {pid for _, pid in calls}  # in worker processes
+    # The first case in this process (the libraries it imports are then shared by the workers),
+    # every other one in worker processes.
+    in_this_process = [case for case, pid in calls if pid == str(os.getpid())]
+    assert in_this_process == [min(truth)]
 
 
 class LightToy(Toy):
@@ -306,6 +309,21 @@ def test_challenge_with_too_little_work_per_case_stays_in_one_process(tmp_path, 
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     pooled = metrics_json(LightToy(gt).evaluate(inp, workers=2), Toy.ranked_paths)
     assert {pid for _, pid in (line.split() for line in calls_of(recorded))} == {str(os.getpid())}
+    recorded.unlink()
+    assert pooled == metrics_json(Toy(gt).evaluate(inp, workers=1), Toy.ranked_paths)
+
+
+@pytest.mark.parametrize("minimum, expected_processes", [(4, 3), (5, 1)])
+def test_workers_only_with_enough_cases_each(tmp_path, recorded, monkeypatch, minimum, expected_processes):
+    """9 cases, 2 workers: the first is scored here, the other 8 by 2 workers when each gets at
+    least `minimum` of them (8 // 4 = 2), else here too (8 // 5 = 1)."""
+    monkeypatch.setattr(Toy, "min_cases_per_worker", minimum)
+    truth, predictions = truth_and_predictions(9, seed=4)
+    gt, inp, _ = make_toy(tmp_path, truth, predictions)
+    pooled = metrics_json(Toy(gt).evaluate(inp, workers=2), Toy.ranked_paths)
+    pids = {pid for _, pid in (line.split() for line in calls_of(recorded))}
+    assert str(os.getpid()) in pids
+    assert len(pids) <= expected_processes and (expected_processes == 1) == (len(pids) == 1)
     recorded.unlink()
     assert pooled == metrics_json(Toy(gt).evaluate(inp, workers=1), Toy.ranked_paths)
 
@@ -499,3 +517,37 @@ def test_platform_inputs_json_is_not_a_submission_file(tmp_path):
                       "sub/inputs.json": 5})
     names = [p.relative_to(os.path.realpath(inp)).as_posix() for p in list_submission_files(inp)]
     assert names == ["c00.json", "c01.json", "sub/inputs.json"]  # only the platform's top-level file is left out
+
+
+def _progress_lines(total: int, capsys, seconds_per_case: float = 0.0) -> list[str]:
+    ticks = iter(np.arange(total + 2) * seconds_per_case)
+    items = [(f"c{n}", n) for n in range(total)]
+    passed = list(framework.with_progress(iter(items), total, clock=lambda: float(next(ticks))))
+    assert passed == items  # progress never changes or drops what is scored
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith("Scored ")]
+
+
+@pytest.mark.parametrize("total", [1, 2, 7, 10, 300, 25_000])
+def test_progress_lines_are_few_whatever_the_number_of_cases(total, capsys):
+    lines = _progress_lines(total, capsys)
+    assert 1 <= len(lines) <= framework.PROGRESS_STEPS
+    assert lines[-1].startswith(f"Scored {total} of {total} case(s) (100%)")
+    percents = [int(line.split("%")[0].rsplit("(", 1)[1]) for line in lines]
+    assert percents == sorted(percents)
+
+
+def test_progress_line_at_least_once_a_minute_on_a_slow_run(capsys):
+    # 20 cases of 100 s each: the tenths come every 200 s, so the minute rule adds a line per case.
+    lines = _progress_lines(20, capsys, seconds_per_case=100.0)
+    assert len(lines) == 20
+    assert lines[0] == "Scored 1 of 20 case(s) (5%), 100.0 s."
+    # 20 cases of 1 s: only the tenths.
+    assert len(_progress_lines(20, capsys, seconds_per_case=1.0)) == 10
+
+
+def test_a_run_logs_its_progress(tmp_path, capsys):
+    gt, inp, _ = make_toy(tmp_path, *truth_and_predictions(30))
+    Toy(gt).evaluate(inp)
+    out = capsys.readouterr().out
+    assert "Scored 30 of 30 case(s) (100%)" in out
+    assert out.count("Scored ") == 10

@@ -21,6 +21,8 @@ import numpy as np
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, list_submission_files, strip_extension
+from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.metrics.classification import ranking_curve, roc_auc
 from evaluation.metrics.evaluation_mask import evaluation_mask
 from evaluation.metrics.froc import (
     FP_RATE_TARGETS,
@@ -88,6 +90,12 @@ class Camelyon16Settings(Settings):
     excluded_from_lesion_evaluation: list[str] = setting(["Test_114"], doc="left out of the lesion evaluation "
                                                                            "only (Test_114 is not exhaustively "
                                                                            "annotated)")
+    froc_chart_file: str = setting("", output_file=True,
+                                   doc="file (the phase's Chart output relative_path, e.g. froc.json) for a Vega-Lite "
+                                       "chart of the lesion-level FROC curve; empty: no chart")
+    roc_chart_file: str = setting("", output_file=True,
+                                  doc="file (a Chart output relative_path, e.g. slide-roc.json) for a Vega-Lite chart "
+                                      "of the slide-level ROC curve; empty: no chart")
 
 
 @dataclass(frozen=True)
@@ -136,9 +144,19 @@ class Camelyon16(Evaluation):
     title = "CAMELYON16: slide-level AUC and lesion-level FROC (lymph-node metastases)"
     settings_class = Camelyon16Settings
     case_label = "Slide"
-    ranked_paths = ("aggregates.slide_auc", "aggregates.froc_score",
-                    *(f"aggregates.froc_sensitivity_at_{_target_key(t)}" for t in FP_RATE_TARGETS),
-                    "aggregates.lesions_total", "aggregates.lesions_itc_excluded")
+    # Two leaderboards, one phase each (camelyon16.md): slide-level AUC, and lesion-level FROC with
+    # its six sensitivities shown beside it, excluded from ranking.
+    leaderboards = (
+        Leaderboard(score=Column("Slide-level AUC (tumor vs normal)", "aggregates.slide_auc", "desc"),
+                    decimal_places=4, scoring_method=ABSOLUTE),
+        Leaderboard(score=Column("FROC score: mean sensitivity at 1/4 to 8 FP per slide", "aggregates.froc_score",
+                                 "desc"),
+                    decimal_places=4, scoring_method=ABSOLUTE,
+                    extra_columns=tuple(Column(f"Sensitivity at {t:g} FP per slide",
+                                               f"aggregates.froc_sensitivity_at_{_target_key(t)}", "desc",
+                                               exclude_from_ranking=True) for t in FP_RATE_TARGETS)),
+    )
+    ranked_paths = leaderboard_paths(leaderboards, "aggregates.lesions_total", "aggregates.lesions_itc_excluded")
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -334,12 +352,11 @@ class Camelyon16(Evaluation):
     # ---- the leaderboards ----------------------------------------------------------------
 
     def score_aggregates(self, results: dict[str, SlideResult]) -> dict[str, Any]:
-        from sklearn.metrics import roc_auc_score
-
         slides = sorted(results)
         y_true = np.array([self.ground_truth[s].is_tumor for s in slides], dtype=np.int8)
         y_score = np.array([results[s].probability for s in slides])
-        auc = float(roc_auc_score(y_true, y_score))
+        # scikit-learn's roc_auc_score, bit for bit; both classes are there (load_ground_truth)
+        auc = roc_auc(ranking_curve(y_true, y_score, np.ones(len(slides))))
 
         lesion_slides = [s for s in slides if results[s].hits is not None]
         hits = [results[s].hits for s in lesion_slides]
@@ -369,6 +386,21 @@ class Camelyon16(Evaluation):
         return {"aggregates": aggregates,
                 "froc_curve": {"average_false_positives_per_slide": fp_rates, "sensitivity": sensitivity,
                                "thresholds": int(len(curve.thresholds))}}
+
+    # ---- charts (only when their settings name a file) -----------------------------------
+
+    chart_builders = {"froc_chart_file": "froc_chart", "roc_chart_file": "slide_roc_chart"}
+
+    def froc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
+        hits = [results[s].hits for s in sorted(results) if results[s].hits is not None]
+        return lesion_froc_chart(froc_curve(hits, self.settings.froc_thresholds), metrics["aggregates"],
+                                 self.settings.froc_thresholds)
+
+    def slide_roc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
+        slides = sorted(results)
+        is_tumor = np.array([self.ground_truth[s].is_tumor for s in slides])
+        probabilities = np.array([results[s].probability for s in slides])
+        return slide_roc_chart(is_tumor, probabilities, metrics["aggregates"])
 
 
 def compact_curve(fp_rates: np.ndarray, sensitivities: np.ndarray, points: int = CURVE_POINTS):
@@ -490,3 +522,46 @@ def _check_inside(x: np.ndarray, y: np.ndarray, detections: Detections, slide: s
     if len(bad):
         i = bad[0]
         raise SubmissionError(f"{slide}: {detections.where[i]} lies outside the slide (X {x[i]:g}, Y {y[i]:g}; {limit}).")
+
+
+# ---- charts -------------------------------------------------------------------------------------
+
+
+def _fp_rate_label(target: float) -> str:
+    """0.25 -> '1/4 FP per slide', 2.0 -> '2 FPs per slide'."""
+    text = f"1/{round(1 / target)}" if target < 1 else f"{target:g}"
+    return f"{text} FP{'s' if target > 1 else ''} per slide"
+
+
+def lesion_froc_chart(curve, aggregates: dict[str, Any], rule: str) -> dict:
+    """The FROC curve of metrics.json's froc_score (FP rates increasing), the sensitivity at each
+    of the six official FP rates marked exactly (the values of aggregates.froc_sensitivity_at_*)."""
+    from evaluation import charts
+
+    thresholds = [float("inf"), *curve.thresholds[::-1].tolist()]  # the (0, 0) end point has no threshold
+    line = charts.Curve("lesion FROC", curve.fp_rates[::-1].tolist(), curve.sensitivities[::-1].tolist(), thresholds)
+    marks = [charts.Marked(target, float(value), _fp_rate_label(target))
+             for target, value in zip(FP_RATE_TARGETS, froc_sensitivities(curve))]
+    subtitle = (f"FROC score {aggregates['froc_score']:.4f} (mean sensitivity at 1/4, 1/2, 1, 2, 4 and 8 FPs per "
+                f"slide); {aggregates['lesions_total']} lesions on {aggregates['slides_in_lesion_evaluation']} slides")
+    about = (f"Lesion-level FROC: sensitivity (lesions hit, ITC excluded) against the average number of false "
+             f"positives per slide, one point per detection threshold ({rule} threshold rule); the red points are "
+             f"the six operating points whose mean is the FROC score, interpolated on the curve as the 2016 script "
+             f"does.")
+    return charts.froc_chart(line, marks, title="CAMELYON16: lesion-level FROC curve", subtitle=subtitle, about=about)
+
+
+def slide_roc_chart(is_tumor: np.ndarray, probabilities: np.ndarray, aggregates: dict[str, Any]) -> dict:
+    """The slide-level ROC curve (tumor against normal slides, by the submitted probability)."""
+    from evaluation import charts
+    from evaluation.metrics.classification import ranking_curve, roc_points
+
+    fpr, tpr, thresholds = roc_points(ranking_curve(is_tumor, probabilities, np.ones(len(is_tumor))))
+    auc = aggregates["slide_auc"]
+    line = charts.Curve("slides", fpr.tolist(), tpr.tolist(), thresholds.tolist(), summary=f"AUC {auc:.3f}")
+    subtitle = (f"slide AUC {auc:.4f}: {aggregates['tumor_slides']} tumor and {aggregates['normal_slides']} normal "
+                f"slides")
+    about = ("Slide-level ROC curve: tumor slides against normal slides, ranked by the submitted metastasis "
+             "probability; the points of scikit-learn's roc_curve (collinear points dropped).")
+    return charts.roc_chart([line], title="CAMELYON16: slide-level ROC curve", subtitle=subtitle,
+                            line_title="curve (AUC)", about=about)

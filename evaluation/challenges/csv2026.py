@@ -33,6 +33,7 @@ import numpy as np
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Job, Undefined, ground_truth_files, list_submission_files
+from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.metrics.overlap import dice
 from evaluation.metrics.surface import normalized_surface_dice
 from evaluation.reading.files import Origin
@@ -81,6 +82,10 @@ class Csv2026Settings(Settings):
     risk_output_socket: str = setting("plaque-risk",
                                       doc="algorithm phase: JSON output with the class (0/1, a boolean, or a "
                                           "probability of high risk, high when >= 0.5)")
+    structure_chart_file: str = setting("", output_file=True,
+                                        doc="file (the phase's Chart output relative_path, e.g. structures.json) for "
+                                            "a Vega-Lite bar chart of the mean Dice and NSD per view and structure; "
+                                            "empty: no chart")
 
 
 @dataclass(frozen=True)
@@ -122,11 +127,14 @@ def binary_f1_scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, flo
     """(F1 of class 0, F1 of class 1), scikit-learn's per-class F1; a class with no true and no
     predicted case has F1 0 (zero_division=0; the ground truth has both classes, so only a
     direct call can meet it)."""
-    from sklearn.metrics import f1_score  # imported here: every run imports every challenge module
+    y_true, y_pred = np.asarray(y_true, dtype=int), np.asarray(y_pred, dtype=int)
 
-    low, high = f1_score(np.asarray(y_true, dtype=int), np.asarray(y_pred, dtype=int), labels=[0, 1],
-                         average=None, zero_division=0)
-    return float(low), float(high)
+    def f1(label: int) -> float:  # 2 TP / (true + predicted), as scikit-learn divides
+        true, predicted = y_true == label, y_pred == label
+        denominator = float(true.sum() + predicted.sum())
+        return 2.0 * float((true & predicted).sum()) / denominator if denominator else 0.0
+
+    return f1(0), f1(1)
 
 
 def time_score(seconds: float, baseline: float) -> float:
@@ -172,18 +180,54 @@ def split_labels(array: np.ndarray, background: int, vessel: int, plaque: int):
     return vessel_mask, plaque_mask
 
 
+# Null without timing (a predictions-file submission, or a job without its time; metrics.json
+# notes why): the timed leaderboard reads them, but they cannot be ranked paths.
+TIMED_PATHS = ("aggregates.score_total", "aggregates.score_time", "aggregates.processing_time_seconds")
+
+
+def csv2026_leaderboard(timed: bool) -> Leaderboard:
+    """Ranked on S_total when the phase is timed, else on score_without_time (csv2026.md); the
+    components and the eight mean DSC/NSD shown beside it, excluded from ranking. A phase is
+    timed when its config.json sets baseline_time_seconds: an algorithm phase, whose jobs carry
+    their time, cannot run without it, and a phase without timing has no use for it."""
+    if timed:
+        score = Column("Total score S_total = 0.4 S_cls + 0.4 S_seg + 0.2 S_time", "aggregates.score_total", "desc")
+    else:
+        score = Column("Score without time = (0.4 S_cls + 0.4 S_seg) / 0.8", "aggregates.score_without_time", "desc")
+    timing = (
+        Column("Time score S_time", "aggregates.score_time", "desc", exclude_from_ranking=True),
+        Column("Score without time", "aggregates.score_without_time", "desc", exclude_from_ranking=True),
+        Column("Processing time (s)", "aggregates.processing_time_seconds", "asc", exclude_from_ranking=True),
+    )
+    return Leaderboard(score=score, decimal_places=2, scoring_method=ABSOLUTE, extra_columns=(
+        Column("Classification score S_cls", "aggregates.score_cls", "desc", exclude_from_ranking=True),
+        Column("Segmentation score S_seg", "aggregates.score_seg", "desc", exclude_from_ranking=True),
+        *(timing if timed else ()),
+        Column("Risk class macro F1", "aggregates.macro_f1", "desc", exclude_from_ranking=True),
+        *(Column(f"{VIEW_NAMES[view].capitalize()} {structure} {metric.upper()}",
+                 f"aggregates.{view}_{structure}_{metric}", "desc", exclude_from_ranking=True)
+          for view, structure in PAIRS for metric in ("dsc", "nsd")),
+    ))
+
+
 class Csv2026(Evaluation):
     name = "csv2026"
     title = "CSV 2026: carotid vessel/plaque segmentation and plaque risk in ultrasound (ISBI 2026)"
     settings_class = Csv2026Settings
     case_label = "Case"
-    # Always finite. score_total and score_time are null without timing, so they cannot be
-    # ranked paths: the algorithm phase ranks on score_total (docs/challenges/csv2026.md).
-    ranked_paths = (
-        "aggregates.score_without_time", "aggregates.score_cls", "aggregates.score_seg",
-        "aggregates.macro_f1", "aggregates.f1_low_risk", "aggregates.f1_high_risk",
-        *(f"aggregates.{view}_{structure}_{metric}" for view, structure in PAIRS for metric in ("dsc", "nsd", "score")),
-    )
+    # ~10 ms per case at 512²: two workers were 1.2-1.3x faster on 300 cases, but cost more than
+    # they saved on the 8 small cases of the bundled example (benchmarks/workers.py).
+    min_cases_per_worker = 16
+    leaderboards = (csv2026_leaderboard(timed=Csv2026Settings().baseline_time_seconds is not None),)
+    # Always finite: every path of both leaderboards but TIMED_PATHS, and a few more.
+    ranked_paths = tuple(path for path in leaderboard_paths(
+        (csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),
+        "aggregates.f1_low_risk", "aggregates.f1_high_risk",
+        *(f"aggregates.{view}_{structure}_score" for view, structure in PAIRS)) if path not in TIMED_PATHS)
+
+    @classmethod
+    def phase_leaderboards(cls, settings: Csv2026Settings) -> tuple[Leaderboard, ...]:
+        return (csv2026_leaderboard(timed=settings.baseline_time_seconds is not None),)
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -408,3 +452,29 @@ class Csv2026(Evaluation):
             "timing": {"source": source, "jobs": sum(results[c].timing is not None for c in case_ids)},
             "counts": {"cases": n, "predicted_high_risk": int(y_pred.sum())},
         }
+
+    # ---- chart (only when structure_chart_file is set) -----------------------------------
+
+    chart_builders = {"structure_chart_file": "structure_chart"}
+
+    def structure_chart(self, results: dict[str, CaseResult], metrics: dict[str, Any]) -> dict:
+        return structure_bar_chart(metrics["aggregates"], metrics["counts"]["cases"], self.settings.nsd_tolerance_px)
+
+
+# ---- chart --------------------------------------------------------------------------------------
+
+
+def structure_bar_chart(aggregates: dict[str, Any], cases: int, tolerance: float) -> dict:
+    """Mean DSC and NSD of each view and structure: the aggregates.<view>_<structure>_dsc/_nsd
+    values of metrics.json, as bars."""
+    from evaluation import charts
+
+    nsd = f"NSD ({tolerance:g} px)"
+    bars = [charts.Bar(f"{VIEW_NAMES[view]} {structure}", metric, aggregates[f"{view}_{structure}_{key}"])
+            for view, structure in PAIRS for metric, key in (("Dice", "dsc"), (nsd, "nsd"))]
+    subtitle = (f"segmentation score {aggregates['score_seg']:.2f} (per view 0.4 vessel + 0.6 plaque of "
+                f"(Dice + NSD) / 2); {cases} cases")
+    about = ("Mean over the cases of the Dice similarity coefficient and of the normalised surface Dice of each "
+             "view and structure: the aggregates.<view>_<structure>_dsc and _nsd values of metrics.json.")
+    return charts.bar_chart(bars, title="CSV 2026: segmentation per view and structure", subtitle=subtitle,
+                            x_title="view and structure", y_title="mean over cases", about=about)

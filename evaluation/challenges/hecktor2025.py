@@ -26,6 +26,7 @@ from evaluation.grand_challenge import (
     single_ground_truth_file,
     strip_extension,
 )
+from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, ci_title, leaderboard_paths
 from evaluation.metrics.binary import binary_rates, resampled_rates
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts
 from evaluation.metrics.survival import concordance_index, resampled_concordance
@@ -217,11 +218,29 @@ class Task2Settings(BootstrapSettings):
                                             "earlier recurrence)")
 
 
+def interval_columns(what: str, key: str, level: float) -> tuple[Column, Column]:
+    """The bootstrap interval of aggregates.<key> as two columns, excluded from ranking: the
+    interval is asymmetric, so it is not the score's ± error."""
+    return tuple(Column(ci_title(what, level, bound), f"aggregates.{key}_ci_{bound}", "desc", exclude_from_ranking=True)
+                 for bound in ("lower", "upper"))
+
+
+def task2_leaderboard(level: float) -> Leaderboard:
+    """Ranked on the C-index of the whole test set (hecktor2025.md), its interval beside it."""
+    return Leaderboard(score=Column("C-index (Harrell)", "aggregates.c_index", "desc"), decimal_places=4,
+                       scoring_method=ABSOLUTE, extra_columns=interval_columns("C-index", "c_index", level))
+
+
 class HecktorTask2(BootstrapTask):
     name = "hecktor2025-task2"
     title = "HECKTOR 2025 Task 2: recurrence-free survival, Harrell's C-index with a bootstrap 95% interval"
     settings_class = Task2Settings
-    ranked_paths = ("aggregates.c_index", "aggregates.c_index_ci_lower", "aggregates.c_index_ci_upper")
+    leaderboards = (task2_leaderboard(Task2Settings().confidence_level),)
+    ranked_paths = leaderboard_paths(leaderboards)
+
+    @classmethod
+    def phase_leaderboards(cls, settings: Task2Settings) -> tuple[Leaderboard, ...]:
+        return (task2_leaderboard(settings.confidence_level),)  # the interval's titles say its level
 
     def load_ground_truth(self, directory: Path) -> dict[str, tuple[float, int] | None]:
         """One CSV: PatientID, RFS (days), Relapse (1 event, 0 censored)."""
@@ -309,12 +328,34 @@ class Task3Settings(BootstrapSettings):
 HPV_TEXT = {"1": True, "0": False, "true": True, "false": False, "1.0": True, "0.0": False}
 
 
+def task3_leaderboard(level: float) -> Leaderboard:
+    """Ranked on balanced accuracy, ties to the higher specificity (hecktor2025.md). The platform
+    gives tied scores one rank and has no tie-break, so specificity is a column beside the
+    score, excluded from ranking, read by hand for ties; the intervals likewise."""
+    return Leaderboard(
+        score=Column("Balanced accuracy (HPV status)", "aggregates.balanced_accuracy", "desc"),
+        decimal_places=4,
+        scoring_method=ABSOLUTE,
+        extra_columns=(
+            Column("Specificity (tie-break)", "aggregates.specificity", "desc", exclude_from_ranking=True),
+            Column("Sensitivity", "aggregates.sensitivity", "desc", exclude_from_ranking=True),
+            *interval_columns("Balanced accuracy", "balanced_accuracy", level),
+            *interval_columns("Specificity", "specificity", level),
+            *interval_columns("Sensitivity", "sensitivity", level),
+        ),
+    )
+
+
 class HecktorTask3(BootstrapTask):
     name = "hecktor2025-task3"
     title = "HECKTOR 2025 Task 3: HPV status, balanced accuracy (ties: specificity) with bootstrap 95% intervals"
     settings_class = Task3Settings
-    ranked_paths = ("aggregates.balanced_accuracy", "aggregates.sensitivity", "aggregates.specificity",
-                    "aggregates.balanced_accuracy_ci_lower", "aggregates.balanced_accuracy_ci_upper")
+    leaderboards = (task3_leaderboard(Task3Settings().confidence_level),)
+    ranked_paths = leaderboard_paths(leaderboards)
+
+    @classmethod
+    def phase_leaderboards(cls, settings: Task3Settings) -> tuple[Leaderboard, ...]:
+        return (task3_leaderboard(settings.confidence_level),)  # the intervals' titles say their level
 
     def load_ground_truth(self, directory: Path) -> dict[str, int | None]:
         """One CSV: PatientID, HPV Status (1 positive, 0 negative)."""

@@ -16,10 +16,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation import isic_csv
+from evaluation import charts, isic_csv
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Undefined, list_submission_files, single_ground_truth_file
+from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.metrics import classification
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows
@@ -58,6 +59,9 @@ class IsicSettings(Settings):
                                  doc="algorithm output: a JSON object {category: confidence in [0, 1]}")
     input_socket: str = setting("", doc="input socket whose image name is the image id (empty: the job's only "
                                         "image input)")
+    roc_chart_file: str = setting("", output_file=True,
+                                  doc="file (the phase's Chart output relative_path, e.g. roc-curves.json) for a "
+                                      "Vega-Lite chart of the ROC curve of every category; empty: no chart")
 
 
 @dataclass(frozen=True)
@@ -89,17 +93,50 @@ class Truth:
     validation_weight: np.ndarray
 
 
+# What `overall` holds for each target_metric, as the leaderboard's score title.
+TARGET_TITLES = {"balanced_accuracy": "Balanced multi-class accuracy", "auc": "Mean AUC over categories",
+                 "ap": "Mean average precision over categories", "dice": "Mean Dice over categories"}
+TARGET_PATHS = {"balanced_accuracy": "aggregate.balanced_accuracy", "auc": "aggregate.auc",
+                "ap": "macro_average.ap", "dice": "macro_average.dice"}  # the same value as `overall`
+
+
+def isic_leaderboard(target_metric: str) -> Leaderboard:
+    """Ranked on `overall` alone (balanced multi-class accuracy by default), ties broken by the
+    mean AUC over categories (isic.md). The platform gives tied scores one rank and has no
+    tie-break, so mean AUC is a column beside the score, excluded from ranking, read by hand
+    for ties. The other columns are shown, excluded; a column repeating `overall` is left out."""
+    columns = (
+        Column("Balanced multi-class accuracy", "aggregate.balanced_accuracy", "desc", exclude_from_ranking=True),
+        Column("Mean AUC (tie-break)" if target_metric == "balanced_accuracy" else "Mean AUC", "aggregate.auc",
+               "desc", exclude_from_ranking=True),
+        Column("Mean AUC above 80% sensitivity", "macro_average.auc_sens_80", "desc", exclude_from_ranking=True),
+        Column("Mean average precision", "macro_average.ap", "desc", exclude_from_ranking=True),
+        Column("Mean sensitivity", "macro_average.sensitivity", "desc", exclude_from_ranking=True),
+        Column("Mean specificity", "macro_average.specificity", "desc", exclude_from_ranking=True),
+        Column("Mean Dice", "macro_average.dice", "desc", exclude_from_ranking=True),
+    )
+    return Leaderboard(score=Column(TARGET_TITLES[target_metric], "overall", "desc"), decimal_places=4,
+                       scoring_method=ABSOLUTE,
+                       extra_columns=tuple(c for c in columns if c.path != TARGET_PATHS[target_metric]))
+
+
 class IsicEvaluation(Evaluation):
     """Both editions; the subclasses only declare their name, categories and defaults."""
 
     case_label = "Image"
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
-    ranked_paths = ("overall", "aggregate.balanced_accuracy", "aggregate.auc",
-                    *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
+    leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
+    ranked_paths = leaderboard_paths((isic_leaderboard(target) for target in TARGET_METRICS),
+                                     *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
     # One image is a row of the predictions file, or ~200 bytes of JSON: 25,000 jobs took 7.6 s
     # in one process against 17.6 s with two workers, measured side by side.
     cases_in_workers = False
     table: Truth  # the ground truth's table (self.truth is where it was read from)
+    chart_builders = {"roc_chart_file": "roc_chart"}
+
+    @classmethod
+    def phase_leaderboards(cls, settings: IsicSettings) -> tuple[Leaderboard, ...]:
+        return (isic_leaderboard(settings.target_metric),)  # `overall` is the target metric
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -149,6 +186,12 @@ class IsicEvaluation(Evaluation):
             predictions[self.ground_truth[image]] = confidences
         return score(table, predictions, self.settings.target_metric, self.settings.malignant_categories)
 
+    def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
+        predictions = np.empty(self.table.values.shape)
+        for image, confidences in results.items():
+            predictions[self.ground_truth[image]] = confidences
+        return category_roc_chart(self.table, predictions, metrics, self.title)
+
 
 class Isic2018(IsicEvaluation):
     name = "isic2018"
@@ -190,7 +233,8 @@ def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | t
     where = f"Ground truth {path.name}"
     data = origin.read_bytes(path, "Ground truth", MAX_TRUTH_BYTES)
     try:
-        table = isic_csv.tokenize(isic_csv.decode(data))
+        text = isic_csv.decode(data)
+        table = isic_csv.plain_table(text) or isic_csv.tokenize(text)  # the fast path when the file is plain
     except UnicodeDecodeError as error:
         raise SetupError(f"{where} is not UTF-8 text (byte {error.start + 1} cannot be decoded).") from None
     except isic_csv.CsvError as error:
@@ -205,7 +249,7 @@ def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | t
     categories = tuple(c for c in header if c != index and c not in WEIGHT_COLUMNS)
     if len(categories) < 2:
         raise SetupError(f"{where} must have at least two category columns; found {', '.join(categories) or 'none'}.")
-    ids = [row[header.index(index)] for row in table.rows]
+    ids = table.column(header.index(index))
     bad = [n for n, image in enumerate(ids) if image is None or image in isic_csv.NA_TOKENS]
     if bad:
         raise SetupError(f"{where}: data row {bad[0] + 1} has no image id.")
@@ -219,11 +263,18 @@ def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | t
     if not ids:
         raise SetupError(f"{where} has no image rows.")
 
+    # A plain file whose number columns hold only numbers is converted at once (the values
+    # parse_numbers gives); any other goes column by column, to name the first bad one.
+    numbered = [at for at, name in enumerate(header) if name in categories or name in WEIGHT_COLUMNS]
+    plain = table.numbers(numbered) if isinstance(table, isic_csv.PlainTable) else None
+
     def column(name: str, default: float | None) -> np.ndarray:
         if name not in header:
             return np.full(len(ids), default)
         at = header.index(name)
-        tokens = [row[at] for row in table.rows]
+        if plain is not None:
+            return plain[0][:, numbered.index(at)]
+        tokens = table.column(at)
         values, kinds = isic_csv.parse_numbers([t if t is not None else "" for t in tokens])
         bad_rows = np.flatnonzero((kinds == isic_csv.NA) | (kinds == isic_csv.TEXT) | ~np.isfinite(values))
         if len(bad_rows):
@@ -298,7 +349,7 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         raise SubmissionError(f"The CSV has {lines} lines, more than the {max_lines} allowed for the "
                               f"{len(truth_ids)} images of the test set (a header and one line per image).")
     try:
-        table = isic_csv.tokenize(text)
+        table = isic_csv.plain_table(text) or isic_csv.tokenize(text)  # the fast path when the file is plain
     except isic_csv.CsvError as error:
         raise SubmissionError(f"The CSV cannot be parsed: {error}.") from None
     header = table.header
@@ -307,7 +358,7 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         raise SubmissionError(f"The CSV has no 'image' column (nor 'lesion_id'); its header is "
                               f"{', '.join(map(isic_csv.quoted, header[:12]))}{' ...' if len(header) > 12 else ''}.")
     index_at = header.index(index)
-    ids = [isic_csv.image_id(row[index_at]) for row in table.rows]
+    ids = [isic_csv.image_id(field) for field in table.column(index_at)]
 
     # Duplicate rows, after a trailing .jpg is removed.
     seen: set = set()
@@ -344,10 +395,18 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         log(f"Note: {table.truncated_rows} row(s) have more fields than the header; the surplus fields are ignored "
             f"(as the reference does).")
 
-    tokens = [[row[first_at[c]] for row in table.rows] for c in categories]
-    parsed = [isic_csv.parse_numbers([t if t is not None else "" for t in column]) for column in tokens]
-    kinds = np.column_stack([k for _, k in parsed]) if ids else np.zeros((0, len(categories)), dtype=np.int8)
-    values = np.column_stack([v for v, _ in parsed]) if ids else np.zeros((0, len(categories)))
+    columns = [first_at[c] for c in categories]
+    plain = table.numbers(columns) if isinstance(table, isic_csv.PlainTable) else None
+    if plain is not None:  # every field a number (finite): what parse_numbers gives, at once
+        values, is_integer = plain
+        kinds = np.where(is_integer, isic_csv.INTEGER, isic_csv.FLOAT).astype(np.int8)
+    else:
+        parsed = [isic_csv.parse_numbers([t if t is not None else "" for t in table.column(at)]) for at in columns]
+        kinds = np.column_stack([k for _, k in parsed]) if ids else np.zeros((0, len(categories)), dtype=np.int8)
+        values = np.column_stack([v for v, _ in parsed]) if ids else np.zeros((0, len(categories)))
+
+    def token(position: int, row: int) -> str:  # a field, for a message
+        return table.column(columns[position])[row]
 
     missing_rows = np.flatnonzero((kinds == isic_csv.NA).any(axis=1))
     if len(missing_rows):
@@ -360,10 +419,10 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         if (column_kinds == isic_csv.TEXT).any():
             row = int(np.flatnonzero(column_kinds == isic_csv.TEXT)[0])
             raise SubmissionError(f"Column {category} of the CSV is not all numbers: image "
-                                  f"{isic_csv.image_label(ids[row])} has {isic_csv.quoted(tokens[position][row])}.")
+                                  f"{isic_csv.image_label(ids[row])} has {isic_csv.quoted(token(position, row))}.")
         if (column_kinds == isic_csv.INTEGER).all():
             raise SubmissionError(f"Column {category} of the CSV holds only whole numbers such as "
-                                  f"{isic_csv.quoted(tokens[position][0].strip())}; confidences must be written as "
+                                  f"{isic_csv.quoted(token(position, 0).strip())}; confidences must be written as "
                                   f"floating-point numbers (0.0, 1.0, 0.25).")
     out_of_range = np.flatnonzero(((values < 0) | (values > 1)).any(axis=1))
     if len(out_of_range):
@@ -371,7 +430,7 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         category = categories[int(np.flatnonzero((values[first] < 0) | (values[first] > 1))[0])]
         raise SubmissionError(f"The CSV has values outside [0, 1] for image(s) "
                               f"{id_list(isic_csv.image_label(ids[i]) for i in out_of_range)} (e.g. {category} = "
-                              f"{shown_path(tokens[categories.index(category)][first].strip(), SHOWN_LENGTH)}).")
+                              f"{shown_path(token(categories.index(category), first).strip(), SHOWN_LENGTH)}).")
 
     known = set(truth_ids)
     given = {image for image in ids if image is not None}
@@ -558,3 +617,36 @@ def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray,
     if not (curve.has_positives and curve.has_negatives):
         return Undefined("the ground truth needs both malignant and benign images with a nonzero score_weight")
     return classification.roc_auc(curve)
+
+
+# ---- chart (only when roc_chart_file is set) ----------------------------------------------------
+
+
+def category_roc_chart(truth: Truth, predictions: np.ndarray, metrics: dict[str, Any], title: str) -> dict:
+    """The ROC curve of every category (its images against all others, score_weight), the points
+    of scikit-learn's roc_curve (collinear points dropped), its AUC from metrics.json in the legend."""
+    curves, missing = [], []
+    for c, category in enumerate(truth.categories):
+        curve = classification.ranking_curve(truth.values[:, c] > THRESHOLD, predictions[:, c], truth.score_weight)
+        auc = metrics["per_category"]["auc"][category]
+        if not (curve.has_positives and curve.has_negatives) or isinstance(auc, Undefined):
+            missing.append(category)
+            continue
+        fpr, tpr, thresholds = classification.roc_points(curve, drop_intermediate=True)
+        curves.append(charts.Curve(category, fpr.tolist(), tpr.tolist(), thresholds.tolist(),
+                                   summary=f"AUC {float(auc):.3f}", extra={"auc": charts.rounded(auc)}))
+    aggregate = metrics["aggregate"]
+    subtitle = [f"mean AUC {_shown_value(aggregate['auc'])}, balanced accuracy "
+                f"{_shown_value(aggregate['balanced_accuracy'])} ({metrics['counts']['images_scored']} images scored)"]
+    if missing:
+        subtitle.append(f"no curve for {', '.join(missing)}: no positive or no negative image with a nonzero "
+                        f"score_weight")
+    about = ("One ROC curve per category: the images of the category against all others (score_weight as "
+             "weights), scored by the submitted confidence for it; the points of scikit-learn's roc_curve "
+             "(collinear points dropped). Legend: the category and its AUC (metrics.json per_category.auc).")
+    return charts.roc_chart(curves, title=f"{title.split(':')[0]}: ROC curve per category", subtitle=subtitle,
+                            line_title="category (AUC)", about=about)
+
+
+def _shown_value(value: Any) -> str:
+    return "undefined" if isinstance(value, Undefined) else f"{float(value):.4f}"

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import average_precision_score, roc_auc_score
 
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, single_ground_truth_file, strip_extension
-from evaluation.metrics.ranking import ppv_at_recall, resampled_ranking_metrics
+from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.metrics.classification import average_precision, ranking_curve, roc_auc
+from evaluation.metrics.ranking import metrics_with_drawn_positives, ppv_at_recall, resampled_ranking_metrics
 from evaluation.metrics.resampling import (
     draw_with_replacement,
     draws_to_counts,
@@ -58,6 +59,12 @@ class Rare26Settings(Settings):
                                        doc="'patient' scheme: neoplasia patients per repetition (NDBE patients: "
                                            "this times imbalance_ratio)")
     seed: int = setting(2026, minimum=0, doc="seed of the bootstrap draws (--seed overrides)")
+    roc_chart_file: str = setting("", output_file=True,
+                                  doc="file (the phase's Chart output relative_path, e.g. roc.json) for a Vega-Lite "
+                                      "chart of the ROC curve on the whole test set; empty: no chart")
+    pr_chart_file: str = setting("", output_file=True,
+                                 doc="file (a Chart output relative_path, e.g. precision-recall.json) for a Vega-Lite "
+                                     "chart of the precision-recall curve on the whole test set; empty: no chart")
 
     def check(self) -> None:
         super().check()
@@ -79,8 +86,31 @@ class Rare26(Evaluation):
     title = "RARE26: PPV at 90% recall, simulated 1% prevalence (endoscopy)"
     settings_class = Rare26Settings
     case_label = "Stack"
-    ranked_paths = ("Score", "PPV@90RECALL", "AUROC", "AUPRC",
-                    "AUROC Full Dataset", "AUPRC Full Dataset", "PPV@90RECALL Full Dataset")
+    # A stack is one JSON array of a few hundred numbers: 32 stacks took 0.53 s with one process and
+    # with two workers alike, the workers doubling the memory (benchmarks/workers.py).
+    cases_in_workers = False
+    # The official scorer's 13 top-level keys: ranked on Score alone (rare26.md), the other twelve
+    # shown beside it, excluded from ranking (python -m evaluation.phase rare26).
+    leaderboards = (Leaderboard(
+        score=Column("Score: PPV@90% recall at 1% prevalence (median)", "Score", "desc"),
+        decimal_places=4,
+        scoring_method=ABSOLUTE,
+        extra_columns=tuple(Column(title, path, "desc", exclude_from_ranking=True) for title, path in (
+            ("PPV@90% recall", "PPV@90RECALL"),
+            ("PPV@90% recall, 95% CI lower", "PPV@90RECALL 95% CI Lower Bound"),
+            ("PPV@90% recall, 95% CI upper", "PPV@90RECALL 95% CI Upper Bound"),
+            ("AUROC", "AUROC"),
+            ("AUROC, 95% CI lower", "AUROC 95% CI Lower Bound"),
+            ("AUROC, 95% CI upper", "AUROC 95% CI Upper Bound"),
+            ("AUPRC", "AUPRC"),
+            ("AUPRC, 95% CI lower", "AUPRC 95% CI Lower Bound"),
+            ("AUPRC, 95% CI upper", "AUPRC 95% CI Upper Bound"),
+            ("AUROC, whole test set", "AUROC Full Dataset"),
+            ("AUPRC, whole test set", "AUPRC Full Dataset"),
+            ("PPV@90% recall, whole test set", "PPV@90RECALL Full Dataset"),
+        )),
+    ),)
+    ranked_paths = leaderboard_paths(leaderboards)
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -134,8 +164,9 @@ class Rare26(Evaluation):
         y_score = np.concatenate([results[c] for c in case_ids])
         n_ndbe = int((y_true == 0).sum())
 
-        full_auroc = roc_auc_score(y_true, y_score)
-        full_auprc = average_precision_score(y_true, y_score)
+        curve = ranking_curve(y_true, y_score, np.ones(len(y_true)))  # scikit-learn's, bit for bit
+        full_auroc = roc_auc(curve)
+        full_auprc = average_precision(curve)
         full_ppv = ppv_at_recall(y_true, y_score, TARGET_RECALL)
 
         settings = self.settings
@@ -167,6 +198,25 @@ class Rare26(Evaluation):
             "counts": {"stacks": len(case_ids), "images": int(len(y_true)), "ndbe_images": n_ndbe,
                        "neoplasia_images": int(len(y_true) - n_ndbe), **extra},
         }
+
+    # ---- charts (only when their settings name a file) -----------------------------------
+
+    chart_builders = {"roc_chart_file": "roc_chart", "pr_chart_file": "precision_recall_chart"}
+
+    def test_set_curve(self, results: dict[str, np.ndarray]):
+        """The ranking curve of every frame of the test set (no resampling), stacks in case order."""
+        from evaluation.metrics.classification import ranking_curve
+
+        case_ids = sorted(results)
+        y_true = np.concatenate([self.ground_truth[c].labels for c in case_ids])
+        y_score = np.concatenate([results[c] for c in case_ids])
+        return ranking_curve(y_true, y_score, np.ones(len(y_true)))
+
+    def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
+        return test_set_roc_chart(self.test_set_curve(results), metrics)
+
+    def precision_recall_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
+        return test_set_precision_recall_chart(self.test_set_curve(results), metrics, self.settings)
 
 
 def is_negative(label: str) -> bool:
@@ -231,18 +281,14 @@ def frame_patient(truth: Origin, frame: dict, at: str) -> str:
 def image_level_bootstrap(y_true, y_score, rng, repetitions: int, imbalance_ratio: int):
     """RARE26 official: every repetition keeps all NDBE images and draws
     max(1, int(n_ndbe / ratio)) neoplasia images uniformly with replacement
-    (draws: rng.integers over the neoplasia images, in data order, one row per repetition)."""
-    positives = np.flatnonzero(y_true == 1)
+    (draws: rng.integers over the neoplasia images, in data order, one row per repetition).
+    Only the drawn neoplasia images change between repetitions: the NDBE scores are sorted once
+    and each drawn image placed among them (metrics_with_drawn_positives), so the cost follows
+    the draws, not repetitions x images."""
     per_resample = positives_per_resample(int((y_true == 0).sum()), imbalance_ratio)
-    draws = draw_with_replacement(rng, len(positives), repetitions, per_resample)
-    ndbe_counts = (y_true == 0).astype(np.int64)
-
-    def counts(block):
-        rows = np.tile(ndbe_counts, (len(block), 1))
-        rows[:, positives] = draws_to_counts(block, len(positives))
-        return rows
-
-    return _resampled(y_true, y_score, draws, counts), {"neoplasia_images_per_repetition": per_resample}
+    draws = draw_with_replacement(rng, int((y_true == 1).sum()), repetitions, per_resample)
+    return (metrics_with_drawn_positives(y_true, y_score, draws, TARGET_RECALL),
+            {"neoplasia_images_per_repetition": per_resample})
 
 
 def patient_level_bootstrap(y_true, y_score, patients, rng, repetitions: int, sample_size: int, imbalance_ratio: int):
@@ -276,3 +322,54 @@ def _resampled(y_true, y_score, draws, counts_of):
                                        TARGET_RECALL)
              for start in range(0, len(draws), REPETITIONS_PER_BLOCK)]
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+# ---- charts -------------------------------------------------------------------------------------
+
+
+def _test_set_counts(metrics: dict[str, Any]) -> str:
+    counts = metrics["counts"]
+    return f"{counts['images']} frames ({counts['neoplasia_images']} neoplasia), {counts['stacks']} stacks"
+
+
+def test_set_roc_chart(curve, metrics: dict[str, Any]) -> dict:
+    """The ROC curve of the whole test set, as it is (not resampled)."""
+    from evaluation import charts
+    from evaluation.metrics.classification import roc_points
+
+    fpr, tpr, thresholds = roc_points(curve)
+    auc = metrics["AUROC Full Dataset"]
+    line = charts.Curve("whole test set", fpr.tolist(), tpr.tolist(), thresholds.tolist(), summary=f"AUC {auc:.3f}")
+    subtitle = [f"AUROC {auc:.4f} on the whole test set: {_test_set_counts(metrics)}",
+                f"leaderboard AUROC {metrics['AUROC']:.4f}: the median over the bootstrap repetitions"]
+    about = ("ROC curve of every frame of the test set as it is (not resampled), neoplasia against NDBE by the "
+             "submitted likelihood; the points of scikit-learn's roc_curve (collinear points dropped).")
+    return charts.roc_chart([line], title="RARE26: ROC curve (whole test set)", subtitle=subtitle,
+                            line_title="curve (AUC)", about=about)
+
+
+def test_set_precision_recall_chart(curve, metrics: dict[str, Any], settings: Rare26Settings) -> dict:
+    """The precision-recall curve of the whole test set, the PPV at 90% recall of that set marked.
+    Its precision is the raw test set's, not the leaderboard's: the leaderboard's PPV is the
+    median over bootstrap repetitions at the simulated prevalence."""
+    from evaluation import charts
+    from evaluation.metrics.classification import precision_recall_points
+
+    recall, precision, thresholds = precision_recall_points(curve)
+    ap = metrics["AUPRC Full Dataset"]
+    line = charts.Curve("whole test set", recall.tolist(), precision.tolist(), thresholds.tolist(),
+                        summary=f"AP {ap:.3f}")
+    full_ppv = metrics["PPV@90RECALL Full Dataset"]
+    mark = charts.Marked(TARGET_RECALL, full_ppv, f"PPV at {TARGET_RECALL:.0%} recall, whole test set")
+    prevalence = 100.0 / settings.imbalance_ratio  # "1% prevalence": 1 neoplasia frame per 100 NDBE frames
+    subtitle = [f"whole test set: {_test_set_counts(metrics)}; PPV at 90% recall {full_ppv:.4f}",
+                f"leaderboard Score {metrics['Score']:.4f}: median PPV over {settings.repetitions} bootstraps at "
+                f"{prevalence:.3g}% prevalence"]
+    about = ("Precision-recall curve of every frame of the test set as it is (not resampled, so at the test set's "
+             "own prevalence), neoplasia against NDBE by the submitted likelihood: one point per distinct "
+             "likelihood, joined by straight lines as the PPV at 90% recall is interpolated. The red point is that "
+             "PPV on this set. The leaderboard's PPV uses the bootstrapped 1% prevalence (imbalance_ratio NDBE "
+             "frames per neoplasia frame, median over the repetitions), which lowers precision: it is not read "
+             "off this curve.")
+    return charts.precision_recall_chart([line], [mark], title="RARE26: precision-recall curve (whole test set)",
+                                         subtitle=subtitle, line_title="curve (average precision)", about=about)

@@ -276,3 +276,19 @@ def balanced_multiclass_accuracy(truth_scores: np.ndarray, prediction_scores: np
     """ISIC's goal metric: mean per-category recall over the categories present in the truth,
     labels by argmax, a tied prediction counting as wrong (see per_class_recall)."""
     return nan_mean(per_class_recall(truth_scores, prediction_scores, weights))
+
+
+# ---- curve points for charts ------------------------------------------------------------------
+
+
+def precision_recall_points(curve: RankingCurve) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(recall, precision, thresholds) of every distinct score, thresholds decreasing, after the
+    start point (recall 0, precision 1, threshold +inf): scikit-learn's precision_recall_curve
+    (drop_intermediate=False) read backwards. Needs positives."""
+    if not curve.has_positives:
+        raise ValueError("a precision-recall curve needs positives")
+    tps, fps = curve.tps, curve.fps
+    predicted = tps + fps
+    precision = np.zeros_like(tps)
+    np.divide(tps, predicted, out=precision, where=(predicted != 0))
+    return np.r_[0.0, tps / tps[-1]], np.r_[1.0, precision], np.r_[np.inf, curve.thresholds]

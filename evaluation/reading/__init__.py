@@ -17,6 +17,10 @@ A submission is written by someone who wants a better score, so every read goes 
   data) refused before SimpleITK sees the file.
 - `hdf5`: datasets reached by hard links only; external links, virtual datasets and external
   storage refused; shapes checked before reading.
+
+SimpleITK, h5py, tifffile and imagecodecs are imported inside the functions that use them, never
+at the top of a module: a run pays only for the formats its challenge reads (the start-up rule of
+evaluation/challenges/__init__.py).
 """
 
 from evaluation.reading.files import Origin

@@ -1,0 +1,199 @@
+"""Start-up: a run imports its own challenge's module only, and no heavy library its challenge does
+not use (evaluation/challenges/__init__.py states the rule). Each check runs a fresh interpreter
+and reads its sys.modules: what was imported, not how long it took."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import evaluation.challenges as challenges_package
+from evaluation.challenges import challenge_class, challenge_modules, challenge_names, declared_names
+from evaluation.framework import available_challenges
+
+ROOT = Path(__file__).resolve().parent.parent
+CHALLENGES = sorted(available_challenges())
+
+# Heavy libraries: imported only where used (scikit-learn, scipy and pandas by no run at all;
+# the tests and benchmarks use them as independent oracles).
+HEAVY = ("sklearn", "scipy", "pandas", "SimpleITK", "h5py", "cc3d", "cv2", "tifffile", "imagecodecs", "skimage",
+         "matplotlib", "lifelines")
+# What scoring each bundled example needs: reading its files and computing its metrics.
+NEEDED = {
+    "csv2026": {"SimpleITK", "h5py", "cv2"},  # mask images, NNNN_label.h5, surface distances
+    "hecktor2025-task1": {"SimpleITK", "cc3d"},  # NIfTI / MHA masks, 26-connected lesions
+    "camelyon16": {"tifffile", "imagecodecs", "cv2", "cc3d"},  # TIFF masks, evaluation mask, labels
+}
+
+
+def fresh_interpreter(code: str) -> dict:
+    """Runs `code` in a new interpreter at the repository root; it prints one JSON object."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+IMPORTED = """
+import json, sys
+heavy = {heavy!r}
+print(json.dumps({{"heavy": sorted(m for m in heavy if m in sys.modules),
+                  "challenges": sorted(m for m in sys.modules if m.startswith("evaluation.challenges."))}}))
+"""
+
+
+def imported_after(code: str) -> dict:
+    return fresh_interpreter(code + IMPORTED.format(heavy=HEAVY))
+
+
+# ---- discovery without importing -----------------------------------------------------------
+
+
+def test_names_are_found_without_importing_any_challenge_module():
+    seen = imported_after("from evaluation.challenges import challenge_names\nnames = challenge_names()\n"
+                          "assert names, names")
+    assert seen == {"heavy": [], "challenges": []}
+
+
+def test_names_from_source_equal_the_classes_found_by_importing():
+    """What the command line finds without importing is what importing every module finds: each
+    challenge in the module that defines it (else a challenge could not be run)."""
+    imported = available_challenges()
+    assert challenge_names() == sorted(imported)
+    assert challenge_modules() == {name: cls.__module__ for name, cls in imported.items()}
+
+
+@pytest.mark.parametrize("name", CHALLENGES)
+def test_challenge_class_imports_its_module_only(name):
+    seen = imported_after(f"from evaluation.challenges import challenge_class\n"
+                          f"cls = challenge_class({name!r})\nassert cls.name == {name!r}")
+    module = available_challenges()[name].__module__
+    # a module may build on another challenge module (hecktor2025_task1 on hecktor2025)
+    assert module in seen["challenges"]
+    own_bases = {base.__module__ for base in available_challenges()[name].__mro__}
+    assert set(seen["challenges"]) <= own_bases
+    assert seen["heavy"] == []
+
+
+def test_challenge_class_returns_the_imported_class():
+    for name, cls in available_challenges().items():
+        assert challenge_class(name) is cls
+
+
+def test_unknown_name_is_a_key_error():
+    with pytest.raises(KeyError):
+        challenge_class("rare99")
+
+
+def test_declared_names_reads_literal_names_of_class_bodies_only():
+    source = '''"""A module.
+name = "in a docstring"
+"""
+from x import (
+    y,
+)
+name = "module level"
+
+
+class Base(
+    Evaluation,
+):
+    """A class docstring."""
+
+    name: ClassVar[str] = ""
+    title = "t"
+
+
+@dataclass
+class First(Base):
+    name = "first"  # a comment
+    ranked_paths = ("a",)
+
+    def method(self):
+        name = "a local"
+        return name
+
+
+class Second(Base):
+    name: ClassVar[str] = 'second'
+
+
+class Computed(Base):
+    name = compute()
+
+
+class Continued(Base):
+    name = (
+        "continued")
+
+
+def function():
+    class Nested(Base):
+        name = "nested"
+'''
+    assert declared_names(source) == ["first", "second"]
+
+
+def test_every_challenge_module_declares_its_names_in_its_source():
+    for path in sorted(Path(challenges_package.__file__).parent.glob("[!_]*.py")):
+        module = f"evaluation.challenges.{path.stem}"
+        classes = sorted(n for n, cls in available_challenges().items() if cls.__module__ == module)
+        assert sorted(declared_names(path.read_text())) == classes, path.name
+
+
+# ---- heavy libraries: only where used --------------------------------------------------------
+
+
+def test_help_and_list_import_no_heavy_library():
+    help_run = imported_after("from evaluation.cli import main\nimport contextlib, io\n"
+                              "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n")
+    assert help_run == {"heavy": [], "challenges": []}
+    list_run = imported_after("from evaluation.cli import main\nimport contextlib, io\n"
+                              "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['--list']) == 0\n")
+    assert list_run["heavy"] == []  # every challenge module imported, none of their libraries
+    assert len(list_run["challenges"]) == len(set(challenge_modules().values()))
+
+
+@pytest.mark.parametrize("name", CHALLENGES)
+def test_a_run_imports_only_the_libraries_its_challenge_uses(name, tmp_path):
+    """The bundled example, scored in one process: the modules of other challenges and the heavy
+    libraries this challenge does not use are never imported."""
+    run = (f"from evaluation.cli import main\nimport contextlib, io\n"
+           f"with contextlib.redirect_stdout(io.StringIO()):\n"
+           f"    code = main([{name!r}, '--input', 'test/{name}/input', '--ground-truth', 'ground-truth/{name}', "
+           f"'--output', {str(tmp_path / 'out')!r}, '--workers', '1'])\n"
+           f"assert code == 0, code\n")
+    seen = imported_after(run)
+    assert set(seen["heavy"]) <= NEEDED.get(name, set()), f"{name} imported {seen['heavy']}"
+    module = available_challenges()[name].__module__
+    own_bases = {base.__module__ for base in available_challenges()[name].__mro__}
+    assert module in seen["challenges"] and set(seen["challenges"]) <= own_bases
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text()) == \
+        json.loads((ROOT / "test" / name / "expected_metrics.json").read_text())
+
+
+# ---- one OpenBLAS thread -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])
+def test_the_command_runs_with_one_openblas_thread_unless_told(given, expected):
+    """The entry point sets OPENBLAS_NUM_THREADS before numpy is imported (its spinning thread pool
+    costs ~0.1 s of CPU per run); an explicit value is kept."""
+    import os
+
+    probe = ("import os, sys, types\n"
+             "from evaluation import launch\n"
+             "probe = types.ModuleType('probe')\n"
+             "probe.main = lambda argv: print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules) or 0\n"
+             "sys.modules['probe'] = probe\n"
+             "launch._run('probe')\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [expected, "False"]
