@@ -46,6 +46,9 @@ COPY --from=builder /opt/venv /opt/venv
 
 WORKDIR /opt/app
 COPY evaluation /opt/app/evaluation
+# Byte-code compiled once here: the platform starts the image once per submission, read-only and
+# with PYTHONDONTWRITEBYTECODE, so without it every run would compile our modules again (~0.1 s CPU).
+RUN python -m compileall -q /opt/app/evaluation
 
 # Everything above is shared by all challenges; only the ground truth and the default differ.
 ARG CHALLENGE

@@ -188,7 +188,7 @@ class Evaluation:
     def evaluate(self, input_dir: Path, workers: int = 1) -> dict[str, Any]:
         """Score every case and return the metrics.json content."""
         cases = self.cases(input_dir)
-        log(f"Scoring {len(cases)} case(s) with {workers} worker(s).")
+        workers = self.workers_for(len(cases), workers)
         results = dict(with_progress(self._score_all(cases, workers), len(cases)))
         log("Computing aggregates.")
         metrics = self.score_aggregates(results)
@@ -213,10 +213,26 @@ class Evaluation:
         prediction = self.load_prediction(case, ground_truth)
         return self.score_case(case, prediction, ground_truth)
 
+    def workers_for(self, cases: int, requested: int) -> int:
+        """How many worker processes pay for this many cases (1: all in this process), logged
+        with the reason when fewer than requested. Measured per challenge (benchmarks/workers.py):
+        a pool costs its start and the cases' trips, and two processes add no memory bandwidth."""
+        # The first case is scored in this process before the pool starts (see _score_in_pool).
+        usable = min(requested, (cases - 1) // max(1, self.min_cases_per_worker))
+        if requested <= 1:
+            log(f"Scoring {cases} case(s) in this process (1 worker requested).")
+        elif not self.cases_in_workers:
+            log(f"Scoring {cases} case(s) in this process: a case of {self.name} is too little work to send "
+                f"to a worker ({requested} worker(s) requested).")
+        elif usable <= 1:
+            log(f"Scoring {cases} case(s) in this process: too few for {requested} worker(s) to pay "
+                f"({self.name} needs {self.min_cases_per_worker} case(s) per worker).")
+        else:
+            log(f"Scoring {cases} case(s) with {usable} worker(s) ({requested} requested).")
+            return usable
+        return 1
+
     def _score_all(self, cases: list[Case], workers: int) -> Iterator[tuple[str, Any]]:
-        if workers > 1 and not self.cases_in_workers:
-            log(f"Reading every case in this process ({self.name} has too little work per case for workers).")
-            workers = 1
         if workers <= 1 or len(cases) <= 1:
             for case in cases:
                 yield case.case_id, self.score_one(case)
@@ -247,14 +263,6 @@ def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> I
     shared by the workers, not imported again in each of them (time and memory per worker)."""
     first, cases = cases[0], cases[1:]
     yield first.case_id, evaluation.score_one(first)
-    workers = min(workers, len(cases) // max(1, evaluation.min_cases_per_worker))
-    if workers <= 1:
-        if cases:
-            log(f"Scoring the other {len(cases)} case(s) in this process: too few for workers to pay "
-                f"({evaluation.min_cases_per_worker} per worker at least).")
-        for case in cases:
-            yield case.case_id, evaluation.score_one(case)
-        return
     import multiprocessing  # here, not at the top: a run without workers never imports the pool machinery
     from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool

@@ -46,19 +46,19 @@ def phase_settings(challenge, ground_truth: Path) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:  # imported here: a Python without the requirements gets one line, as the main command does
-        from evaluation.framework import available_challenges
+        from evaluation.challenges import challenge_class, challenge_names
         from evaluation.grand_challenge import resolve_ground_truth_dir
 
-        challenges = available_challenges()
+        names = challenge_names()  # read from the modules' source; only the challenge asked for is imported
+        if args.challenge not in names:
+            print(f"Unknown challenge {args.challenge!r}; known challenges: {', '.join(names)}.", file=sys.stderr)
+            return EXIT_USAGE
+        challenge = challenge_class(args.challenge)
     except ModuleNotFoundError as error:
         if not error.name or error.name.partition(".")[0] == "evaluation":
             raise  # our own module missing: a broken install, shown in full
         print(f"{FAILURE} {missing_dependency(error.name)}", file=sys.stderr)
         return EXIT_SETUP
-    challenge = challenges.get(args.challenge)
-    if challenge is None:
-        print(f"Unknown challenge {args.challenge!r}; known challenges: {', '.join(challenges)}.", file=sys.stderr)
-        return EXIT_USAGE
     explicit = args.ground_truth
     if explicit is None and (BUNDLED_GROUND_TRUTH / args.challenge).is_dir():
         explicit = BUNDLED_GROUND_TRUTH / args.challenge
