@@ -405,7 +405,8 @@ class _Cleaner:
         raise TypeError(f"metrics.json value at {path} has type {type(value).__name__}")
 
 
-def _lookup(document: dict, path: str) -> Any:
+def value_at_path(document: dict, path: str) -> Any:
+    """The value a leaderboard reads at a dot-separated path (dict keys only), None if absent."""
     value: Any = document
     for key in path.split("."):
         if not isinstance(value, dict) or key not in value:
@@ -422,7 +423,7 @@ def metrics_json(metrics: dict, ranked_paths: Iterable[str] = ()) -> str:
     if cleaner.notes:
         document["notes"] = {**document.get("notes", {}), **cleaner.notes}
     for path in cleaner.ranked_paths:
-        value = _lookup(document, path)
+        value = value_at_path(document, path)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             # A leaderboard silently drops a submission whose ranked value is not a number.
             raise ValueError(f"ranked metrics.json path {path} is {value!r}, not a finite number")

@@ -78,7 +78,7 @@ def test_success_writes_metrics(rare26, capsys):
     assert metrics["settings"] == {**Rare26Settings().as_dict(), "repetitions": REPETITIONS}
     assert metrics["evaluation"] == {"challenge": "rare26", "version": __version__}
     for path in Rare26.ranked_paths:
-        assert isinstance(gc._lookup(metrics, path), float)
+        assert isinstance(gc.value_at_path(metrics, path), float)
     assert "Wrote" in stdout and stderr == ""  # progress goes to stdout
 
 

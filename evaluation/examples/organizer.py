@@ -284,20 +284,13 @@ def run_evaluation(challenge: str, input_dir: Path, ground_truth: Path) -> Run:
         return Run(done.returncode, done.stdout, done.stderr, metrics.read_bytes() if metrics.is_file() else None)
 
 
-def ranked_value(document: dict, path: str) -> Any:
-    value: Any = document
-    for key in path.split("."):
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    return value
-
-
 def show_ranked_values(document: dict, ranked_paths: tuple[str, ...]) -> None:
     """The numbers an organizer enters on the leaderboard (metrics.json path = value)."""
+    from evaluation.grand_challenge import value_at_path
+
     say("Leaderboard values of the generated submission (metrics.json path = value):")
     for path in ranked_paths:
-        value = ranked_value(document, path)
+        value = value_at_path(document, path)
         finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if not finite:  # metrics_json refuses to write such a file: never expected here
             raise ExamplesBug(f"The ranked path {path} is {value!r}, not a finite number.")
