@@ -17,13 +17,15 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.reading.files import MEGABYTE, Origin
-from evaluation.reading.images import ImageFile, open_image
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import shown
+
+if TYPE_CHECKING:
+    from evaluation.reading.images import ImageFile
 
 INPUT_DIR = Path("/input")
 OUTPUT_DIR = Path("/output")
@@ -311,6 +313,8 @@ class Case:
     def image(self, slug: str, what: str | None = None) -> ImageFile:
         """An Image output with its header read (and nothing decoded yet); `what` names it in
         messages (default: the case and the output's slug)."""
+        from evaluation.reading.images import open_image  # here: a run without image outputs never needs it
+
         return open_image(self.origin, self.image_file(slug), what or f"{self.name}, output {slug!r}")
 
 

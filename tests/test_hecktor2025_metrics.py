@@ -19,7 +19,7 @@ from evaluation.metrics.lesions import (
     match_pairs,
     overlapping_pairs,
 )
-from evaluation.metrics.resampling import draws_to_counts
+from evaluation.metrics.resampling import draws_to_counts, linear_percentiles
 from evaluation.metrics.survival import concordance_index, resampled_concordance
 
 # ---- lesions --------------------------------------------------------------------------------
@@ -199,6 +199,50 @@ def test_resampled_cindex_blocks_give_the_same_numbers(monkeypatch):
     monkeypatch.setattr(survival, "_PAIR_ELEMENTS", 1000)  # 5 rows of pairs at a time
     blocked = resampled_concordance(time, event, risk, counts)
     assert np.array_equal(whole[0], blocked[0]) and np.array_equal(whole[1], blocked[1])
+
+
+def test_resampled_cindex_with_every_kind_of_tie_equals_pairs_counted_one_by_one():
+    rng = np.random.default_rng(12)
+    n = 40
+    time = rng.integers(1, 6, n).astype(float)  # many tied times, events and censorings among them
+    event = rng.random(n) < 0.5
+    risk = rng.integers(0, 3, n).astype(float)  # many tied risks
+    counts = draws_to_counts(rng.integers(0, n, size=(25, n)), n)
+    numerators, denominators = resampled_concordance(time, event, risk, counts)
+    for row, num, den in zip(counts, numerators, denominators):
+        concordant = comparable = 0.0
+        for i, j in itertools.permutations(range(n), 2):  # copies of one patient never pair
+            if event[i] and (time[i] < time[j] or (time[i] == time[j] and not event[j])):
+                pairs = row[i] * row[j]
+                comparable += pairs
+                concordant += pairs * (1.0 if risk[i] > risk[j] else 0.5 if risk[i] == risk[j] else 0.0)
+        assert (num, den) == (concordant, comparable)
+
+
+def test_resampled_cindex_is_the_same_whatever_the_type_or_size_of_the_counts():
+    rng = np.random.default_rng(21)
+    time, event, risk = random_survival(rng, 300)
+    counts = draws_to_counts(rng.integers(0, 300, size=(50, 300)), 300)
+    as_integers = resampled_concordance(time, event, risk, counts)  # whole, small: float32 products
+    as_floats = resampled_concordance(time, event, risk, counts.astype(float))  # float64 products
+    assert np.array_equal(as_integers[0], as_floats[0]) and np.array_equal(as_integers[1], as_floats[1])
+    large = counts * 100_003 + 1  # ~3e7 a resample: past what float32 holds exactly
+    large_integers = resampled_concordance(time, event, risk, large)
+    large_floats = resampled_concordance(time, event, risk, large.astype(float))
+    assert np.array_equal(large_integers[0], large_floats[0]) and np.array_equal(large_integers[1], large_floats[1])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_linear_percentiles_equal_numpys_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    for size in (1, 2, 3, 7, 100, 999, 1000):
+        values = [rng.random(size), np.round(rng.random(size), 2), rng.integers(0, 4, size) / 7,
+                  rng.normal(size=size) * 1e3][seed % 4]
+        level = [95.0, 90.0, 99.0, 50.0, 1.0, float(rng.uniform(1, 99.99))][seed]
+        tail = (100.0 - level) / 2.0
+        for percents in ([tail, 100.0 - tail], [0.0, 100.0, 50.0, float(rng.uniform(0, 100))]):
+            ours, numpys = linear_percentiles(values, percents), np.percentile(values, percents)
+            assert ours.tobytes() == numpys.tobytes()
 
 
 def test_cindex_undefined_and_bad_input():

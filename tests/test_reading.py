@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import struct
 import zlib
 from pathlib import Path
@@ -455,3 +456,117 @@ def test_messages_name_a_file_as_given_not_its_links_target(layout):
         with pytest.raises(SubmissionError) as excinfo:
             call()
         assert "target-name" not in message(excinfo)
+
+
+# ---- reading many files: folders walked without following links, the root's realpath kept -------
+
+
+def test_a_folder_swapped_for_a_link_after_its_path_was_checked_is_never_followed(layout, tmp_path):
+    inp, _, _ = layout
+    (inp / "job" / "output").mkdir(parents=True)
+    (inp / "job" / "output" / "rfs.json").write_text("0.5")
+    origin = Origin.submission(inp)
+    path = origin.path("job", "output", "rfs.json", what="Patient p, output 'rfs'")
+    assert read_json(origin, path, "x") == 0.5  # the same path read once: a plain folder then
+    outside = tmp_path / "elsewhere"
+    (outside / "output").mkdir(parents=True)
+    (outside / "output" / "rfs.json").write_text(SECRET)
+    os.rename(inp / "job", tmp_path / "job-moved")
+    (inp / "job").symlink_to(outside)  # the folder checked before is now a link out of the input
+    with pytest.raises(SubmissionError) as excinfo:
+        origin.read_bytes(path, "Patient p, output 'rfs'", 1000)
+    assert message(excinfo) == ("Patient p, output 'rfs': job/output/rfs.json is a link that leads out of the input "
+                                "folder.")
+    with pytest.raises(SubmissionError, match="is a link that leads out of the input folder"):
+        origin.path("job", "output", "rfs.json", what="x")
+
+
+def test_a_file_is_opened_without_following_any_link_on_its_way(layout):
+    from evaluation.reading.files import _open_regular_file
+
+    inp, _, _ = layout
+    (inp / "real" / "output").mkdir(parents=True)
+    (inp / "real" / "output" / "a.json").write_text("[1]")
+    (inp / "linked").symlink_to("real")  # inside: read, but only through its real path
+    (inp / "real" / "output" / "b.json").symlink_to("a.json")
+    os.mkfifo(inp / "real" / "output" / "pipe.json")
+    root = os.path.realpath(inp)
+    assert _open_regular_file(root, ["linked", "output", "a.json"]) is None
+    assert _open_regular_file(root, ["real", "output", "b.json"]) is None
+    assert _open_regular_file(root, ["real", "output", "pipe.json"]) is None  # refused, not waited on
+    assert _open_regular_file(root, ["real", "output"]) is None  # a folder
+    assert _open_regular_file(root, ["real", "output", "none.json"]) is None
+    descriptor, size = _open_regular_file(root, ["real", "output", "a.json"])
+    try:
+        assert size == 3 and os.read(descriptor, 10) == b"[1]"
+    finally:
+        os.close(descriptor)
+    origin = Origin.submission(inp)  # through the reading layer, links inside are followed as before
+    assert read_json(origin, inp / "linked" / "output" / "b.json", "x") == [1]
+    assert origin.path("linked", "output", "b.json", what="x") == Path(root) / "real" / "output" / "a.json"
+    assert origin.contains(inp / "linked" / "output", "x") == Path(root) / "real" / "output"
+
+
+def test_a_device_inside_the_input_is_refused_unopened(layout):
+    inp, _, _ = layout
+    try:
+        os.mknod(inp / "null.json", 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    with pytest.raises(SubmissionError) as excinfo:
+        Origin.submission(inp).read_bytes(inp / "null.json", "x", 100)
+    assert message(excinfo) == "x: null.json is not a regular file."
+
+
+def test_the_roots_real_path_is_not_kept_once_the_root_is_another_folder(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, content in ((first, "1"), (second, "2")):
+        (folder / "job").mkdir(parents=True)
+        (folder / "job" / "x.json").write_text(content)
+    root = tmp_path / "input"
+    root.symlink_to(first)
+    origin = Origin.submission(root)
+    assert origin.real_root == first and read_json(origin, root / "job" / "x.json", "x") == 1
+    root.unlink()
+    root.symlink_to(second)  # the same root, now another folder
+    assert origin.real_root == second and read_json(origin, root / "job" / "x.json", "x") == 2
+    assert origin.path("job", "x.json", what="x") == second / "job" / "x.json"
+    assert read_json(origin, origin.path("job", "x.json", what="x"), "x") == 2
+
+
+def test_a_relative_root_reads_as_an_absolute_one(layout, tmp_path, monkeypatch):
+    inp, _, _ = layout
+    (inp / "a").mkdir()
+    (inp / "a" / "x.json").write_text('{"v": 1}')
+    monkeypatch.chdir(tmp_path)
+    origin = Origin.submission(Path("input"))
+    assert read_json(origin, Path("input") / "a" / "x.json", "x") == {"v": 1}
+    assert origin.path("a", "x.json", what="x") == inp.resolve() / "a" / "x.json"
+    with pytest.raises(SubmissionError, match="the file y.json is missing"):
+        origin.read_bytes(Path("input") / "a" / ".." / "a" / "y.json", "x", 100)
+
+
+def test_a_second_byte_order_mark_is_refused_as_json_refuses_a_first(layout):
+    inp, _, _ = layout
+    (inp / "bom.json").write_bytes("\ufeff\ufeff[1]".encode("utf-8"))
+    with pytest.raises(json.JSONDecodeError) as refused:
+        json.loads("\ufeff[1]")
+    with pytest.raises(SubmissionError) as excinfo:
+        read_json(Origin.submission(inp), inp / "bom.json", "x")
+    error = refused.value
+    assert message(excinfo) == (f"x: bom.json is not valid JSON ({error.msg} at line {error.lineno} column "
+                                f"{error.colno}).")
+
+
+def test_listing_checks_only_links_by_their_real_path_and_refuses_what_is_not_a_file(layout):
+    inp, _, _ = layout
+    (inp / "a").mkdir()
+    (inp / "a" / "1.csv").write_text("1")
+    (inp / "2.csv").symlink_to("a/1.csv")  # a link inside: listed under its own name
+    (inp / "loop").symlink_to(".")  # a folder link inside: not entered, not refused
+    origin = Origin.submission(inp)
+    assert [p.relative_to(inp.resolve()).as_posix() for p in origin.list_files()] == ["2.csv", "a/1.csv"]
+    os.mkfifo(inp / "a" / "3.csv")
+    with pytest.raises(SubmissionError) as excinfo:
+        origin.list_files()
+    assert message(excinfo) == "Submission file a/3.csv: a/3.csv is not a regular file."

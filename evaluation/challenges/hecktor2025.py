@@ -28,7 +28,7 @@ from evaluation.grand_challenge import (
 )
 from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, ci_title, leaderboard_paths
 from evaluation.metrics.binary import binary_rates, resampled_rates
-from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts
+from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles
 from evaluation.metrics.survival import concordance_index, resampled_concordance
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
@@ -189,7 +189,7 @@ def percentile_interval(values: np.ndarray, level: float, what: str) -> tuple[fl
     if len(values) == 0:
         raise SetupError(f"No bootstrap resample has a defined {what}: the test set is too small for a bootstrap.")
     tail = (100.0 - level) / 2.0
-    lower, upper = np.percentile(values, [tail, 100.0 - tail])
+    lower, upper = linear_percentiles(values, [tail, 100.0 - tail])
     return float(lower), float(upper)
 
 

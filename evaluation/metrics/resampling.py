@@ -32,3 +32,22 @@ def percentile_summary(values: np.ndarray, level: float = 95.0) -> tuple[float, 
     tail = (100.0 - level) / 2.0
     lower, upper = np.percentile(values, [tail, 100.0 - tail])
     return float(np.median(values)), float(lower), float(upper)
+
+
+def linear_percentiles(values: np.ndarray, percents) -> np.ndarray:
+    """np.percentile(values, percents) with its default 'linear' method, for 1-D finite values and
+    percents in [0, 100], step for step as numpy 2 computes it (so equal bit for bit): numpy's
+    own call goes through np.unique, whose first call imports numpy.ma (~10 ms of start-up)."""
+    ordered = np.sort(np.asarray(values, dtype=np.float64))  # the order statistics partition finds
+    virtual = (len(ordered) - 1) * np.true_divide(np.asarray(percents, dtype=np.float64), 100)
+    previous = np.floor(virtual)
+    following = previous + 1
+    last = virtual >= len(ordered) - 1
+    previous[last], following[last] = -1, -1
+    previous, following = previous.astype(np.intp), following.astype(np.intp)
+    gamma = virtual - previous
+    below, above = ordered[previous], ordered[following]
+    difference = above - below
+    result = below + difference * gamma
+    np.subtract(above, difference * (1 - gamma), out=result, where=gamma >= 0.5)  # numpy's _lerp
+    return result

@@ -10,8 +10,9 @@ sksurv.metrics.concordance_index_censored(event, time, risk).
 A resample is a row of multiplicities (how many copies of each patient it holds): copy a of i and
 copy b of j form w_i * w_j pairs, and copies of one patient are never comparable to each other
 (same time, same event). So a resample's C-index is w' S w / w' A w with S the concordance and A
-the comparability matrix: one matrix product for all resamples, exact in float64 (every term is a
-multiple of 1/2 far below 2**53), so equal to the libraries' value bit for bit.
+the comparability matrix: one matrix product for all resamples (S and A side by side), exact in
+float64 (every term is a multiple of 1/2 far below 2**53, so no order of summation changes a
+bit), so equal to the libraries' value bit for bit.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import numpy as np
 
 # Pair-matrix rows built at a time: temporaries near 32 MB whatever the number of patients.
 _PAIR_ELEMENTS = 1 << 22
+# float32 holds every multiple of 1/2 up to 2**23 exactly: a product S @ w of whole multiplicities
+# below this total per resample is exact in float32 (each partial sum is such a multiple), at half
+# the time of float64.
+_FLOAT32_EXACT_TOTAL = 1 << 22
 
 
 def check_survival(time, event, risk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -49,36 +54,29 @@ def resampled_concordance(time, event, risk, counts) -> tuple[np.ndarray, np.nda
     multiplicities. A resample's C-index is their ratio; a zero denominator means no comparable
     pair (the C-index of that resample is undefined)."""
     time, event, risk = check_survival(time, event, risk)
-    weights = np.asarray(counts, dtype=np.float64)
+    counts = np.asarray(counts)
+    weights = counts.astype(np.float64)
     if weights.ndim != 2 or weights.shape[1] != len(time):
         raise ValueError(f"counts must be (resamples x {len(time)}), got {weights.shape}")
     n = len(time)
-    numerators = np.zeros(len(weights))
+    exact_in_float32 = (np.issubdtype(counts.dtype, np.integer) and weights.size > 0
+                        and np.abs(weights).sum(axis=1).max() < _FLOAT32_EXACT_TOTAL)
+    product_type = np.float32 if exact_in_float32 else np.float64
+    left = weights.astype(product_type, copy=False)
+    numerators, denominators = np.zeros(len(weights)), np.zeros(len(weights))
     events = np.flatnonzero(event)  # only a patient with an event can be the earlier of a pair
-    if n == 0 or len(events) == 0:
-        return numerators, np.zeros(len(weights))
-    # Comparable pairs depend on the times only: per resample, the weight of later times plus
-    # censored equal times, by cumulative sums over the time-sorted patients (no pair matrix).
-    order = np.argsort(time, kind="stable")
-    times, group_of_sorted = np.unique(time[order], return_inverse=True)
-    starts = np.flatnonzero(np.r_[True, np.diff(group_of_sorted) != 0])
-    ends = np.r_[starts[1:], n] - 1  # last sorted position of each distinct time
-    sorted_weights = np.ascontiguousarray(weights[:, order].T)  # patients x resamples: fast cumsum
-    cumulative = np.cumsum(sorted_weights, axis=0)
-    later = cumulative[-1] - cumulative[ends]  # per distinct time: weight of strictly later times
-    censored_cumulative = np.cumsum(sorted_weights * ~event[order, None], axis=0)[ends]
-    censored_per_time = np.diff(censored_cumulative, axis=0, prepend=0.0)  # censored at that time
-    group = np.empty(n, dtype=np.int64)
-    group[order] = group_of_sorted
-    partners = later[group[events]] + censored_per_time[group[events]]  # events x resamples
-    denominators = np.einsum("kr,rk->r", partners, weights[:, events])
-    # Concordance needs the risks too: w' S w, S built for a block of event rows at a time.
-    rows = max(1, _PAIR_ELEMENTS // n)
+    censored = ~event
+    # Rows of S and A for a block of events at a time: w' S w restricted to rows i is the sum
+    # over i of w_i * (S[i] @ w), and A likewise, from one product of the weights with both.
+    rows = max(1, _PAIR_ELEMENTS // (2 * n)) if n else 1
     for start in range(0, len(events), rows):
         i = events[start:start + rows]
         t_i, r_i = time[i, None], risk[i, None]
-        comparable = (t_i < time) | ((t_i == time) & ~event)
+        comparable = (t_i < time) | ((t_i == time) & censored)
         concordant = np.where(comparable, (r_i > risk) + 0.5 * (r_i == risk), 0.0)
-        # w' S w restricted to rows i: sum over i of w_i * (S[i] @ w)
-        numerators += np.einsum("rk,rk->r", weights @ concordant.T, weights[:, i])
+        # resamples x (S rows, A rows); the sums of products below are float64
+        pairs = left @ np.concatenate([concordant, comparable], dtype=product_type).T
+        weights_i = weights[:, i]
+        numerators += np.einsum("rk,rk->r", pairs[:, :len(i)], weights_i)
+        denominators += np.einsum("rk,rk->r", pairs[:, len(i):], weights_i)
     return numerators, denominators

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -15,6 +16,15 @@ from evaluation.errors import EvaluationError, SetupError, SubmissionError
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4096
 MEGABYTE = 1 << 20
+
+# Opening without following a link: each folder on the way (O_PATH: searching it is enough, as
+# for a path), then the file (O_NONBLOCK: a named pipe put there since its lstat cannot hang us).
+_FOLDER_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# root as given -> (st_dev, st_ino, its realpath): a submission reads hundreds of files from one
+# root. Valid while the root still is the same folder (checked by one stat at every use).
+_REAL_ROOTS: dict[str, tuple[int, int, str]] = {}
+_REAL_ROOTS_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -32,22 +42,38 @@ class Origin:
 
     @classmethod
     def submission(cls, root: Path) -> "Origin":
-        return cls(Path(root), SubmissionError)
+        return cls(_as_path(root), SubmissionError)
 
     @classmethod
     def ground_truth(cls, root: Path) -> "Origin":
-        return cls(Path(root), SetupError, "the ground-truth folder")
+        return cls(_as_path(root), SetupError, "the ground-truth folder")
 
     @classmethod
     def platform(cls, root: Path) -> "Origin":
-        return cls(Path(root), SetupError)
+        return cls(_as_path(root), SetupError)
 
     def fail(self, message: str) -> NoReturn:
         raise self.error(message)
 
     @property
     def real_root(self) -> Path:
-        return Path(os.path.realpath(self.root))
+        return Path(self._real_root_text())
+
+    def _real_root_text(self) -> str:
+        """realpath(root), remembered while root is the same folder (same device and inode)."""
+        key = os.fspath(self.root)
+        try:
+            info = os.stat(key)
+        except (OSError, ValueError):
+            return os.path.realpath(key)
+        known = _REAL_ROOTS.get(key)
+        if known is not None and known[0] == info.st_dev and known[1] == info.st_ino:
+            return known[2]
+        real = os.path.realpath(key)
+        if len(_REAL_ROOTS) >= _REAL_ROOTS_KEPT:
+            _REAL_ROOTS.clear()
+        _REAL_ROOTS[key] = (info.st_dev, info.st_ino, real)
+        return real
 
     # ---- paths ---------------------------------------------------------------------------
 
@@ -56,7 +82,11 @@ class Origin:
         when absolute, with `..`, a NUL byte, a backslash, undecodable text or an over-long name,
         or when a link leads out of root. The path returned is the real one (links resolved)."""
         self.check_parts(*parts, what=what)
-        return self._inside(self.real_root.joinpath(*parts), "/".join(parts), what)
+        real_root = self._real_root_text()
+        names = [name for part in parts for name in part.split("/") if name and name != "."]
+        if not _any_link(real_root, names):  # then the path as joined is the real one
+            return Path(_joined(real_root, names))
+        return self._inside(Path(real_root).joinpath(*parts), "/".join(parts), what)
 
     def check_parts(self, *parts: str, what: str) -> None:
         """Refuse names that are not plain relative paths (see `path`), touching no file."""
@@ -72,11 +102,12 @@ class Origin:
             encoded = part.encode("utf-8")
         except UnicodeEncodeError:
             self.fail(f"{what}: the path {shown_path(part)} is not valid text.")
-        pure = Path(part)
-        if pure.is_absolute() or "\\" in part or ".." in pure.parts:
+        names = part.split("/")  # a POSIX path's names (pathlib's parts, less "" and ".")
+        if part.startswith("/") or "\\" in part or ".." in names:
             self.fail(f"{what}: the path {shown_path(part)} leaves {self.place}; only plain relative paths "
                       f"are allowed.")
-        if len(encoded) > MAX_PATH_BYTES or any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in pure.parts):
+        if len(encoded) > MAX_PATH_BYTES or (len(encoded) > MAX_NAME_BYTES and
+                                             any(len(n.encode("utf-8")) > MAX_NAME_BYTES for n in names)):
             self.fail(f"{what}: the path {shown_path(part)} is longer than a file name may be "
                       f"({MAX_NAME_BYTES} bytes a name, {MAX_PATH_BYTES} in all).")
 
@@ -90,6 +121,10 @@ class Origin:
 
     def contains(self, path: Path, what: str) -> Path:
         """A path found by listing a folder of this origin, checked to stay inside it."""
+        real_root = self._real_root_text()
+        names = self._names_below_root(path, real_root)
+        if names is not None and not _any_link(real_root, names):
+            return Path(_joined(real_root, names))
         try:
             relative = Path(path).relative_to(self.root).as_posix()
         except ValueError:
@@ -133,22 +168,54 @@ class Origin:
 
     def read_bytes(self, path: Path, what: str, max_bytes: int, shown_name: str | None = None) -> bytes:
         """The content of a regular file inside root, refused unread when over `max_bytes`.
-        Messages name the file as given, never a link's target."""
-        name = shown_name or Path(path).name
-        path = self.contains(path, what)
-        info = self.regular_file(path, what, name)
-        if info.st_size > max_bytes:
-            self.fail(f"{what}: {shown_path(name)} has {size_text(info.st_size)}, more than the "
-                      f"{size_text(max_bytes)} allowed.")
+        Messages name the file as given, never a link's target.
+
+        The file is opened from root's folder one name at a time, following no link (openat with
+        O_NOFOLLOW), so what is read is what was checked even if the folders change meanwhile. A
+        path with a link on the way (or nothing readable at its end) is first checked by `contains`
+        and `regular_file`, which word each refusal, and its real path is then opened the same way."""
+        real_root = self._real_root_text()
+        names = self._names_below_root(path, real_root)
+        opened = _open_regular_file(real_root, names) if names else None
+        if opened is None:
+            name = shown_name or Path(path).name
+            real = self.contains(path, what)
+            self.regular_file(real, what, name)
+            real_names = self._names_below_root(real, real_root)
+            try:
+                opened = _open_regular_file(real_root, real_names, opening_errors=True) if real_names else None
+            except OSError as error:
+                self.fail(f"{what}: {shown_path(name)} cannot be read ({error.strerror}).")
+            if opened is None:  # a link or a folder put on the way since the checks
+                self.fail(f"{what}: {shown_path(name)} changed while being read.")
+        descriptor, size = opened
         try:
-            with open(path, "rb") as handle:
+            if size > max_bytes:
+                name = shown_name or Path(path).name
+                self.fail(f"{what}: {shown_path(name)} has {size_text(size)}, more than the "
+                          f"{size_text(max_bytes)} allowed.")
+            try:
                 # read(n) reserves n bytes at once: ask for the file's size, not the bound
-                data = handle.read(info.st_size + 1)
-        except OSError as error:
-            self.fail(f"{what}: {shown_path(name)} cannot be read ({error.strerror}).")
-        if len(data) > info.st_size:  # grew while being read
-            self.fail(f"{what}: {shown_path(name)} changed while being read.")
+                data = _read_at_most(descriptor, size + 1)
+            except OSError as error:
+                self.fail(f"{what}: {shown_path(shown_name or Path(path).name)} cannot be read ({error.strerror}).")
+        finally:
+            os.close(descriptor)
+        if len(data) > size:  # grew while being read
+            self.fail(f"{what}: {shown_path(shown_name or Path(path).name)} changed while being read.")
         return data
+
+    def _names_below_root(self, path: Path, real_root: str) -> list[str] | None:
+        """The names leading from root to `path` as written (below the real root or the root as
+        given), or None when `path` is not written below root, or is root, or has `..`."""
+        text = os.fspath(path)
+        for base in (real_root, os.fspath(self.root)):
+            prefix = base.rstrip("/") + "/"
+            if text.startswith(prefix):
+                names = [name for name in text[len(prefix):].split("/") if name and name != "."]
+                if names and ".." not in names:
+                    return names
+        return None
 
     def list_files(self, what: str = "Submission file") -> list[Path]:
         """Every regular file below root (an unpacked ZIP), in a stable order, skipping archive
@@ -162,14 +229,98 @@ class Origin:
                 if name.startswith("."):
                     continue
                 path = Path(directory) / name
-                relative = path.relative_to(real_root).as_posix()
-                self._inside(path, relative, f"{what} {shown_path(relative)}")
-                self.regular_file(path, f"{what} {shown_path(relative)}", shown_name=relative)
+                # os.walk enters no link, so a regular file that is not a link is inside root
+                if not _is_plain(path, stat.S_ISREG):
+                    relative = path.relative_to(real_root).as_posix()
+                    self._inside(path, relative, f"{what} {shown_path(relative)}")
+                    self.regular_file(path, f"{what} {shown_path(relative)}", shown_name=relative)
                 found.append(path)  # the name the submission gave, not a link target's
             for name in subdirs:  # os.walk does not descend into links: check them as files are
-                self._inside(Path(directory) / name, (Path(directory) / name).relative_to(real_root).as_posix(),
-                             f"{what} {shown_path(name)}")
+                if not _is_plain(os.path.join(directory, name), stat.S_ISDIR):
+                    self._inside(Path(directory) / name, (Path(directory) / name).relative_to(real_root).as_posix(),
+                                 f"{what} {shown_path(name)}")
         return found
+
+
+def _as_path(root: Path | str) -> Path:
+    return root if isinstance(root, Path) else Path(root)  # a Path is immutable: no copy needed
+
+
+def _joined(real_root: str, names: list[str]) -> str:
+    return real_root.rstrip("/") + "/" + "/".join(names) if names else real_root
+
+
+def _is_plain(path: Path | str, kind) -> bool:
+    """Whether `path` itself (not a link) is of `kind` (stat.S_ISREG, stat.S_ISDIR)."""
+    try:
+        return kind(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _any_link(real_root: str, names: list[str]) -> bool:
+    """Whether a name on the way from real_root (no link in it) is a link: if none is, the path
+    joined is its own realpath (what is missing is joined as written, as realpath does)."""
+    current = real_root.rstrip("/")
+    for name in names:
+        current = f"{current}/{name}"
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _open_regular_file(real_root: str, names: list[str], opening_errors: bool = False) -> tuple[int, int] | None:
+    """(descriptor, size) of the regular file real_root/names, reached without following a link:
+    each folder opened in the one before with O_NOFOLLOW, the file checked by lstat before it is
+    opened (no device is ever opened) and by fstat after. None when anything on the way is a link,
+    missing, or not a folder, or the file is not a regular file; an error opening the file itself
+    (permissions) is raised when `opening_errors`, else None too."""
+    try:
+        folder = os.open(real_root, _FOLDER_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        for name in names[:-1]:
+            try:
+                inner = os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=folder)
+            except (OSError, ValueError):
+                return None
+            os.close(folder)
+            folder = inner
+        try:
+            seen = os.stat(names[-1], dir_fd=folder, follow_symlinks=False)
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(seen.st_mode):
+            return None
+        try:
+            descriptor = os.open(names[-1], _FILE_FLAGS, dir_fd=folder)
+        except OSError as error:
+            if opening_errors and error.errno not in (errno.ELOOP, errno.ENOENT):
+                raise
+            return None
+    finally:
+        os.close(folder)
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(descriptor)
+        return None
+    return descriptor, info.st_size
+
+
+def _read_at_most(descriptor: int, limit: int) -> bytes:
+    """Up to `limit` bytes: until then or the end of the file."""
+    chunks = []
+    while limit > 0:
+        chunk = os.read(descriptor, limit)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
 
 
 def shown_path(name: str, limit: int = 80) -> str:

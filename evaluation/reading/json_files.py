@@ -31,6 +31,10 @@ def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return document
 
 
+# json.loads(text, **options) builds a decoder per call; one is enough (it keeps no state).
+_DECODER = json.JSONDecoder(parse_int=parse_integer, object_pairs_hook=_object_without_duplicates)
+
+
 def parse_json(text: str | bytes) -> Any:
     """json.loads with our rules: a key given twice in one object is refused (json keeps the last
     silently), integers too long for a float become HugeNumber, NaN and Infinity are read as
@@ -40,24 +44,26 @@ def parse_json(text: str | bytes) -> Any:
         text = text.decode("utf-8")
     if text.startswith("\ufeff"):  # a byte-order mark, as some editors save
         text = text[1:]
-    return json.loads(text, parse_int=parse_integer, object_pairs_hook=_object_without_duplicates)
+    if text.startswith("\ufeff"):  # a second one: refused as json.loads refuses a first
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def read_json(origin: Origin, path: Path, what: str, max_bytes: int = MAX_JSON_BYTES,
               shown_name: str | None = None) -> Any:
     """The parsed content of a JSON file inside `origin`; any problem is one sentence naming
     `what` and the file (never a traceback, never quoting the file beyond a key)."""
-    name = shown_path(shown_name or Path(path).name)
     data = origin.read_bytes(path, what, max_bytes, shown_name)
     try:
         return parse_json(data)
     except UnicodeDecodeError as error:
-        origin.fail(f"{what}: {name} is not UTF-8 text (byte {error.start + 1} cannot be decoded).")
+        problem = f"is not UTF-8 text (byte {error.start + 1} cannot be decoded)"
     except json.JSONDecodeError as error:
-        origin.fail(f"{what}: {name} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}).")
+        problem = f"is not valid JSON ({error.msg} at line {error.lineno} column {error.colno})"
     except DuplicateKey as error:
-        origin.fail(f"{what}: {name} gives the key {shown(error.key)} twice in one object.")
+        problem = f"gives the key {shown(error.key)} twice in one object"
     except RecursionError:
-        origin.fail(f"{what}: {name} is nested too deeply to be read.")
+        problem = "is nested too deeply to be read"
     except ValueError as error:  # e.g. a float literal the parser refuses
-        origin.fail(f"{what}: {name} is not valid JSON ({str(error)[:100]}).")
+        problem = f"is not valid JSON ({str(error)[:100]})"
+    origin.fail(f"{what}: {shown_path(shown_name or Path(path).name)} {problem}.")
