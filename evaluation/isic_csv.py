@@ -33,8 +33,6 @@ is empty or an NA token ("NA", "null"...) counts as an image without id.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 
@@ -62,6 +60,7 @@ _BYTE_LANES = np.array([(1 << 8 * k) - 1 for k in range(8)] + [2**64 - 1], dtype
 NA, INTEGER, FLOAT, TEXT = 0, 1, 2, 3
 
 _JPG_SUFFIX = re.compile(r"\.jpg$", re.IGNORECASE)  # the reference strips it from image ids
+_JPG_SUFFIXES = re.compile(r"\.jpg$", re.IGNORECASE | re.MULTILINE)  # ... from each line
 _INT_TOKEN = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+[ \t\n\v\f\r]*\Z")
 _FLOAT_TOKEN = re.compile(
     r"[ \t\n\v\f\r]*(?P<sign>[+-]?)(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?"
@@ -260,6 +259,9 @@ def _is_blank_line(row: list[str]) -> bool:
 
 def tokenize(text: str) -> RawTable:
     """Header and rows of a decoded CSV; CsvError when pandas could not parse it."""
+    import csv  # here: a plain file (plain_table) never needs them
+    import io
+
     if text.startswith("\ufeff"):
         text = text[1:]
     sentinel = "\x01end-of-file\x01"
@@ -316,9 +318,16 @@ class PlainTable:
     truncated_rows: int = 0  # never: every row has the header's length
 
     def column(self, at: int) -> list[str]:
-        data = self.data
-        return [data[start:end].decode("utf-8") for start, end in zip(self.starts[:, at].tolist(),
-                                                                       self.ends[:, at].tolist())]
+        """The column's fields, decoded at once: each field's bytes and the separator after it
+        (made a newline; no field holds one) gathered into one text, then split."""
+        starts, ends = self.starts[:, at], self.ends[:, at]
+        if not len(starts):
+            return []
+        spans = ends - starts + 1  # each field and its separator
+        offsets = np.cumsum(spans) - spans  # where each field starts in the gathered bytes
+        picked = np.frombuffer(self.data, dtype=np.uint8)[np.arange(int(spans.sum())) + np.repeat(starts - offsets, spans)]
+        picked[offsets + spans - 1] = 10
+        return picked.tobytes().decode("utf-8").split("\n")[:-1]
 
     def numbers(self, columns: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
         """(values, is_integer), rows x columns, when every field of these columns is a number that
@@ -345,14 +354,15 @@ def plain_table(text: str) -> PlainTable | None:
     header = text[:text.index("\n")].split(",")
     width = len(header)
     data = text.encode("utf-8")
-    if data.count(b",") != data.count(b"\n") * (width - 1):  # counted before any array is made
-        return None
     buffer = np.frombuffer(data, dtype=np.uint8)
-    newlines = np.flatnonzero(buffer == 10)
+    is_comma, is_newline = buffer == 44, buffer == 10
+    if np.count_nonzero(is_comma) != np.count_nonzero(is_newline) * (width - 1):  # before the positions are made
+        return None
+    separators = np.flatnonzero(is_comma | is_newline)
+    newlines = separators[buffer[separators] == 10]
     # A blank line (or one of spaces, which has no comma) would be skipped by the tokenizer.
     if width < 2 or newlines[0] == 0 or (np.diff(newlines) == 1).any():
         return None
-    separators = np.flatnonzero((buffer == 44) | (buffer == 10))
     if len(separators) != len(newlines) * width:
         return None
     ends = separators.reshape(-1, width)
@@ -365,8 +375,52 @@ def plain_table(text: str) -> PlainTable | None:
     return PlainTable(header=header, data=data, starts=starts[1:], ends=ends[1:])
 
 
+_FEW_REPEATED = 1024  # tokens: below this, finding the repeated ones costs more than it saves
+
+
 def plain_numbers(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """_plain_numbers (below); when every token is at most 8 bytes long (a ground truth's 0.0,
+    1.0 and weights), each distinct token is converted once: a token of at most 8 bytes is
+    one 64-bit word (its bytes, zeros after), and equal words are equal tokens."""
+    lengths = ends - starts
+    if len(starts) < _FEW_REPEATED or lengths.max() > 8 or lengths.min() < 1:
+        return _plain_numbers(buffer, starts, ends)
+    padded = np.zeros(8 * (len(buffer) // 8 + 2), dtype=np.uint8)
+    padded[:len(buffer)] = buffer
+    words = padded.view("<u8")
+    low, shift = starts >> 3, ((starts & 7) * 8).astype(np.uint64)  # each token's first word and its offset
+    token_words = ((words[low] >> shift) | ((words[low + 1] << np.uint64(1)) << (np.uint64(63) - shift))
+                   ) & _BYTE_LANES[lengths]
+    first, inverse = _first_of_each(token_words)
+    if first is None:  # mostly distinct: converting them all is as fast
+        return _plain_numbers(buffer, starts, ends)
+    handled, values, is_integer = _plain_numbers(buffer, starts[first], ends[first])
+    return handled[inverse], values[inverse], is_integer[inverse]
+
+
+_FEW_DISTINCT = 16  # found one at a time (a pass over the rest each); more: sorted (np.unique)
+
+
+def _first_of_each(words: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(where each distinct word first occurs, which distinct word each is), or (None, ...) when
+    more than a quarter of the words are distinct."""
+    inverse = np.empty(len(words), dtype=np.intp)
+    rest = np.arange(len(words))  # positions not yet matched, in order
+    first = []
+    while len(rest) and len(first) < _FEW_DISTINCT:
+        equal = words[rest] == words[rest[0]]
+        inverse[rest[equal]] = len(first)
+        first.append(rest[0])
+        rest = rest[~equal]
+    if not len(rest):
+        return np.array(first, dtype=np.intp), inverse
+    distinct, first_at, inverse = np.unique(words, return_index=True, return_inverse=True)
+    return (first_at if len(distinct) * 4 <= len(words) else None), inverse
+
+
+def _plain_numbers(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(handled, values, is_integer) of the tokens buffer[starts[i]:ends[i]] (ASCII codes, uint8):
     those of the form digits[.digits][(e|E)[+-]digits] (or .digits), at most _WIDTH long, with
     at most 19 integer digits and 9 exponent digits and a result within 1e-308..1e308, converted
@@ -401,10 +455,11 @@ def plain_numbers(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
     digits = count(digit < 10)
     dot_count = count(is_dot)
     e_count = count(is_e)
-    signs = count((characters == 43) | (characters == 45))
     has_e = e_count == 1
     # The first dot or e of the row is the token's own when the token has one.
-    e_at = np.where(has_e, is_e.argmax(axis=1), lengths)
+    e_at = lengths.copy()
+    e_rows = np.flatnonzero(has_e)
+    e_at[e_rows] = is_e[e_rows].argmax(axis=1)
     dot_at = np.where(dot_count == 1, is_dot.argmax(axis=1), e_at)
     # The exponent: e, an optional sign right after it (the byte after a token is a comma, a
     # newline or padding: never a sign), then its digits to the end.
@@ -415,8 +470,7 @@ def plain_numbers(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
     mantissa_digits = digits - exponent_digits
     handled = (
         (lengths <= _WIDTH) & (e_count <= 1) & (dot_count <= 1) & (dot_at <= e_at) & (mantissa_digits >= 1)
-        & (signs == signed)
-        # every character a digit but the dot and the exponent's e and sign
+        # every character a digit but the dot and the exponent's e and sign (so no other sign)
         & (digits + dot_count + e_count + signed == lengths)
         & (~has_e | ((exponent_digits >= 1) & (exponent_digits <= 9)))
         & (dot_at <= 19)  # integer digits
@@ -427,12 +481,17 @@ def plain_numbers(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
     # and 17th added as doubles, as pandas adds every digit.
     kept = np.clip(mantissa_digits, 0, 17)
     exact_digits = np.minimum(kept, 15)
-    first16 = np.where(column[:16] < dot_at[:, None], digit[:, :16], digit[:, 1:17])
-    digit16 = first16[:, 15].astype(np.float64)
+    # The dot removed from the first 16 positions in 64-bit words: below the dot each byte
+    # stays, from it on each byte is the next one (the word shifted by a byte).
+    words = digit.view("<u8")
+    before_dot = _BYTE_LANES[np.clip(dot_at, 0, 8)], _BYTE_LANES[np.clip(dot_at - 8, 0, 8)]
+    first16 = [(words[:, k] & before_dot[k])
+               | (((words[:, k] >> np.uint64(8)) | (words[:, k + 1] << np.uint64(56))) & ~before_dot[k])
+               for k in (0, 1)]
+    digit16 = (first16[1] >> np.uint64(56)).astype(np.float64)
     digit17 = np.where(dot_at > 16, digit[:, 16], digit[:, 17]).astype(np.float64)
-    words = first16.view("<u8")
-    high = _eight_digits(words[:, 0] & _BYTE_LANES[np.minimum(exact_digits, 8)])
-    low = _eight_digits(words[:, 1] & _BYTE_LANES[np.clip(exact_digits - 8, 0, 8)])
+    high = _eight_digits(first16[0] & _BYTE_LANES[np.minimum(exact_digits, 8)])
+    low = _eight_digits(first16[1] & _BYTE_LANES[np.clip(exact_digits - 8, 0, 8)])
     exact = (high * np.uint64(10**8) + low).astype(np.int64) // _INT_POWERS_OF_TEN[16 - exact_digits]
     number = exact.astype(np.float64)
     number = np.where(kept > 15, number * 10.0 + digit16, number)
@@ -450,12 +509,9 @@ def plain_numbers(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray
         exponent_value[with_e] = value // _INT_POWERS_OF_TEN[9 - exponent_digits[with_e]]
     exponent = dot_at - kept + np.where(signed & (sign_code == 45), -exponent_value, exponent_value)
     handled &= (exponent >= -308) & (exponent <= 308)
-    values = np.full(n, np.nan)
-    up = handled & (exponent > 0)
-    down = handled & (exponent <= 0)
+    power = _POWERS_OF_TEN[np.clip(np.abs(exponent), 0, 308)]
     with np.errstate(over="ignore"):
-        values[up] = number[up] * _POWERS_OF_TEN[exponent[up]]
-    values[down] = number[down] / _POWERS_OF_TEN[-exponent[down]]
+        values = np.where(handled, np.where(exponent > 0, number * power, number / power), np.nan)
     handled &= np.isfinite(values)
     is_integer = handled & (dot_count == 0) & ~has_e
     return handled, values, is_integer
@@ -467,6 +523,19 @@ def _eight_digits(words: np.ndarray) -> np.ndarray:
     words = (words * np.uint64(10) + (words >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
     words = (words * np.uint64(100) + (words >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
     return (words * np.uint64(10000) + (words >> np.uint64(32))) & np.uint64(0x00000000FFFFFFFF)
+
+
+def image_ids(fields: list[str | None]) -> list[str | None]:
+    """image_id of every field of a column. When none is missing or an NA token (a real file's
+    column), the .jpg suffixes are removed from the column joined by line breaks at once."""
+    if None in fields or not NA_TOKENS.isdisjoint(fields):
+        return [image_id(field) for field in fields]
+    joined = "\n".join(fields)
+    if ".jpg" not in joined.lower():
+        return fields
+    if joined.count("\n") != len(fields) - 1:  # a (quoted) field holds a line break
+        return [image_id(field) for field in fields]
+    return _JPG_SUFFIXES.sub("", joined).split("\n")
 
 
 def image_id(field: str | None) -> str | None:

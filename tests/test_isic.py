@@ -60,6 +60,39 @@ def test_ranking_metrics_equal_scikit_learn_bit_for_bit(seed, fractional):
             same(a, b)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_stable_order_is_numpys_stable_argsort(seed):
+    """Ties (many), -0.0 beside 0.0, negatives, tiny and huge values: the permutation of
+    np.argsort(kind="mergesort"), which scikit-learn's curves use."""
+    rng = np.random.default_rng(seed)
+    for trial in range(100):
+        n = int(rng.integers(0, 2000))
+        scores = np.round(rng.normal(size=n) * 10.0 ** rng.integers(-300, 300), int(rng.integers(0, 4)))
+        scores[rng.random(n) < 0.1] = 0.0
+        scores[rng.random(n) < 0.1] = -0.0
+        scores[rng.random(n) < 0.05] = 5e-324
+        if trial % 2:
+            scores = np.abs(scores)  # the usual case: confidences
+        assert np.array_equal(clf.stable_order(scores), np.argsort(scores, kind="mergesort"))
+
+
+def test_argmax_labels_are_each_rows_single_maximum():
+    rng = np.random.default_rng(7)
+    scores = np.round(rng.random((3000, 9)), 1)  # many ties
+    scores[:5] = [[np.nan] * 9, [-0.0, 0.0] + [-1.0] * 7, [0.0] * 9, [1.0] + [0.5] * 8, [0.2] * 8 + [0.3]]
+    scores[5, 3] = np.nan
+    expected = []
+    for row in scores.tolist():
+        nan = [i for i, v in enumerate(row) if np.isnan(v)]
+        if nan:  # numpy's argmax: the first NaN is the maximum, and equals nothing
+            expected.append(nan[0])
+            continue
+        at = [i for i, v in enumerate(row) if v == max(row)]
+        expected.append(at[0] if len(at) == 1 else clf.UNDECIDED)
+    assert clf.argmax_labels(scores).tolist() == expected
+    assert clf.argmax_labels(np.zeros((0, 4))).tolist() == []
+
+
 def independent_auc80(truth, scores, weights, level=0.8):
     """The ISIC definition written out with scikit-learn's curve and area."""
     kept = weights != 0
@@ -504,6 +537,54 @@ def test_roc_curves_are_compact_and_span_the_square(both_phases, evaluate):
         assert (curve["fpr"][0], curve["tpr"][0], curve["fpr"][-1], curve["tpr"][-1]) == (0, 0, 1, 1)
         assert curve["threshold"][0] == 1.0 and np.all(np.diff(curve["fpr"]) >= 0)
 
+
+def recursive_simplification(x, y, epsilon):
+    """Ramer-Douglas-Peucker as usually written: one segment at a time, recursively, in plain floats."""
+    keep = [False] * len(x)
+    if len(x):
+        keep[0] = keep[-1] = True
+
+    def split(a, b):
+        if b - a < 2:
+            return
+        dx, dy = x[b] - x[a], y[b] - y[a]
+        length = float(np.hypot(dx, dy))
+        farthest, at = -1.0, None
+        for i in range(a + 1, b):
+            px, py = x[i] - x[a], y[i] - y[a]
+            distance = abs(dy * px - dx * py) / length if length > 0 else float(np.hypot(px, py))
+            if distance > farthest:
+                farthest, at = distance, i
+        if farthest > epsilon:
+            keep[at] = True
+            split(a, at)
+            split(at, b)
+
+    split(0, len(x) - 1)
+    return np.array(keep, dtype=bool)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_roc_simplification_keeps_the_points_of_the_recursive_algorithm(seed):
+    from evaluation.challenges.isic import simplify_curve
+
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        n = int(rng.integers(0, 300))
+        x, y = np.sort(rng.random(n)), np.sort(rng.random(n))
+        if trial % 3 == 0:  # repeated points and equal distances: the first farthest point is kept
+            x, y = np.round(x, 1), np.round(y, 1)
+        epsilon = (0.001, 0.0, 0.05)[trial % 3]
+        assert np.array_equal(simplify_curve(x, y, epsilon), recursive_simplification(x, y, epsilon))
+
+
+def test_image_ids_of_a_column_are_those_of_each_field():
+    rng = np.random.default_rng(4)
+    pieces = ["ISIC_1", ".jpg", ".JPG", ".jPg", "jpg", ".", "x.jpg.jpg", " ", "\t", "NA", "null", "é", "\u2028",
+              "\x0b", "\x85", ".jpg ", "", "\n"]
+    for _ in range(2000):
+        fields = ["".join(rng.choice(pieces, int(rng.integers(0, 4)))) for _ in range(int(rng.integers(1, 6)))]
+        assert isic_csv.image_ids(fields) == [isic_csv.image_id(field) for field in fields], fields
 
 # ---- the bundled examples: regenerated to the same bytes -----------------------------------------
 

@@ -61,6 +61,33 @@ def test_plain_numbers_are_pandas_numbers_bit_for_bit(seed):
     assert np.array_equal(is_integer[handled], kinds[handled] == isic_csv.INTEGER)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_short_repeated_tokens_are_converted_once_with_the_same_bits(seed):
+    """Tokens of at most 8 bytes, many times each (a ground truth's 0.0/1.0 and weights): each
+    distinct one is converted once, with the values and refusals of a token-by-token reading."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    fixed = {"0.0", "1.0", "1", "0", "0.5", "-1", "1e5", "1e+", "x", "1e-400", "2e308", "12345678"}
+    distinct = sorted({token[:8] for token in random_tokens(rng, (4, 60)[seed])} | fixed)  # at most 16; more
+    tokens = [distinct[i] for i in rng.integers(0, len(distinct), 3000)]
+    text = ",".join(f"c{i}" for i in range(len(tokens))) + "\n" + ",".join(tokens) + "\n"
+    table = isic_csv.plain_table(text)
+    handled, values, is_integer = isic_csv.plain_numbers(np.frombuffer(table.data, dtype=np.uint8),
+                                                         table.starts[0], table.ends[0])
+    slow_values, kinds = isic_csv.parse_numbers(tokens)
+    assert handled.mean() > 0.5
+    assert not (handled & ((kinds == isic_csv.TEXT) | (kinds == isic_csv.NA))).any()
+    assert np.array_equal(values[handled], slow_values[handled])
+    assert np.array_equal(is_integer[handled], kinds[handled] == isic_csv.INTEGER)
+    frame = pd.read_csv(io.StringIO(",".join(distinct) + "\n" + ",".join(distinct) + "\n"), header=None,
+                        index_col=False)
+    for token, (column, _) in zip(distinct, frame.items()):  # one column per distinct token
+        if frame[column].dtype.kind == "f":
+            at = tokens.index(token) if token in tokens else None
+            if at is not None and handled[at]:
+                assert values[at] == frame[column].iloc[0], token
+
+
 def test_tokens_the_fast_path_leaves_to_the_slow_one():
     tokens = [" 0.5", "0.5 ", "-0.5", "+0.5", "0.5.1", "1e", "1e+", "e5", "1e5e5", "1..2", "inf", "NaN", "NA", "",
               "0x1", "1_0", "True", "1e-400", "2e308", "1" * 20, "1e1234567890", "0.5\t", "١"]

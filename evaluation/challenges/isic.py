@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation import charts, isic_csv
+from evaluation import isic_csv
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Undefined, list_submission_files, single_ground_truth_file
@@ -153,7 +153,7 @@ class IsicEvaluation(Evaluation):
                 f"({', '.join(self.categories)}); the ground truth's are used.")
         check_truth_scorable(self.table)
         log(f"Ground truth {path.name}: {len(self.table.ids)} images, categories {', '.join(categories)}.")
-        return {image: row for row, image in enumerate(self.table.ids)}
+        return dict(zip(self.table.ids, range(len(self.table.ids))))  # {image: its row}
 
     def case_input_socket(self) -> str | None:
         return self.settings.input_socket or None
@@ -173,24 +173,30 @@ class IsicEvaluation(Evaluation):
     def read_file_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
         return case.source  # the CSV was read and checked whole by file_cases
 
+    def score_one(self, case: Case) -> np.ndarray:
+        if case.job is None:  # a row of the CSV, checked whole by file_cases: no hook has work to do
+            return case.source
+        return super().score_one(case)
+
     def read_job_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
         slug = self.settings.output_socket
         return confidences_from_json(case.read_json(slug), self.table.categories, f"{case.name}, output {slug!r}")
 
     # ---- the leaderboard -----------------------------------------------------------------
 
+    def prediction_table(self, results: dict[str, np.ndarray]) -> np.ndarray:
+        """The confidences in the truth's row order (one per truth image: check_case_ids saw to it)."""
+        predictions = np.empty(self.table.values.shape)
+        if results:
+            predictions[list(map(self.ground_truth.__getitem__, results))] = np.array(list(results.values()))
+        return predictions
+
     def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
-        table = self.table
-        predictions = np.empty(table.values.shape)
-        for image, confidences in results.items():  # one per truth image: check_case_ids saw to it
-            predictions[self.ground_truth[image]] = confidences
-        return score(table, predictions, self.settings.target_metric, self.settings.malignant_categories)
+        return score(self.table, self.prediction_table(results), self.settings.target_metric,
+                     self.settings.malignant_categories)
 
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
-        predictions = np.empty(self.table.values.shape)
-        for image, confidences in results.items():
-            predictions[self.ground_truth[image]] = confidences
-        return category_roc_chart(self.table, predictions, metrics, self.title)
+        return category_roc_chart(self.table, self.prediction_table(results), metrics, self.title)
 
 
 class Isic2018(IsicEvaluation):
@@ -250,8 +256,8 @@ def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | t
     if len(categories) < 2:
         raise SetupError(f"{where} must have at least two category columns; found {', '.join(categories) or 'none'}.")
     ids = table.column(header.index(index))
-    bad = [n for n, image in enumerate(ids) if image is None or image in isic_csv.NA_TOKENS]
-    if bad:
+    if None in ids or not isic_csv.NA_TOKENS.isdisjoint(ids):
+        bad = [n for n, image in enumerate(ids) if image is None or image in isic_csv.NA_TOKENS]
         raise SetupError(f"{where}: data row {bad[0] + 1} has no image id.")
     if len(set(ids)) != len(ids):
         seen, dupes = set(), []
@@ -273,7 +279,7 @@ def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | t
             return np.full(len(ids), default)
         at = header.index(name)
         if plain is not None:
-            return plain[0][:, numbered.index(at)]
+            return np.ascontiguousarray(plain[0][:, numbered.index(at)])
         tokens = table.column(at)
         values, kinds = isic_csv.parse_numbers([t if t is not None else "" for t in tokens])
         bad_rows = np.flatnonzero((kinds == isic_csv.NA) | (kinds == isic_csv.TEXT) | ~np.isfinite(values))
@@ -298,8 +304,11 @@ def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | t
             row = ids.index(image)
             for w in weights.values():
                 w[row] = 0.0
+    if all(map(str.__lt__, ids, ids[1:])):  # already sorted (the ids are distinct)
+        return Truth(ids=tuple(ids), categories=categories, values=values, score_weight=weights["score_weight"],
+                     validation_weight=weights["validation_weight"])
     order = sorted(range(len(ids)), key=ids.__getitem__)
-    return Truth(ids=tuple(ids[i] for i in order), categories=categories, values=values[order],
+    return Truth(ids=tuple([ids[i] for i in order]), categories=categories, values=values[order],
                  score_weight=weights["score_weight"][order], validation_weight=weights["validation_weight"][order])
 
 
@@ -358,15 +367,17 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         raise SubmissionError(f"The CSV has no 'image' column (nor 'lesion_id'); its header is "
                               f"{', '.join(map(isic_csv.quoted, header[:12]))}{' ...' if len(header) > 12 else ''}.")
     index_at = header.index(index)
-    ids = [isic_csv.image_id(field) for field in table.column(index_at)]
+    ids = isic_csv.image_ids(table.column(index_at))
 
     # Duplicate rows, after a trailing .jpg is removed.
-    seen: set = set()
+    given = set(ids)
     duplicates: list = []
-    for image in ids:
-        if image in seen and image not in duplicates:
-            duplicates.append(image)
-        seen.add(image)
+    if len(given) != len(ids):
+        seen: set = set()
+        for image in ids:
+            if image in seen and image not in duplicates:
+                duplicates.append(image)
+            seen.add(image)
     if duplicates:
         raise SubmissionError(f"The CSV has more than one row for image(s) "
                               f"{id_list(map(isic_csv.image_label, duplicates))}.")
@@ -433,17 +444,20 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
                               f"{shown_path(token(categories.index(category), first).strip(), SHOWN_LENGTH)}).")
 
     known = set(truth_ids)
-    given = {image for image in ids if image is not None}
-    missing_images = sorted(known - given)
-    if missing_images:
-        raise SubmissionError(f"The CSV has no row for {len(missing_images)} image(s) of the test set: "
-                              f"{id_list(missing_images)}.")
-    extra_images = sorted((image for image in ids if image not in known), key=lambda i: (i is None, i or ""))
-    if extra_images:
+    if given != known:
+        missing_images = sorted(known - given)
+        if missing_images:
+            raise SubmissionError(f"The CSV has no row for {len(missing_images)} image(s) of the test set: "
+                                  f"{id_list(missing_images)}.")
+        extra_images = sorted((image for image in ids if image not in known), key=lambda i: (i is None, i or ""))
         raise SubmissionError(f"The CSV has {len(extra_images)} image(s) that are not in the test set: "
                               f"{id_list(map(isic_csv.image_label, extra_images))}.")
-    order = sorted(range(len(ids)), key=ids.__getitem__)
-    return [ids[i] for i in order], values[order]
+    # The test set's images exactly, once each: their rows in sorted order.
+    sorted_ids = list(truth_ids) if all(map(str.__lt__, truth_ids, truth_ids[1:])) else sorted(truth_ids)
+    if ids == sorted_ids:  # written in sorted order
+        return sorted_ids, values
+    row_of = dict(zip(ids, range(len(ids))))
+    return sorted_ids, values[np.fromiter(map(row_of.__getitem__, sorted_ids), dtype=np.intp, count=len(ids))]
 
 
 def confidences_from_json(document: Any, categories: tuple[str, ...], where: str) -> np.ndarray:
@@ -505,36 +519,56 @@ def category_scores(truth: np.ndarray, prediction: np.ndarray, weights: np.ndarr
 
 def simplify_curve(x: np.ndarray, y: np.ndarray, epsilon: float) -> np.ndarray:
     """Ramer-Douglas-Peucker: the mask of points to keep so that no dropped point is farther
-    than epsilon from the kept polyline (for compact ROC plots)."""
-    n = len(x)
-    keep = np.zeros(n, dtype=bool)
-    if n == 0:
-        return keep
-    keep[0] = keep[-1] = True
-    stack = [(0, n - 1)]
-    while stack:
-        a, b = stack.pop()
-        if b - a < 2:
-            continue
-        dx, dy = x[b] - x[a], y[b] - y[a]
-        px, py = x[a + 1:b] - x[a], y[a + 1:b] - y[a]
+    than epsilon from the kept polyline (for compact ROC plots; finite points)."""
+    return simplify_curves([(x, y)], epsilon)[0]
+
+
+def simplify_curves(curves: list[tuple[np.ndarray, np.ndarray]], epsilon: float) -> list[np.ndarray]:
+    """simplify_curve of each (x, y) curve, all at once: the curves end to end, and every
+    segment of a level of the recursion (of every curve) in one pass; each segment's farthest
+    point (the first of equals) is kept, and splits it, when it is farther than epsilon."""
+    sizes = [len(x) for x, _ in curves]
+    x = np.concatenate([x for x, _ in curves]) if curves else np.zeros(0)
+    y = np.concatenate([y for _, y in curves]) if curves else np.zeros(0)
+    keep = np.zeros(len(x), dtype=bool)
+    ends = np.cumsum(sizes)
+    a, b = (ends - sizes)[np.array(sizes) > 0], ends[np.array(sizes) > 0] - 1  # each curve's first and last point
+    keep[a] = keep[b] = True
+    while True:
+        wide = b - a >= 2
+        a, b = a[wide], b[wide]
+        if not len(a):
+            return np.split(keep, ends[:-1])
+        inside = b - a - 1  # points strictly inside each segment
+        first = np.cumsum(inside) - inside  # where each segment's inside points start in the flat arrays
+        segment = np.repeat(np.arange(len(a)), inside)
+        point = np.arange(int(inside.sum())) - first[segment] + (a + 1)[segment]
+        dx, dy = (x[b] - x[a])[segment], (y[b] - y[a])[segment]
+        px, py = x[point] - x[a][segment], y[point] - y[a][segment]
         length = np.hypot(dx, dy)
-        distance = np.abs(dy * px - dx * py) / length if length > 0 else np.hypot(px, py)
-        i = int(np.argmax(distance))
-        if distance[i] > epsilon:
-            k = a + 1 + i
-            keep[k] = True
-            stack.extend(((a, k), (k, b)))
-    return keep
+        with np.errstate(divide="ignore", invalid="ignore"):
+            distance = np.where(length > 0, np.abs(dy * px - dx * py) / length, np.hypot(px, py))
+        farthest = np.maximum.reduceat(distance, first)
+        at_max = np.flatnonzero(distance == farthest[segment])
+        firsts = at_max[np.r_[True, segment[at_max][1:] != segment[at_max][:-1]]]  # one per segment, in order
+        split = farthest > epsilon
+        k = point[firsts][split]
+        keep[k] = True
+        a, b = np.concatenate([a[split], k]), np.concatenate([k, b[split]])
 
 
-def roc_for_plot(curve: classification.RankingCurve) -> dict[str, list[float]]:
-    fpr, tpr, thresholds = classification.roc_points(curve, drop_intermediate=True)
-    thresholds = np.where(np.isinf(thresholds), 1.0, thresholds)  # the +inf start point, as the reference
-    keep = simplify_curve(fpr, tpr, ROC_EPSILON)
-    return {"threshold": np.round(thresholds[keep], 6).tolist(),
-            "fpr": np.round(fpr[keep], ROC_DECIMALS).tolist(),
-            "tpr": np.round(tpr[keep], ROC_DECIMALS).tolist()}
+def roc_for_plot(curves: list[classification.RankingCurve]) -> list[dict[str, list[float]]]:
+    """The plotted ROC points of each curve (scikit-learn's roc_curve, simplified); every curve
+    needs positives and negatives."""
+    points = [classification.roc_points(curve, drop_intermediate=True) for curve in curves]
+    kept = simplify_curves([(fpr, tpr) for fpr, tpr, _ in points], ROC_EPSILON)
+    plotted = []
+    for (fpr, tpr, thresholds), keep in zip(points, kept):
+        thresholds = np.where(np.isinf(thresholds), 1.0, thresholds)  # the +inf start point, as the reference
+        plotted.append({"threshold": np.round(thresholds[keep], 6).tolist(),
+                        "fpr": np.round(fpr[keep], ROC_DECIMALS).tolist(),
+                        "tpr": np.round(tpr[keep], ROC_DECIMALS).tolist()})
+    return plotted
 
 
 def score(truth: Truth, predictions: np.ndarray, target_metric: str,
@@ -542,24 +576,28 @@ def score(truth: Truth, predictions: np.ndarray, target_metric: str,
     """metrics.json content from the sorted truth and the predictions in the same row order."""
     categories = truth.categories
     per_category: dict[str, dict[str, Any]] = {metric: {} for metric in PER_CATEGORY_METRICS}
-    roc_curves: dict[str, Any] = {}
+    curves: dict[str, classification.RankingCurve] = {}
     for c, category in enumerate(categories):
-        scores, curve = category_scores(truth.values[:, c], predictions[:, c], truth.score_weight, category,
-                                        "score_weight")
+        scores, curves[category] = category_scores(truth.values[:, c], predictions[:, c], truth.score_weight,
+                                                   category, "score_weight")
         for metric, value in scores.items():
             per_category[metric][category] = value
-        roc_curves[category] = (roc_for_plot(curve) if curve.has_positives and curve.has_negatives
-                                else Undefined(f"ROC: {_why_undefined(category, 'score_weight', curve.has_positives, curve.has_negatives)}"))
+    plotted = [category for category, curve in curves.items() if curve.has_positives and curve.has_negatives]
+    points = dict(zip(plotted, roc_for_plot([curves[category] for category in plotted])))  # simplified at once
+    roc_curves = {category: points[category] if category in points else
+                  Undefined(f"ROC: {_why_undefined(category, 'score_weight', curve.has_positives, curve.has_negatives)}")
+                  for category, curve in curves.items()}
     macro_average = {metric: _mean_of(values, metric) for metric, values in per_category.items()}
-    balanced = classification.balanced_multiclass_accuracy(truth.values, predictions, truth.score_weight)
+    labels = classification.argmax_labels(truth.values), classification.argmax_labels(predictions)  # once for all
+    balanced = classification.nan_mean(classification.recall_of_labels(*labels, truth.score_weight, len(categories)))
     aggregate = {
         "balanced_accuracy": _defined(balanced, "no category has images with a nonzero score_weight"),
         "auc": macro_average["auc"],  # the leaderboard's tie-break: mean AUC over categories
-        "malignant_vs_benign_auc": malignant_vs_benign_auc(truth, predictions, malignant_categories),
+        "malignant_vs_benign_auc": malignant_vs_benign_auc(truth, predictions, malignant_categories, labels[0]),
     }
     overall = aggregate["balanced_accuracy"] if target_metric == "balanced_accuracy" else macro_average[target_metric]
-    validation = validation_score(truth, predictions, target_metric)
-    undecided = classification.argmax_labels(predictions) == classification.UNDECIDED
+    validation = validation_score(truth, predictions, target_metric, labels)
+    undecided = labels[1] == classification.UNDECIDED
     return {
         "overall": overall,
         "validation": validation,
@@ -576,13 +614,17 @@ def score(truth: Truth, predictions: np.ndarray, target_metric: str,
     }
 
 
-def validation_score(truth: Truth, predictions: np.ndarray, target_metric: str) -> float | Undefined:
-    """The target metric with validation_weight, as the reference computes it."""
+def validation_score(truth: Truth, predictions: np.ndarray, target_metric: str,
+                     labels: tuple[np.ndarray, np.ndarray] | None = None) -> float | Undefined:
+    """The target metric with validation_weight, as the reference computes it (`labels`: the
+    argmax labels of the truth and the predictions, when already computed)."""
     w = truth.validation_weight
     if not (w > 0).any():
         return Undefined("every validation_weight of the ground truth is 0")
     if target_metric == "balanced_accuracy":
-        value = classification.balanced_multiclass_accuracy(truth.values, predictions, w)
+        if labels is None:
+            labels = classification.argmax_labels(truth.values), classification.argmax_labels(predictions)
+        value = classification.nan_mean(classification.recall_of_labels(*labels, w, len(truth.categories)))
         return _defined(value, "no category has images with a nonzero validation_weight")
     values = []
     for c in range(len(truth.categories)):
@@ -603,15 +645,15 @@ def validation_score(truth: Truth, predictions: np.ndarray, target_metric: str) 
     return _defined(mean, f"{target_metric} is undefined for every category with validation_weight")
 
 
-def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray,
-                            malignant_categories: list[str] | tuple[str, ...]) -> float | Undefined:
+def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray, malignant_categories: list[str] | tuple[str, ...],
+                            truth_labels: np.ndarray | None = None) -> float | Undefined:
     """Our definition (the reference has none): truth = the image's category is malignant,
     score = the sum of the confidences of the malignant categories, weighted ROC AUC. Images
     whose truth has no single category are left out."""
     if not malignant_categories:
         return Undefined("no malignant categories are set")
     columns = [truth.categories.index(c) for c in malignant_categories]
-    labels = classification.argmax_labels(truth.values)
+    labels = classification.argmax_labels(truth.values) if truth_labels is None else truth_labels
     weights = np.where(labels >= 0, truth.score_weight, 0.0)
     curve = classification.ranking_curve(np.isin(labels, columns), predictions[:, columns].sum(axis=1), weights)
     if not (curve.has_positives and curve.has_negatives):
@@ -625,6 +667,8 @@ def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray,
 def category_roc_chart(truth: Truth, predictions: np.ndarray, metrics: dict[str, Any], title: str) -> dict:
     """The ROC curve of every category (its images against all others, score_weight), the points
     of scikit-learn's roc_curve (collinear points dropped), its AUC from metrics.json in the legend."""
+    from evaluation import charts  # here: a run without the chart never imports it
+
     curves, missing = [], []
     for c, category in enumerate(truth.categories):
         curve = classification.ranking_curve(truth.values[:, c] > THRESHOLD, predictions[:, c], truth.score_weight)

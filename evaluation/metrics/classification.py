@@ -117,12 +117,22 @@ def ranking_curve(truth: np.ndarray, scores: np.ndarray, weights: np.ndarray) ->
     if len(scores) == 0:
         empty = np.zeros(0)
         return RankingCurve(empty, empty, empty)
-    order = np.argsort(scores, kind="mergesort")[::-1]  # scikit-learn's order, ties included
+    order = stable_order(scores)[::-1]  # scikit-learn's order, ties included
     scores, truth, weights = scores[order], truth[order], weights[order]
     ends = np.r_[np.where(np.diff(scores))[0], truth.size - 1]
     tps = np.cumsum(truth * weights, dtype=np.float64)[ends]
     fps = np.cumsum((1 - truth) * weights, dtype=np.float64)[ends]
     return RankingCurve(fps=fps, tps=tps, thresholds=scores[ends])
+
+
+def stable_order(scores: np.ndarray) -> np.ndarray:
+    """np.argsort(scores, kind="mergesort") of finite float64 scores, ~20% sooner: the same
+    stable sort of integers ordered as the floats are (the IEEE bits, -0.0 made +0.0 as it
+    equals it, the other bits of negatives flipped)."""
+    bits = (scores + 0.0).view(np.int64)
+    if len(bits) and bits.min() < 0:
+        bits = np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
+    return np.argsort(bits, kind="mergesort")
 
 
 def roc_points(curve: RankingCurve, drop_intermediate: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -202,9 +212,22 @@ def argmax_labels(scores: np.ndarray) -> np.ndarray:
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 2 or scores.shape[1] == 0:
         raise ValueError("scores must be a 2-D array with at least one column")
-    labels = np.argmax(scores, axis=1)
-    tied = (scores == scores.max(axis=1, keepdims=True)).sum(axis=1) > 1
-    labels[tied] = UNDECIDED
+    # Column by column (a few long vector operations, not a short reduction per row).
+    columns = np.ascontiguousarray(scores.T)
+    top = columns[0].copy()
+    for column in columns[1:]:
+        np.maximum(top, column, out=top)
+    if np.isnan(top).any():  # np.argmax takes the first NaN as the maximum
+        labels = np.argmax(scores, axis=1)
+        labels[(scores == scores.max(axis=1, keepdims=True)).sum(axis=1) > 1] = UNDECIDED
+        return labels
+    labels = np.empty(len(top), dtype=np.intp)
+    maxima = np.zeros(len(top), dtype=np.intp)  # columns holding the row's maximum
+    for at in range(len(columns) - 1, -1, -1):  # the first column holding it last: np.argmax's choice
+        equal = columns[at] == top
+        labels[equal] = at
+        maxima += equal
+    labels[maxima > 1] = UNDECIDED
     return labels
 
 
@@ -250,9 +273,14 @@ def per_class_recall(truth_scores: np.ndarray, prediction_scores: np.ndarray, we
     if truth_scores.shape != prediction_scores.shape:
         raise ValueError(f"truth {truth_scores.shape} and prediction {prediction_scores.shape} differ in shape")
     _check_lengths(truth_scores, weights)
-    n = truth_scores.shape[1]
-    truth_labels = argmax_labels(truth_scores)
-    prediction_labels = argmax_labels(prediction_scores)
+    return recall_of_labels(argmax_labels(truth_scores), argmax_labels(prediction_scores), weights,
+                            truth_scores.shape[1])
+
+
+def recall_of_labels(truth_labels: np.ndarray, prediction_labels: np.ndarray, weights: np.ndarray,
+                     n: int) -> np.ndarray:
+    """per_class_recall from the argmax labels (argmax_labels) of the truth and the prediction,
+    for a caller that needs the labels more than once."""
     correct = np.where(truth_labels == prediction_labels, truth_labels, UNDECIDED)
     hits = sequential_group_sums(weights, correct, n)
     totals = kahan_group_sums(weights, truth_labels, n)
