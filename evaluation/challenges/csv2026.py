@@ -106,8 +106,26 @@ class JobTiming:
 
 
 @dataclass(frozen=True)
+class LabelMap:
+    """One view's mask as decoded, every pixel checked to be background (0), vessel or plaque.
+    Scoring compares the structures in this form, within the box where either label map has a
+    label (the rest is background in both), so no full-size boolean mask is ever made."""
+
+    array: np.ndarray  # 2D, the values as read
+    vessel: int  # the value of a vessel pixel (255 raw, or a class index)
+    plaque: int
+
+    def value(self, structure: str) -> int:
+        return self.vessel if structure == "vessel" else self.plaque
+
+    def masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """(vessel, plaque) as full-size boolean masks."""
+        return self.array == self.vessel, self.array == self.plaque
+
+
+@dataclass(frozen=True)
 class Prediction:
-    masks: dict[str, tuple[np.ndarray, np.ndarray]]  # view -> (vessel, plaque)
+    masks: dict[str, LabelMap]  # view -> its label map
     high_risk: int
     timing: JobTiming | None  # None: a predictions-file submission
 
@@ -170,14 +188,39 @@ def job_timing(job: Job) -> JobTiming:
     return JobTiming(job.exec_duration_seconds, utc(job.started_at), utc(job.completed_at))
 
 
-def split_labels(array: np.ndarray, background: int, vessel: int, plaque: int):
-    """(vessel, plaque) when every pixel is background, vessel or plaque, else None. Three
-    comparisons, no sort: the distinct values are listed only for an error message."""
-    vessel_mask, plaque_mask = array == vessel, array == plaque
-    if np.count_nonzero(array == background) + np.count_nonzero(vessel_mask) + np.count_nonzero(plaque_mask) \
-            != array.size:
-        return None
-    return vessel_mask, plaque_mask
+def label_map(array: np.ndarray, vessel: int, plaque: int) -> LabelMap | None:
+    """The label map when every pixel is background (0), vessel or plaque, else None. Three
+    comparisons counted (counting booleans is fast, counting other nonzero values is not), no
+    sort: the distinct values are listed only for an error message."""
+    counted = np.count_nonzero(array == 0) + np.count_nonzero(array == vessel) + np.count_nonzero(array == plaque)
+    return LabelMap(array, vessel, plaque) if counted == array.size else None
+
+
+def labelled_box(first: np.ndarray, second: np.ndarray) -> tuple[slice, slice]:
+    """The bounding box of the pixels nonzero in either of two 2D arrays of one shape (an empty
+    box when there is none): every vessel or plaque pixel of either lies inside it."""
+    if first.dtype == second.dtype == np.uint8:
+        either = first | second
+    else:
+        either = (first != 0) | (second != 0)
+    rows, columns = np.flatnonzero(either.any(axis=1)), np.flatnonzero(either.any(axis=0))
+    if rows.size == 0:
+        return slice(0, 0), slice(0, 0)
+    return slice(int(rows[0]), int(rows[-1]) + 1), slice(int(columns[0]), int(columns[-1]) + 1)
+
+
+def structure_scores(predicted: LabelMap, true: LabelMap, tolerance: float) -> tuple[tuple[float, float], ...]:
+    """(DSC, NSD) of each structure (STRUCTURES order) of one view. Both masks are cropped to
+    the box where either label map has a label: outside it both are background, so the counts
+    of Dice and of the NSD (whose borders treat pixels outside the image as background) are
+    those of the whole image."""
+    box = labelled_box(predicted.array, true.array)
+    predicted_box, true_box = predicted.array[box], true.array[box]
+    scores = []
+    for structure in STRUCTURES:
+        p, t = predicted_box == predicted.value(structure), true_box == true.value(structure)
+        scores.append((dice(p, t), normalized_surface_dice(p, t, tolerance)))  # both empty: 1.0; one: 0.0
+    return tuple(scores)
 
 
 # Null without timing (a predictions-file submission, or a job without its time; metrics.json
@@ -251,7 +294,7 @@ class Csv2026(Evaluation):
 
     def truth_mask(self, h5: Hdf5File, view: str) -> Hdf5Dataset:
         key = MASK_KEYS[view][0]
-        if key not in h5.names():
+        if not h5.has(key):
             self.truth.fail(f"Ground truth {h5.name} has no 2D dataset {key}.")
         dataset = h5.dataset(key, "Ground truth")
         if len(dataset.shape) != 2:
@@ -259,7 +302,7 @@ class Csv2026(Evaluation):
         return dataset
 
     def truth_class(self, h5: Hdf5File) -> int:
-        if "cls" not in h5.names():
+        if not h5.has("cls"):
             self.truth.fail(f"Ground truth {h5.name} has no single-valued dataset cls.")
         dataset = h5.dataset("cls", "Ground truth")
         if dataset.size != 1:
@@ -269,18 +312,23 @@ class Csv2026(Evaluation):
             self.truth.fail(f"Ground truth {h5.name}: cls is {shown(value)}; it must be 0 (low risk) or 1 (high risk).")
         return int(value)
 
-    def read_truth_masks(self, truth: CaseTruth) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        masks = {}
+    def read_truth_labels(self, truth: CaseTruth) -> dict[str, LabelMap]:
+        """The case's two label maps, each file opened once per case and each mask decoded once."""
+        labels = {}
         with open_hdf5(self.truth, truth.path, "Ground truth") as h5:
             for view, shape in zip(VIEWS, truth.shapes):
                 key = MASK_KEYS[view][0]
                 array = h5.dataset(key, "Ground truth").read(expected_shape=shape)
-                masks[view] = split_labels(array, 0, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
-                if masks[view] is None:
+                labels[view] = label_map(array, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
+                if labels[view] is None:
                     values = one_line_values(np.unique(array).tolist())
                     self.truth.fail(f"Ground truth {h5.name}, {key}: values {values}; the labels are 0, 128 (plaque) "
                                     f"and 255 (vessel).")
-        return masks
+        return labels
+
+    def read_truth_masks(self, truth: CaseTruth) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """{view: (vessel, plaque)} as full-size boolean masks (the example generator's use)."""
+        return {view: labels.masks() for view, labels in self.read_truth_labels(truth).items()}
 
     # ---- the submission ------------------------------------------------------------------
 
@@ -345,7 +393,7 @@ class Csv2026(Evaluation):
 
     def read_h5_mask(self, case: Case, h5: Hdf5File, view: str, expected: tuple[int, ...]):
         where = f"{case.name}, {VIEW_NAMES[view]} mask"
-        keys = [key for key in MASK_KEYS[view] if key in h5.names()]
+        keys = [key for key in MASK_KEYS[view] if h5.has(key)]
         if not keys:
             raise SubmissionError(f"{where}: {h5.name} has no dataset {' or '.join(MASK_KEYS[view])} "
                                   f"(datasets found: {h5.names_text()}).")
@@ -354,7 +402,7 @@ class Csv2026(Evaluation):
         return self.decode_mask(where, h5.dataset(keys[0], where).read(expected_shape=expected))
 
     def read_h5_class(self, case: Case, h5: Hdf5File) -> int:
-        key = next((key for key in CLASS_KEYS if key in h5.names()), None)
+        key = next((key for key in CLASS_KEYS if h5.has(key)), None)
         if key is None:
             raise SubmissionError(f"{case.name}: {h5.name} has no class (dataset cls, cls_pred or cls_prob; "
                                   f"datasets found: {h5.names_text()}).")
@@ -373,13 +421,13 @@ class Csv2026(Evaluation):
                                   f"(a probability goes in cls_prob).")
         return int(value)
 
-    def decode_mask(self, where: str, array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(vessel, plaque) of a mask in raw labels (0/128/255) or class indices (0/1/2, plaque =
+    def decode_mask(self, where: str, array: np.ndarray) -> LabelMap:
+        """The label map of a mask in raw labels (0/128/255) or class indices (0/1/2, plaque =
         the plaque_index setting); an all-zero mask is both and empty either way."""
         plaque = self.settings.plaque_index
-        masks = split_labels(array, 0, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
+        masks = label_map(array, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
         if masks is None:
-            masks = split_labels(array, 0, 3 - plaque, plaque)
+            masks = label_map(array, 3 - plaque, plaque)
         if masks is None:
             raise SubmissionError(f"{where}: values {one_line_values(np.unique(array).tolist())}; a mask holds either "
                                   f"raw labels (0, 128 plaque, 255 vessel) or class indices (0, {plaque} plaque, "
@@ -387,15 +435,12 @@ class Csv2026(Evaluation):
         return masks
 
     def score_case(self, case: Case, prediction: Prediction, truth: CaseTruth) -> CaseResult:
-        truth_masks = self.read_truth_masks(truth)
+        truth_labels = self.read_truth_labels(truth)
         tolerance = self.settings.nsd_tolerance_px
-        dsc, nsd = [], []
-        for view, structure in PAIRS:
-            index = STRUCTURES.index(structure)
-            predicted, true = prediction.masks[view][index], truth_masks[view][index]
-            dsc.append(dice(predicted, true))  # both empty 1.0, one empty 0.0
-            nsd.append(normalized_surface_dice(predicted, true, tolerance))
-        return CaseResult(tuple(dsc), tuple(nsd), prediction.high_risk, prediction.timing)
+        scores = [score for view in VIEWS
+                  for score in structure_scores(prediction.masks[view], truth_labels[view], tolerance)]  # PAIRS order
+        return CaseResult(tuple(dsc for dsc, _ in scores), tuple(nsd for _, nsd in scores), prediction.high_risk,
+                          prediction.timing)
 
     # ---- the leaderboard -----------------------------------------------------------------
 

@@ -25,6 +25,7 @@ first; every border pixel lies inside it, so the counts are unchanged.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -60,20 +61,29 @@ def border(mask: np.ndarray) -> np.ndarray:
     mask = np.asarray(mask, dtype=bool)
     if mask.ndim != 2:
         raise ValueError(f"the mask must be 2D, got {mask.ndim}D")
-    interior = np.zeros_like(mask)
     # A pixel stays after erosion when it and its four neighbours are in the mask; pixels on the
-    # image edge have a neighbour outside, hence never stay.
-    interior[1:-1, 1:-1] = (mask[1:-1, 1:-1] & mask[:-2, 1:-1] & mask[2:, 1:-1]
-                            & mask[1:-1, :-2] & mask[1:-1, 2:])
-    return mask & ~interior
+    # image edge have a neighbour outside, hence never stay: they are border when in the mask.
+    surrounded = mask[:-2, 1:-1] & mask[2:, 1:-1]
+    surrounded &= mask[1:-1, :-2]
+    surrounded &= mask[1:-1, 2:]
+    result = mask.copy()
+    result[1:-1, 1:-1] &= np.logical_not(surrounded, out=surrounded)
+    return result
 
 
 def disk_offsets(tolerance: float) -> np.ndarray:
     """The disk of integer offsets within τ, as a (2r+1)² uint8 kernel (1 inside the disk)."""
-    limit = squared_tolerance(tolerance)
+    return _disk(squared_tolerance(tolerance)).copy()
+
+
+@lru_cache(maxsize=8)
+def _disk(limit: int) -> np.ndarray:
+    """disk_offsets for d² <= limit, made once per tolerance (read-only: it is shared)."""
     radius = math.isqrt(limit)
     dy, dx = np.mgrid[-radius:radius + 1, -radius:radius + 1]
-    return ((dy * dy + dx * dx) <= limit).astype(np.uint8)
+    kernel = ((dy * dy + dx * dx) <= limit).astype(np.uint8)
+    kernel.flags.writeable = False
+    return kernel
 
 
 def _union_box(prediction: np.ndarray, truth: np.ndarray) -> tuple[slice, slice]:
@@ -84,12 +94,15 @@ def _union_box(prediction: np.ndarray, truth: np.ndarray) -> tuple[slice, slice]
 
 
 def _within(border_pixels: np.ndarray, kernel: np.ndarray) -> np.ndarray:
-    """Pixels within τ of any pixel of `border_pixels`: its dilation by the disk kernel."""
+    """Pixels within τ of any pixel of `border_pixels` (a C-contiguous boolean array): its
+    dilation by the disk kernel, as booleans."""
     import cv2  # imported here: challenges without surface metrics never pay for it
 
-    dilated = cv2.dilate(np.ascontiguousarray(border_pixels, dtype=np.uint8), kernel,
+    # A bool array is bytes of 0 and 1: dilated as uint8 without a copy, and the dilation (a
+    # maximum of such bytes) is bytes of 0 and 1 again, read back as bool without a copy.
+    dilated = cv2.dilate(np.ascontiguousarray(border_pixels).view(np.uint8), kernel,
                          borderType=cv2.BORDER_CONSTANT, borderValue=0)
-    return dilated.astype(bool)
+    return dilated.view(bool)
 
 
 def surface_counts(prediction: np.ndarray, truth: np.ndarray, tolerance: float) -> tuple[int, int, int, int]:
@@ -97,7 +110,7 @@ def surface_counts(prediction: np.ndarray, truth: np.ndarray, tolerance: float) 
     truth border pixels within τ of the prediction border, truth border pixels).
     With one mask empty, nothing is within tolerance of its (empty) border."""
     prediction, truth = _check_masks(prediction, truth)
-    kernel = disk_offsets(tolerance)
+    kernel = _disk(squared_tolerance(tolerance))
     if not prediction.any() and not truth.any():
         return 0, 0, 0, 0
     box = _union_box(prediction, truth)

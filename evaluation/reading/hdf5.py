@@ -5,12 +5,17 @@ An HDF5 file can hold an external link (a name that opens another file), a virtu
 file). h5py follows all three on access, so a prediction could make us read the ground truth.
 Here a dataset is reached only by a hard link at the top level of the file, its storage is
 checked to be the file's own, and its shape and type are checked before a byte is read.
+
+h5py's low-level interface (file, group and dataset identifiers) is used throughout: the same
+library calls as its File and Dataset objects, without their per-object bookkeeping, which costs
+more than reading a small mask.
 """
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -24,13 +29,28 @@ from evaluation.reading.values import shown
 @dataclass
 class Hdf5File:
     origin: Origin
-    handle: object  # h5py.File
+    handle: object  # h5py.h5g.GroupID: the file's root group, the file open read-only
     name: str
     what: str
+    _names: tuple[str, ...] | None = field(default=None, repr=False)
 
     def names(self) -> list[str]:
-        """The names at the top level of the file, sorted; listing follows no link."""
-        return sorted(self.handle.keys())
+        """The names at the top level of the file, sorted; listing follows no link. Listed once
+        (the file is open read-only)."""
+        if self._names is None:
+            import h5py
+
+            found: list[bytes] = []
+            self.handle.links.iterate(found.append)
+            # As h5py names them: UTF-8, else shown with the bytes escaped (no lookup uses them).
+            self._names = tuple(sorted(name.decode("utf-8", "backslashreplace") for name in found))
+        return list(self._names)
+
+    def has(self, key: str) -> bool:
+        """Whether the top level of the file has a link named `key` (not followed)."""
+        if self._names is None:
+            self.names()
+        return key in self._names
 
     def names_text(self) -> str:
         return ", ".join(shown(n) if not n.isidentifier() else n for n in self.names()) or "none"
@@ -40,38 +60,43 @@ class Hdf5File:
         import h5py
 
         where = f"{what}: {key} in {self.name}"
-        link = self.handle.get(key, getlink=True)
-        if link is None:
+        if not self.has(key):
             self.origin.fail(f"{what}: {self.name} has no dataset {key}.")
-        if not isinstance(link, h5py.HardLink):
-            kind = "an external link to another file" if isinstance(link, h5py.ExternalLink) else "a link"
+        name = key.encode("utf-8")
+        # The link itself, looked at without following it (h5py's `key in file` would follow an
+        # external link to see whether its target exists).
+        link_type = self.handle.links.get_info(name).type
+        if link_type != h5py.h5l.TYPE_HARD:
+            kind = "an external link to another file" if link_type == h5py.h5l.TYPE_EXTERNAL else "a link"
             self.origin.fail(f"{where} is {kind}; datasets must be stored in the file itself.")
-        dataset = self.handle[key]
-        if not isinstance(dataset, h5py.Dataset):
+        handle = h5py.h5o.open(self.handle, name)  # a hard link: nothing to follow
+        if not isinstance(handle, h5py.h5d.DatasetID):
             self.origin.fail(f"{where} is a group, not a dataset.")
-        if dataset.is_virtual:
+        create = handle.get_create_plist()
+        if create.get_layout() == h5py.h5d.VIRTUAL:
             self.origin.fail(f"{where} is a virtual dataset (mapped from other files); datasets must be stored "
                              f"in the file itself.")
-        if dataset.external:
+        if create.get_external_count():
             self.origin.fail(f"{where} keeps its data in another file (external storage); datasets must be "
                              f"stored in the file itself.")
-        if dataset.dtype.kind not in "biuf":
-            kind = "text" if h5py.check_string_dtype(dataset.dtype) is not None else f"values of type {dataset.dtype}"
+        dtype = handle.dtype
+        if dtype.kind not in "biuf":
+            kind = "text" if h5py.check_string_dtype(dtype) is not None else f"values of type {dtype}"
             self.origin.fail(f"{where} holds {kind}; numbers are expected.")
-        if dataset.shape is None:  # a null dataspace (h5py.Empty): no shape, nothing to read
+        space = handle.get_space()
+        if space.get_simple_extent_type() == h5py.h5s.NULL:  # h5py.Empty: no shape, nothing to read
             self.origin.fail(f"{where} is an empty dataset (no dataspace); numbers are expected.")
-        return Hdf5Dataset(self.origin, dataset, where)
+        return Hdf5Dataset(self.origin, handle, where, tuple(int(n) for n in space.shape), dtype, create)
 
 
 @dataclass
 class Hdf5Dataset:
     origin: Origin
-    dataset: object  # h5py.Dataset
+    handle: object  # h5py.h5d.DatasetID
     where: str
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(int(n) for n in self.dataset.shape)
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    create: object  # its creation property list (layout, filters, chunk shape)
 
     @property
     def size(self) -> int:
@@ -79,17 +104,41 @@ class Hdf5Dataset:
 
     def read(self, expected_shape: tuple[int, ...] | None = None, max_size: int | None = None) -> np.ndarray:
         """The data, read only after its shape equals `expected_shape` (or its size is at most
-        `max_size`)."""
+        `max_size`), straight into the array returned."""
         if expected_shape is not None and self.shape != tuple(expected_shape):
             self.origin.fail(f"{self.where}: shape {shape_text(self.shape)}, expected {shape_text(expected_shape)} "
                              f"as in the ground truth.")
         if max_size is not None and self.size > max_size:
             self.origin.fail(f"{self.where} must hold {'one value' if max_size == 1 else f'at most {max_size} values'}, "
                              f"found {self.size} (shape {shape_text(self.shape)}).")
+        import h5py
+
+        out = np.empty(self.shape, self.dtype)
+        if out.size == 0:  # no selection to read
+            return out
+        if read_deflated_chunks(self.handle, self.create, out):
+            return out
         try:
-            return np.asarray(self.dataset[()])
+            self.handle.read(h5py.h5s.ALL, h5py.h5s.ALL, out)
+            return out
         except (OSError, TypeError, ValueError, KeyError):
             self.origin.fail(f"{self.where} cannot be read (its data is corrupt or uses an unknown filter).")
+
+
+_FILE_ACCESS = None  # the access property list of every file opened, made once per process
+
+
+def _file_access():
+    """Read-only access as h5py.File(path, "r", locking=False) sets it (the library refuses to
+    open a file twice with different settings)."""
+    global _FILE_ACCESS
+    if _FILE_ACCESS is None:
+        import h5py
+
+        access = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+        access.set_file_locking(False, ignore_when_disabled=False)
+        _FILE_ACCESS = access
+    return _FILE_ACCESS
 
 
 @contextmanager
@@ -102,8 +151,103 @@ def open_hdf5(origin: Origin, path: Path, what: str) -> Iterator[Hdf5File]:
     origin.regular_file(path, what, given)
     name = shown_path(given)
     try:
-        handle = h5py.File(path, "r", locking=False)
+        handle = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY, fapl=_file_access())
     except (OSError, ValueError):
         origin.fail(f"{what}: {name} is not a readable HDF5 file.")
-    with handle:
-        yield Hdf5File(origin, handle, name, what)
+    try:
+        root = h5py.h5g.open(handle, b"/")
+        try:
+            yield Hdf5File(origin, root, name, what)
+        finally:
+            root.close()
+    finally:
+        handle.close()  # the file itself closes once the datasets opened in it are released
+# Chunks smaller than this are left to the library: a Python call per chunk would cost more than
+# the chunks it saves inflating.
+MIN_CHUNK_BYTES = 4096
+# Inflated chunks kept from dataset to dataset (a mask's all-background chunks recur in every
+# file, as the same bytes): at most this many bytes, the store emptied when full.
+INFLATED_BYTES = 2 << 20
+_INFLATED: dict[tuple, np.ndarray] = {}  # (stored bytes, chunk shape, type) -> read-only pixels
+_INFLATED_CHUNK_BYTES = [0]  # the largest chunk kept: the store holds at most len(_INFLATED) of them
+
+
+def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
+    """Fills `out` (a new C-contiguous 2D array of the dataset's shape and type) from a chunked
+    2D dataset whose only filter is deflate, inflating each distinct stored chunk once: a mask's
+    background chunks are stored as the same bytes, and the same bytes inflate to the same
+    pixels. The bytes are those the library reads (the chunk index's offsets in the file it has
+    open: the file's own storage, the caller having refused external storage and virtual
+    datasets), each chunk inflated to at most its size.
+
+    False, `out` then partly written, for anything else: another layout, shape or filter, a
+    type that is not stored as numpy lays it out, a chunk not stored (fill value) or not
+    filtered, a stream that is corrupt or not exactly one chunk long. The library's reader then
+    reads the dataset with its own checks and errors, so what this returns is always what it
+    would."""
+    import zlib
+
+    import h5py
+
+    try:
+        if out.ndim != 2 or create.get_layout() != h5py.h5d.CHUNKED or create.get_nfilters() != 1 \
+                or create.get_filter(0)[0] != h5py.h5z.FILTER_DEFLATE:
+            return False
+        if out.dtype.kind not in "iuf" or not dataset_id.get_type().equal(h5py.h5t.py_create(out.dtype)):
+            return False
+        (rows, columns), (n_rows, n_columns) = create.get_chunk(), out.shape
+        # Chunks inside the extent (so a chunk holds at most the dataset's bytes), large enough
+        # to be worth a call each.
+        chunk_bytes = rows * columns * out.dtype.itemsize
+        if len(create.get_chunk()) != 2 or rows > n_rows or columns > n_columns or chunk_bytes < MIN_CHUNK_BYTES:
+            return False
+        stored = []
+        dataset_id.chunk_iter(stored.append)
+        offsets = [info.chunk_offset for info in stored]
+        corners = np.array(offsets, dtype=np.int64).reshape(-1, 2)
+        # As many distinct chunks as the grid has, all on it: the whole grid. (A chunk never
+        # written reads as the fill value; one stored unfiltered skips the filter.)
+        if len(offsets) != -(-n_rows // rows) * -(-n_columns // columns) or len(set(offsets)) != len(offsets) \
+                or any(info.filter_mask for info in stored) or (corners % (rows, columns)).any() \
+                or (corners < 0).any() or (corners >= (n_rows, n_columns)).any():
+            return False
+        if (len(_INFLATED) + len(stored)) * max(chunk_bytes, _INFLATED_CHUNK_BYTES[0]) > INFLATED_BYTES:
+            _INFLATED.clear()
+            _INFLATED_CHUNK_BYTES[0] = 0
+        _INFLATED_CHUNK_BYTES[0] = max(chunk_bytes, _INFLATED_CHUNK_BYTES[0])
+        kind = (rows, columns, out.dtype.str)
+        for info, data in zip(stored, _stored_chunks(dataset_id, stored, 2 * out.nbytes + (1 << 20))):
+            key = (data, kind)
+            pixels = _INFLATED.get(key)
+            if pixels is None:
+                stream = zlib.decompressobj()
+                raw = stream.decompress(data, chunk_bytes)
+                if len(raw) != chunk_bytes or not stream.eof or stream.unused_data:
+                    return False
+                pixels = _INFLATED[key] = np.frombuffer(raw, out.dtype).reshape(rows, columns)
+            row, column = info.chunk_offset
+            # The last row and column of chunks reach past the extent: their pixels there are cut.
+            out[row:row + rows, column:column + columns] = pixels[:n_rows - row, :n_columns - column]
+        return True
+    except (OSError, TypeError, ValueError, KeyError, AttributeError, zlib.error):
+        return False
+
+
+
+def _stored_chunks(dataset_id, stored: list, limit: int) -> list[bytes]:
+    """The stored bytes of each chunk: one read of the span they lie in, from the file the
+    library has open, when the span is at most `limit` bytes and the first chunk's bytes there
+    are what the library reads for it (its offsets are where it reads); else a library read per
+    chunk."""
+    import h5py
+
+    start = min(info.byte_offset for info in stored)
+    end = max(info.byte_offset + info.size for info in stored)
+    first = stored[0]
+    expected = dataset_id.read_direct_chunk(first.chunk_offset)[1]
+    if end - start <= limit:
+        span = os.pread(h5py.h5i.get_file_id(dataset_id).get_vfd_handle(), end - start, start)
+        at = first.byte_offset - start
+        if len(span) == end - start and span[at:at + first.size] == expected:
+            return [span[info.byte_offset - start:info.byte_offset - start + info.size] for info in stored]
+    return [dataset_id.read_direct_chunk(info.chunk_offset)[1] for info in stored]
