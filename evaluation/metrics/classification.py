@@ -173,16 +173,21 @@ def roc_auc(curve: RankingCurve) -> float:
     return trapezoid_area(fpr, tpr)
 
 
+def precision_at_thresholds(curve: RankingCurve) -> np.ndarray:
+    """Precision at each distinct score (0 where nothing is predicted positive, as scikit-learn)."""
+    predicted = curve.tps + curve.fps
+    precision = np.zeros_like(curve.tps)
+    np.divide(curve.tps, predicted, out=precision, where=(predicted != 0))
+    return precision
+
+
 def average_precision(curve: RankingCurve) -> float:
     """Step-wise average precision, no interpolation (scikit-learn's average_precision_score);
     NaN without positives."""
     if not curve.has_positives:
         return float("nan")
-    tps, fps = curve.tps, curve.fps
-    predicted = tps + fps
-    precision = np.zeros_like(tps)
-    np.divide(tps, predicted, out=precision, where=(predicted != 0))
-    recall = tps / tps[-1]
+    precision = precision_at_thresholds(curve)
+    recall = curve.tps / curve.tps[-1]
     precision = np.hstack((precision[::-1], 1))
     recall = np.hstack((recall[::-1], 0))
     return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
@@ -315,8 +320,5 @@ def precision_recall_points(curve: RankingCurve) -> tuple[np.ndarray, np.ndarray
     (drop_intermediate=False) read backwards. Needs positives."""
     if not curve.has_positives:
         raise ValueError("a precision-recall curve needs positives")
-    tps, fps = curve.tps, curve.fps
-    predicted = tps + fps
-    precision = np.zeros_like(tps)
-    np.divide(tps, predicted, out=precision, where=(predicted != 0))
-    return np.r_[0.0, tps / tps[-1]], np.r_[1.0, precision], np.r_[np.inf, curve.thresholds]
+    precision = precision_at_thresholds(curve)
+    return np.r_[0.0, curve.tps / curve.tps[-1]], np.r_[1.0, precision], np.r_[np.inf, curve.thresholds]
