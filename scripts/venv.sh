@@ -43,7 +43,7 @@ if [ ! -f "$stamp" ] || ! cmp -s "$stamp" <(cat "$root"/requirements*.txt); then
     files=("$requirements")
     grep -q '^-r requirements.txt' "$requirements" && files+=("$root/requirements.txt")
     total="$(cat "${files[@]}" | sed 's/#.*//' | grep -c '==' || true)"
-    echo "Installing the pinned packages of $(basename "$requirements") into $venv (first run, or the pins changed; $total packages, up to about 1 GB, a few minutes)"
+    echo "Installing the pinned packages of $(basename "$requirements") into $venv (first run, or the pins changed: $total packages to fetch and install, up to a few minutes)"
     "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps --progress-bar off -r "$requirements" 2>&1 \
         | awk -v total="$total" '
             /^Collecting / { n++; name = $2; printf "  [%d/%d] %s", n, total, name; pending = 1; next }
