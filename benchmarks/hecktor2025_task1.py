@@ -81,35 +81,14 @@ def reference_case(truth_image, prediction_image, truth: np.ndarray, prediction:
     true lesion with the predicted lesions it touches (one full-volume mask per true lesion),
     greedy matching by descending IoU."""
     import SimpleITK as sitk
-    from scipy import ndimage
+
+    from benchmarks.peers.hecktor2025_task1 import lesion_counts  # the same greedy IoU matching
 
     overlap = sitk.LabelOverlapMeasuresImageFilter()
     overlap.Execute(truth_image, prediction_image)
     dice = {label: (overlap.GetDiceCoefficient(label) if (truth == label).any() or (prediction == label).any()
                     else None) for label in (GTVP, GTVN)}
-    structure = np.ones((3, 3, 3), dtype=bool)
-    truth_labels, n_truth = ndimage.label(truth == GTVN, structure)
-    prediction_labels, n_prediction = ndimage.label(prediction == GTVN, structure)
-    prediction_sizes = {}
-    pairs = []
-    for t in range(1, n_truth + 1):
-        inside = truth_labels == t
-        size = int(inside.sum())
-        touched, shared = np.unique(prediction_labels[inside], return_counts=True)
-        for p, intersection in zip(touched, shared):
-            if p:
-                if p not in prediction_sizes:
-                    prediction_sizes[p] = int(np.count_nonzero(prediction_labels == p))
-                iou = intersection / (size + prediction_sizes[p] - intersection)
-                if iou > 0.3:
-                    pairs.append((-iou, t, int(p)))
-    used_t, used_p, tp = set(), set(), 0
-    for _, t, p in sorted(pairs):
-        if t not in used_t and p not in used_p:
-            used_t.add(t)
-            used_p.add(p)
-            tp += 1
-    return dice, (tp, n_prediction - tp, n_truth - tp)
+    return dice, tuple(lesion_counts(truth, prediction))
 
 
 def our_dice(counts):

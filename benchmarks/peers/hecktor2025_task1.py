@@ -11,7 +11,6 @@ voxel volume, and the F1 of the summed lesion counts.
 """
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -19,15 +18,9 @@ import numpy as np
 import SimpleITK as sitk
 from scipy import ndimage
 
+from benchmarks.peers import patient_of
+
 GTVP, GTVN = 1, 2
-
-
-def patient_of(image_name):
-    stem = re.sub(r"(\.nii\.gz|\.nii|\.mha|\.nrrd)$", "", image_name)
-    for suffix in ("__CT", "_CT", "_0000"):
-        if stem.endswith(suffix):
-            return stem[: -len(suffix)]
-    return stem
 
 
 def lesion_counts(truth, prediction):

@@ -9,7 +9,6 @@ numpy's percentiles 2.5 and 97.5. Prints {"c_index", "c_index_ci_lower", "c_inde
 """
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -17,13 +16,7 @@ import numpy as np
 import pandas as pd
 from lifelines.utils import concordance_index
 
-
-def patient_of(image_name):
-    stem = re.sub(r"(\.nii\.gz|\.nii|\.mha|\.nrrd)$", "", image_name)
-    for suffix in ("__CT", "_CT", "_0000"):
-        if stem.endswith(suffix):
-            return stem[: -len(suffix)]
-    return stem
+from benchmarks.peers import patient_of
 
 
 def main():
