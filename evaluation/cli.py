@@ -65,13 +65,35 @@ def _print_list(challenges) -> None:
             print(f"    {setting} = {default!r}: {doc}")
 
 
-def _fail(message: str, code: int) -> int:
-    sys.stdout.flush()
+def one_line(message: str) -> str:
+    """The last stderr line as the platform shows it: one line, at most MAX_MESSAGE characters."""
     text = " ".join(message.split())
     if len(text) > MAX_MESSAGE:
         text = text[: MAX_MESSAGE - 3] + "..."
-    print(text, file=sys.stderr, flush=True)
+    return text
+
+
+def _fail(message: str, code: int) -> int:
+    sys.stdout.flush()
+    print(one_line(message), file=sys.stderr, flush=True)
     return code
+
+
+def failure(error: BaseException) -> tuple[int, str]:
+    """(exit code, last stderr line) of a run that raised `error` while scoring a submission:
+    what main() prints and returns for it (the final ranking lists excluded submissions so)."""
+    if isinstance(error, SubmissionError):
+        return error.exit_code, one_line(error.message)
+    if isinstance(error, ModuleNotFoundError) and error.name and error.name.partition(".")[0] != "evaluation":
+        return EXIT_SETUP, one_line(f"The evaluation could not run, through no fault of the submission: "
+                                    f"{missing_dependency(error.name)}")
+    if isinstance(error, ModuleNotFoundError):
+        return EXIT_INTERNAL, one_line(f"Internal error of the evaluation, not caused by the submission: {error}.")
+    if isinstance(error, EvaluationError):
+        return error.exit_code, one_line(f"The evaluation could not run, through no fault of the submission: "
+                                         f"{error.message} (please tell the challenge organizers).")
+    return EXIT_INTERNAL, one_line(f"Internal error of the evaluation, not caused by the submission: "
+                                   f"{type(error).__name__}: {error} (please tell the challenge organizers).")
 
 
 def run(args: argparse.Namespace, names: list[str]) -> int:
@@ -113,18 +135,10 @@ def main(argv: list[str] | None = None) -> int:
             _print_list(available_challenges())
             return EXIT_OK
         return run(args, names)
-    except SubmissionError as error:
-        return _fail(error.message, error.exit_code)
-    except ModuleNotFoundError as error:
-        if error.name and error.name.partition(".")[0] != "evaluation":  # a dependency, not our own module
-            return _fail(f"The evaluation could not run, through no fault of the submission: {missing_dependency(error.name)}",
-                         EXIT_SETUP)
-        traceback.print_exc()
-        return _fail(f"Internal error of the evaluation, not caused by the submission: {error}.", EXIT_INTERNAL)
-    except EvaluationError as error:
-        return _fail(f"The evaluation could not run, through no fault of the submission: {error.message} "
-                     f"(please tell the challenge organizers).", error.exit_code)
-    except Exception as error:  # a bug of ours: full trace for the organizers, one line for everyone
-        traceback.print_exc()
-        return _fail(f"Internal error of the evaluation, not caused by the submission: {type(error).__name__}: "
-                     f"{error} (please tell the challenge organizers).", EXIT_INTERNAL)
+    except Exception as error:  # a dependency missing, a bad ground truth, or a bug of ours
+        code, line = failure(error)
+        if code == EXIT_INTERNAL:  # a bug of ours: full trace for the organizers, one line for everyone
+            traceback.print_exc()
+        sys.stdout.flush()
+        print(line, file=sys.stderr, flush=True)
+        return code

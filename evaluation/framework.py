@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter, deque
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
 from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list
@@ -32,6 +32,11 @@ from evaluation.grand_challenge import (
 from evaluation.leaderboards import Leaderboard
 from evaluation.reading.files import Origin
 from evaluation.settings import Settings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from evaluation.final_ranking import FinalRanking
 
 WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those
 
@@ -64,6 +69,13 @@ class Evaluation:
     # output_file=True): name of the method building its Vega-Lite spec from (results, metrics)}.
     # A chart is built only when its setting names a file (docs/grand-challenge.md, "Charts").
     chart_builders: ClassVar[dict[str, str]] = {}
+    # The official rule(s) ranking submissions against each other, one per leaderboard
+    # (python -m evaluation.leaderboard; evaluation/final_ranking.py).
+    final_rankings: ClassVar[tuple[FinalRanking, ...]] = ()
+    # Statistics of the final ranking: bootstrap resamples of this many rows at a time at most,
+    # and no more than RESAMPLE_CELLS (rows x cases) in one block: memory stays flat.
+    RESAMPLE_ROWS: ClassVar[int] = 1000
+    RESAMPLE_CELLS: ClassVar[int] = 2_000_000
 
     def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
         self.ground_truth_dir = ground_truth_dir
@@ -135,6 +147,44 @@ class Evaluation:
         """The metrics.json content from every case's result, keyed by case id in sorted order."""
         raise NotImplementedError
 
+    # ---- the final ranking's statistics (python -m evaluation.leaderboard) -----------------
+
+    def resampled_ranked_values(self, results: dict[str, Any], counts: np.ndarray) -> dict[str, np.ndarray]:
+        """Every path the final rankings read, recomputed on bootstrap resamples of the cases:
+        counts[r, j] is how many times the j-th case of sorted(results) is drawn in resample r.
+        {path: float array (resamples,)}, NaN where a resample leaves a value undefined; each
+        equal to score_aggregates on the materialised resample (tests/test_final_ranking_*.py)."""
+        raise NotImplementedError(f"{self.name} does not recompute its ranked values on resamples")
+
+    def resample_plan(self, resamples: int, seed: int) -> tuple[int, int, str | None]:
+        """(resamples, seed, note) the statistics use: by default as asked, with no note."""
+        return resamples, seed, None
+
+    def ranking_resamples(self, results: dict[str, Any], resamples: int, seed: int) -> dict[str, np.ndarray]:
+        """{path: (resamples,) array} of the ranked values on seeded bootstrap resamples of the
+        cases. The draws depend only on the seed and the number of cases, so every submission
+        of a final ranking gets the same ones (paired comparisons); drawn in blocks of bounded
+        size, the same stream whatever the block size."""
+        import numpy as np
+
+        from evaluation.metrics.resampling import draws_to_counts
+
+        n = len(results)
+        rng = np.random.default_rng(seed)
+        block = max(1, min(self.RESAMPLE_ROWS, self.RESAMPLE_CELLS // max(1, n)))
+        parts: dict[str, list[np.ndarray]] = {}
+        for start in range(0, resamples, block):
+            rows = min(block, resamples - start)
+            counts = draws_to_counts(rng.integers(0, n, size=(rows, n)), n)
+            for path, values in self.resampled_ranked_values(results, counts).items():
+                parts.setdefault(path, []).append(np.asarray(values, dtype=np.float64))
+        return {path: np.concatenate(chunks) for path, chunks in parts.items()}
+
+    def ranking_curves(self, results: dict[str, Any], metrics: dict[str, Any]) -> list[dict]:
+        """Curves for the final ranking's report, drawn one line per submission: [{"chart": name,
+        "title", "x_title", "y_title", "points": [[x, y], ...]}] (at most 500 points each)."""
+        return []
+
     # ---- the run -------------------------------------------------------------------------
 
     def cases(self, input_dir: Path) -> list[Case]:
@@ -193,10 +243,16 @@ class Evaluation:
         workers = self.workers_for(len(cases), workers)
         results = dict(with_progress(self._score_all(cases, workers), len(cases)))
         log("Computing aggregates.")
+        metrics = self.metrics(results)
+        self.drawn_charts = self.draw_charts(results, metrics)
+        return metrics
+
+    def metrics(self, results: dict[str, Any]) -> dict[str, Any]:
+        """The metrics.json content from every case's result (sorted by case id): the
+        aggregates, the settings echoed and which evaluation made it."""
         metrics = self.score_aggregates(results)
         metrics["settings"] = self.settings.as_dict()
         metrics["evaluation"] = {"challenge": self.name, "version": __version__}
-        self.drawn_charts = self.draw_charts(results, metrics)
         return metrics
 
     def draw_charts(self, results: dict[str, Any], metrics: dict[str, Any]) -> dict[str, dict]:

@@ -11,20 +11,22 @@ MINIMUM_PYTHON = (3, 11)
 
 # Import names whose package on PyPI is called otherwise (requirements.txt names packages).
 PACKAGE_OF_MODULE = {"sklearn": "scikit-learn", "cv2": "opencv-python-headless", "cc3d": "connected-components-3d",
-                     "skimage": "scikit-image", "dateutil": "python-dateutil"}
+                     "skimage": "scikit-image", "dateutil": "python-dateutil", "vl_convert": "vl-convert-python",
+                     "yaml": "PyYAML"}
 
 
-def missing_dependency(module):
+def missing_dependency(module, requirements="requirements.txt"):
     """Which package is missing, from which interpreter, and what to run."""
     top = module.partition(".")[0]
     package = PACKAGE_OF_MODULE.get(top, top)
     version = ".".join(map(str, sys.version_info[:3]))
     return (f"the package {package} (module {top}) is not installed in {sys.executable} (Python {version}). "
             f"Use the project's environment (./run-example.sh makes .venv/ and installs requirements.txt there), "
-            f"or install it into a Python 3.11 environment: pip install -r requirements.txt (or pip install .).")
+            f"or install it into a Python 3.11 environment: pip install -r {requirements}"
+            + (" (or pip install .)." if requirements == "requirements.txt" else "."))
 
 
-def _run(module, argv=None):
+def _run(module, argv=None, requirements="requirements.txt"):
     if sys.version_info < MINIMUM_PYTHON:
         print(f"The evaluation needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer (the image runs 3.11), "
               f"but {sys.executable} is Python {sys.version.split()[0]}.", file=sys.stderr)
@@ -38,8 +40,8 @@ def _run(module, argv=None):
     except ModuleNotFoundError as error:
         if not error.name or error.name.partition(".")[0] == "evaluation":
             raise  # our own module missing: a broken install, shown in full
-        print(f"The evaluation could not run, through no fault of the submission: {missing_dependency(error.name)}",
-              file=sys.stderr)
+        print(f"The evaluation could not run, through no fault of the submission: "
+              f"{missing_dependency(error.name, requirements)}", file=sys.stderr)
         return EXIT_SETUP
 
 
@@ -51,6 +53,11 @@ def evaluation(argv=None):
 def phase(argv=None):
     """python -m evaluation.phase / challenge-evaluation-phase"""
     return _run("evaluation.phase", argv)
+
+
+def leaderboard(argv=None):
+    """python -m evaluation.leaderboard / challenge-evaluation-leaderboard"""
+    return _run("evaluation.leaderboard.cli", argv, "requirements-leaderboard.txt")
 
 
 def examples(argv=None):

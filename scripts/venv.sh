@@ -40,8 +40,11 @@ if [ ! -f "$stamp" ] || ! cmp -s "$stamp" <(cat "$root"/requirements*.txt); then
     # Exactly the pins, as the image installs them: a dependency missing from the files fails here.
     # One progress line per package (pip's own output, condensed), so a first run that downloads
     # about a gigabyte shows what it is doing.
-    files=("$requirements")
-    grep -q '^-r requirements.txt' "$requirements" && files+=("$root/requirements.txt")
+    files=("$requirements")  # and the files it includes with -r, recursively (requirements-dev.txt's chain)
+    next="$requirements"
+    while included="$(sed -n 's/^-r \(.*\)$/\1/p' "$next" | head -n 1)" && [ -n "$included" ]; do
+        next="$root/$included"; files+=("$next")
+    done
     total="$(cat "${files[@]}" | sed 's/#.*//' | grep -c '==' || true)"
     echo "Installing the pinned packages of $(basename "$requirements") into $venv (first run, or the pins changed: $total packages to fetch and install, up to a few minutes)"
     "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps --progress-bar off -r "$requirements" 2>&1 \

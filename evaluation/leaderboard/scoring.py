@@ -1,0 +1,241 @@
+"""Re-scoring every submission of a final ranking, one (submission, case) at a time.
+
+Each submission is matched to the ground truth in this process (`Evaluation.cases`: missing,
+extra and duplicate cases are found before any scoring); its cases then go, as units of work,
+to this process (1 worker), a local process pool (--workers N) or an existing Dask distributed
+cluster (--scheduler ADDRESS). A worker builds the challenge, ground truth included, once and
+keeps it for every unit it gets. Results come back in (submission, case) order whatever the
+timing, so a submission's metrics.json is byte for byte the container's, and the first bad case
+in case order is the one its exclusion names, as the container would.
+
+A submission whose cases are too little work to ship (RARE26 stacks, ISIC rows:
+`cases_in_workers = False`) goes as one unit with all its cases.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from evaluation.cli import failure
+from evaluation.errors import EXIT_INTERNAL
+from evaluation.framework import Evaluation, log
+from evaluation.grand_challenge import Case
+from evaluation.settings import Settings
+
+
+@dataclass(frozen=True)
+class ChallengeSpec:
+    """What a worker needs to build the challenge: its name, ground truth and settings."""
+
+    challenge: str
+    ground_truth_dir: str
+    settings: Settings
+
+    @property
+    def key(self) -> str:
+        import json
+
+        return json.dumps([self.challenge, self.ground_truth_dir, self.settings.as_dict()], sort_keys=True)
+
+
+@dataclass
+class Outcome:
+    """One submission re-scored: its metrics.json content and per-case results, or why it was
+    excluded (the container's exit code and last stderr line)."""
+
+    name: str
+    input_dir: Path
+    metrics: dict[str, Any] | None = None
+    results: dict[str, Any] | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    cases: list[Case] = field(default_factory=list)
+
+
+# ---- the worker side -------------------------------------------------------------------------
+
+_EVALUATIONS: dict[str, Evaluation] = {}  # per worker process: the ground truth read once
+
+
+def _evaluation_for(spec: ChallengeSpec) -> Evaluation:
+    evaluation = _EVALUATIONS.get(spec.key)
+    if evaluation is None:
+        from evaluation.challenges import challenge_class
+
+        _EVALUATIONS.clear()  # one challenge at a time: memory stays that of one ground truth
+        evaluation = challenge_class(spec.challenge)(Path(spec.ground_truth_dir), spec.settings)
+        _EVALUATIONS[spec.key] = evaluation
+    return evaluation
+
+
+def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
+    """Scores consecutive cases of one submission: [("ok", result)] per case, stopping at the
+    first failure, given as ("error", exit code, last stderr line, traceback or "")."""
+    evaluation = _evaluation_for(spec)
+    scored: list[tuple] = []
+    for case in cases:
+        try:
+            scored.append(("ok", evaluation.score_one(case)))
+        except Exception as error:  # the container's handling: exit code and one line
+            code, line = failure(error)
+            scored.append(("error", code, line, traceback.format_exc() if code == EXIT_INTERNAL else ""))
+            break
+    return scored
+
+
+def _init_pool_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
+    _EVALUATIONS.clear()
+    _EVALUATIONS[spec.key] = evaluation  # inherited by fork: the ground truth is not read again
+
+
+# ---- the driver --------------------------------------------------------------------------------
+
+
+def _units(evaluation: Evaluation, cases: list[Case]) -> list[list[Case]]:
+    if not evaluation.cases_in_workers:
+        return [cases]
+    return [[case] for case in cases]
+
+
+class Runner:
+    """Runs units of work in order: in this process, a local pool or a Dask cluster; `run`
+    yields each unit's scored list in the order the units were given, with at most a bounded
+    number in flight (memory stays flat however many submissions and cases)."""
+
+    def __init__(self, spec: ChallengeSpec, evaluation: Evaluation, workers: int = 1, scheduler: str | None = None):
+        self.spec, self.evaluation, self.workers, self.scheduler = spec, evaluation, workers, scheduler
+        self._pool = self._client = None
+
+    def __enter__(self) -> "Runner":
+        if self.scheduler is not None:
+            from distributed import Client
+
+            self._client = Client(self.scheduler, timeout=30)
+            threads = sum(self._client.nthreads().values())
+            log(f"Dask cluster {self.scheduler}: {len(self._client.nthreads())} worker(s), {threads} thread(s).")
+            self.window = max(4, 4 * threads)
+        elif self.workers > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                                             initializer=_init_pool_worker, initargs=(self.spec, self.evaluation))
+            self.window = 2 * self.workers
+        else:
+            _init_pool_worker(self.spec, self.evaluation)
+            self.window = 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._client is not None:
+            self._client.close()
+
+    def _submit(self, index: int, unit: list[Case]):
+        if self._client is not None:
+            # pure=False: two submissions' identical units are still two pieces of work;
+            # retries: a unit whose worker died is run again elsewhere.
+            return self._client.submit(score_unit, self.spec, unit, pure=False, retries=2, key=f"score-unit-{index}")
+        return self._pool.submit(score_unit, self.spec, unit)
+
+    def run(self, units: Iterator[list[Case]]) -> Iterator[list[tuple]]:
+        if self._pool is None and self._client is None:
+            for unit in units:
+                yield score_unit(self.spec, unit)
+            return
+        pending: deque = deque()
+        for index, unit in enumerate(units):
+            pending.append(self._submit(index, unit))
+            if len(pending) >= self.window:
+                yield self._result(pending.popleft())
+        while pending:
+            yield self._result(pending.popleft())
+
+    def _result(self, future) -> list[tuple]:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            from evaluation.errors import SetupError
+
+            raise SetupError("A scoring process died, most likely killed for exceeding the memory limit; "
+                             "rerun with fewer --workers.") from None
+
+
+def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
+    """The submission's cases matched with the ground truth, or its exclusion."""
+    outcome = Outcome(name, input_dir)
+    try:
+        outcome.cases = evaluation.cases(input_dir)
+    except Exception as error:
+        outcome.exit_code, outcome.error = failure(error)
+        if outcome.exit_code == EXIT_INTERNAL:
+            traceback.print_exc()
+    return outcome
+
+
+def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: list[tuple[str, Path]],
+                      workers: int = 1, scheduler: str | None = None) -> list[Outcome]:
+    """Each submission's Outcome, in the order given, its metrics computed as the container does."""
+    outcomes = [prepare(evaluation, name, path) for name, path in submissions]
+    plan: list[tuple[int, int]] = []  # per unit: (submission index, number of cases)
+
+    def units() -> Iterator[list[Case]]:
+        for index, outcome in enumerate(outcomes):
+            if outcome.error is None:
+                for unit in _units(evaluation, outcome.cases):
+                    plan.append((index, len(unit)))
+                    yield unit
+
+    total_cases = sum(len(o.cases) for o in outcomes if o.error is None)
+    log(f"Scoring {total_cases} case(s) of {sum(o.error is None for o in outcomes)} submission(s).")
+    scored: dict[int, list[tuple]] = {}
+    done_cases = done_submissions = 0
+    if not evaluation.cases_in_workers and (workers > 1 or scheduler is not None):
+        log(f"Scoring in this process: a case of {evaluation.name} is too little work to send to a worker.")
+        workers, scheduler = 1, None
+    with Runner(spec, evaluation, workers, scheduler) as runner:
+        for unit_index, unit_scored in enumerate(runner.run(units())):
+            index, size = plan[unit_index]
+            scored.setdefault(index, []).extend(unit_scored)
+            # a failed case ends its unit early: count the unit's cases as done all the same
+            scored[index].extend([("skipped",)] * (size - len(unit_scored)))
+            done_cases += size
+            outcome = outcomes[index]
+            if len(scored[index]) == len(outcome.cases):
+                _finish(evaluation, outcome, scored.pop(index))
+                done_submissions += 1
+                log(f"Scored {outcome.name}: {done_submissions} submission(s), {done_cases} of {total_cases} "
+                    f"case(s) done.")
+    return outcomes
+
+
+def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> None:
+    """The container's end of a run: the first bad case in case order, else the metrics."""
+    from evaluation.grand_challenge import metrics_json
+
+    for item in scored:
+        if item[0] == "error":
+            outcome.exit_code, outcome.error = item[1], item[2]
+            if item[3]:
+                log(item[3])
+            outcome.cases = []
+            return
+    results = {case.case_id: item[1] for case, item in zip(outcome.cases, scored)}
+    try:
+        metrics = evaluation.metrics(results)
+        metrics_json(metrics, evaluation.ranked_paths)  # the container's check: a ranked value must be a number
+    except Exception as error:
+        outcome.exit_code, outcome.error = failure(error)
+        if outcome.exit_code == EXIT_INTERNAL:
+            traceback.print_exc()
+        outcome.cases = []
+        return
+    outcome.metrics, outcome.results = metrics, results
+    outcome.cases = []  # no longer needed: memory
