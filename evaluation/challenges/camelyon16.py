@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.final_ranking import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, list_submission_files, strip_extension
 from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
-from evaluation.metrics.classification import ranking_curve, roc_auc
+from evaluation.metrics.classification import ranking_curve, roc_auc, roc_points, stable_order
 from evaluation.metrics.evaluation_mask import evaluation_mask
 from evaluation.metrics.froc import (
     FP_RATE_TARGETS,
@@ -31,6 +32,7 @@ from evaluation.metrics.froc import (
     froc_curve,
     froc_sensitivities,
     normal_slide_hits,
+    resampled_froc_scores,
     slide_hits,
 )
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
@@ -157,6 +159,9 @@ class Camelyon16(Evaluation):
                                                exclude_from_ranking=True) for t in FP_RATE_TARGETS)),
     )
     ranked_paths = leaderboard_paths(leaderboards, "aggregates.lesions_total", "aggregates.lesions_itc_excluded")
+    # The two rules, one per leaderboard: slide AUC, and the FROC score (camelyon16.md).
+    final_rankings = (OrderedRanking("slide_auc", (Key("aggregates.slide_auc", "desc"),)),
+                      OrderedRanking("froc", (Key("aggregates.froc_score", "desc"),)))
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -387,6 +392,44 @@ class Camelyon16(Evaluation):
                 "froc_curve": {"average_false_positives_per_slide": fp_rates, "sensitivity": sensitivity,
                                "thresholds": int(len(curve.thresholds))}}
 
+    # ---- the final ranking's statistics and curves ------------------------------------------
+
+    def resampled_ranked_values(self, results: dict[str, SlideResult], counts: np.ndarray) -> dict[str, np.ndarray]:
+        """Slide AUC and FROC score on bootstrap resamples of the slides (a slide drawn k times
+        counts k times: its probability in the AUC, its detections, lesions and place in the FP
+        rate's denominator in the FROC); NaN for an AUC without both slide types and a FROC
+        without a lesion (score_aggregates refuses those)."""
+        slides = sorted(results)
+        counts = np.asarray(counts, dtype=np.int64)
+        is_tumor = np.array([self.ground_truth[s].is_tumor for s in slides], dtype=bool)
+        probabilities = np.array([results[s].probability for s in slides], dtype=np.float64)
+        lesion_columns = [j for j, s in enumerate(slides) if results[s].hits is not None]
+        froc = resampled_froc_scores([results[slides[j]].hits for j in lesion_columns], counts[:, lesion_columns],
+                                     self.settings.froc_thresholds)
+        return {"aggregates.slide_auc": resampled_roc_auc(is_tumor, probabilities, counts),
+                "aggregates.froc_score": froc}
+
+    def ranking_curves(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> list[dict]:
+        """The lesion-level FROC curve (as metrics.json's froc_curve: FP rates increasing, at most
+        500 points) and the slide-level ROC curve (scikit-learn's roc_curve points, thinned as
+        the charts thin them)."""
+        from evaluation import charts
+
+        slides = sorted(results)
+        hits = [results[s].hits for s in slides if results[s].hits is not None]
+        curve = froc_curve(hits, self.settings.froc_thresholds)
+        fp_rates, sensitivities = compact_curve(curve.fp_rates[::-1], curve.sensitivities[::-1])
+        is_tumor = np.array([self.ground_truth[s].is_tumor for s in slides], dtype=bool)
+        probabilities = np.array([results[s].probability for s in slides], dtype=np.float64)
+        fpr, tpr, _ = roc_points(ranking_curve(is_tumor, probabilities, np.ones(len(slides))))
+        kept = charts.thinned(len(fpr))
+        return [
+            {"chart": "froc", "title": "Lesion-level FROC", "x_title": "Average false positives per slide",
+             "y_title": "Sensitivity", "points": [[x, y] for x, y in zip(fp_rates, sensitivities)]},
+            {"chart": "slide_roc", "title": "Slide-level ROC (tumor vs normal)", "x_title": "False positive rate",
+             "y_title": "Sensitivity", "points": [[float(fpr[i]), float(tpr[i])] for i in kept]},
+        ]
+
     # ---- charts (only when their settings name a file) -----------------------------------
 
     chart_builders = {"froc_chart_file": "froc_chart", "roc_chart_file": "slide_roc_chart"}
@@ -401,6 +444,27 @@ class Camelyon16(Evaluation):
         is_tumor = np.array([self.ground_truth[s].is_tumor for s in slides])
         probabilities = np.array([results[s].probability for s in slides])
         return slide_roc_chart(is_tumor, probabilities, metrics["aggregates"])
+
+
+def resampled_roc_auc(is_tumor: np.ndarray, scores: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """roc_auc(ranking_curve(is_tumor, scores, counts[r])) of every row r at once, NaN without
+    both classes: the trapezoids of the ROC curve with one point per distinct score (tied scores
+    enter together; a score not drawn repeats the previous point, a zero-width step), counted
+    in pairs, a tie between a tumor and a normal slide scoring one half. scikit-learn's area up
+    to rounding (its collinear points dropped change no trapezoid sum)."""
+    order = stable_order(scores)[::-1]  # scores decreasing, as ranking_curve
+    ordered = scores[order]
+    ends = np.r_[np.flatnonzero(np.diff(ordered)), len(ordered) - 1]  # last slide of each distinct score
+    weights = np.asarray(counts, dtype=np.float64)[:, order]
+    tumor = is_tumor[order]
+    tps = np.cumsum(weights * tumor, axis=1)[:, ends]
+    fps = np.cumsum(weights * ~tumor, axis=1)[:, ends]
+    zeros = np.zeros((len(weights), 1))
+    tps_before, fps_before = np.hstack([zeros, tps[:, :-1]]), np.hstack([zeros, fps[:, :-1]])
+    positives, negatives = tps[:, -1], fps[:, -1]
+    pairs = 2.0 * positives * negatives
+    area = ((fps - fps_before) * (tps + tps_before)).sum(axis=1)
+    return np.divide(area, pairs, out=np.full(len(weights), np.nan), where=pairs > 0)
 
 
 def compact_curve(fp_rates: np.ndarray, sensitivities: np.ndarray, points: int = CURVE_POINTS):
@@ -554,7 +618,6 @@ def lesion_froc_chart(curve, aggregates: dict[str, Any], rule: str) -> dict:
 def slide_roc_chart(is_tumor: np.ndarray, probabilities: np.ndarray, aggregates: dict[str, Any]) -> dict:
     """The slide-level ROC curve (tumor against normal slides, by the submitted probability)."""
     from evaluation import charts
-    from evaluation.metrics.classification import ranking_curve, roc_points
 
     fpr, tpr, thresholds = roc_points(ranking_curve(is_tumor, probabilities, np.ones(len(is_tumor))))
     auc = aggregates["slide_auc"]

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError
+from evaluation.final_ranking import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Job, Undefined, ground_truth_files, list_submission_files
 from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
@@ -179,6 +180,37 @@ def total_processing_time(timings: list[JobTiming | None]) -> tuple[float | None
     return None, "not every job carries exec_duration, nor started_at and completed_at"
 
 
+def resampled_processing_time(timings: list[JobTiming | None], counts: np.ndarray) -> np.ndarray:
+    """total_processing_time of each materialised resample (case j drawn counts[r, j] times),
+    NaN where it gives None. Which rule applies depends on the cases drawn: the sum of
+    exec_duration when every drawn case has one (each counted as often as drawn), else the span
+    from the earliest started_at to the latest completed_at of the drawn cases, exact in
+    microseconds before one division (timedelta.total_seconds does the same)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    drawn = counts > 0
+    present = [timing is not None for timing in timings]
+    has_exec = np.array([p and t.exec_seconds is not None for p, t in zip(present, timings)], dtype=bool)
+    has_span = np.array([p and t.started is not None and t.completed is not None for p, t in zip(present, timings)],
+                        dtype=bool)
+    seconds = np.full(counts.shape[0], np.nan)
+    by_exec = ~(drawn & ~has_exec).any(axis=1)
+    exec_seconds = np.array([t.exec_seconds if e else 0.0 for t, e in zip(timings, has_exec)], dtype=np.float64)
+    seconds[by_exec] = counts[by_exec] @ exec_seconds
+    by_span = ~by_exec & ~(drawn & ~has_span).any(axis=1)
+    if by_span.any():
+        origin = min(t.started for t, s in zip(timings, has_span) if s)
+        microsecond = timedelta(microseconds=1)
+        started = np.array([(t.started - origin) // microsecond if s else 0 for t, s in zip(timings, has_span)],
+                           dtype=np.int64)
+        completed = np.array([(t.completed - origin) // microsecond if s else 0 for t, s in zip(timings, has_span)],
+                             dtype=np.int64)
+        rows = drawn[by_span]
+        span = (np.where(rows, completed, np.iinfo(np.int64).min).max(axis=1)
+                - np.where(rows, started, np.iinfo(np.int64).max).min(axis=1))
+        seconds[by_span] = np.where(span >= 0, span / 1e6, np.nan)  # negative: None ("precede")
+    return seconds
+
+
 def job_timing(job: Job) -> JobTiming:
     def utc(instant: datetime | None) -> datetime | None:
         if instant is not None and instant.tzinfo is None:  # the platform writes UTC ("Z")
@@ -267,6 +299,11 @@ class Csv2026(Evaluation):
         (csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),
         "aggregates.f1_low_risk", "aggregates.f1_high_risk",
         *(f"aggregates.{view}_{structure}_score" for view, structure in PAIRS)) if path not in TIMED_PATHS)
+
+    # The rule: S_total; a predictions-file phase (no submission has timing) ranks the score
+    # without time (csv2026.md, "Leaderboard").
+    final_rankings = (OrderedRanking("score_total", (Key("aggregates.score_total", "desc"),),
+                                     fallback=(Key("aggregates.score_without_time", "desc"),)),)
 
     @classmethod
     def phase_leaderboards(cls, settings: Csv2026Settings) -> tuple[Leaderboard, ...]:
@@ -497,6 +534,48 @@ class Csv2026(Evaluation):
             "timing": {"source": source, "jobs": sum(results[c].timing is not None for c in case_ids)},
             "counts": {"cases": n, "predicted_high_risk": int(y_pred.sum())},
         }
+
+    # ---- the final ranking's statistics -----------------------------------------------------
+
+    def resampled_ranked_values(self, results: dict[str, CaseResult], counts: np.ndarray) -> dict[str, np.ndarray]:
+        """score_without_time, and score_total when metrics.json has it (timing and a baseline),
+        on bootstrap resamples of the cases: score_aggregates' expressions with every case
+        weighted by counts[r, j]. Means of DSC/NSD are weighted means; the macro F1 comes from
+        weighted confusion counts (scikit-learn's per-class F1, 0 for a class neither true nor
+        predicted in the resample); the time is total_processing_time on the drawn cases."""
+        case_ids = sorted(results)
+        counts = np.asarray(counts, dtype=np.int64)
+        weights = counts.astype(np.float64)
+        cases = weights.sum(axis=1)  # n of the materialised resample
+
+        y_true = np.array([self.ground_truth[c].high_risk for c in case_ids], dtype=bool)
+        y_pred = np.array([results[c].high_risk for c in case_ids], dtype=bool)
+        f1 = []
+        for true, predicted in ((~y_true, ~y_pred), (y_true, y_pred)):  # class 0, class 1
+            hits = weights @ (true & predicted).astype(np.float64)
+            denominator = weights @ true.astype(np.float64) + weights @ predicted.astype(np.float64)
+            f1.append(np.divide(2.0 * hits, denominator, out=np.zeros_like(hits), where=denominator > 0))
+        score_cls = 100.0 * ((f1[0] + f1[1]) / 2.0)
+
+        mean_dsc = (weights @ np.array([results[c].dsc for c in case_ids], dtype=np.float64)) / cases[:, None]
+        mean_nsd = (weights @ np.array([results[c].nsd for c in case_ids], dtype=np.float64)) / cases[:, None]
+        structure = (mean_dsc + mean_nsd) / 2.0  # columns in PAIRS order
+        views = 0.0
+        for view in VIEWS:
+            views = views + sum(STRUCTURE_WEIGHTS[s] * structure[:, PAIRS.index((view, s))] for s in STRUCTURES)
+        score_seg = 100.0 * 0.5 * views
+        values = {"aggregates.score_without_time": (WEIGHT_CLS * score_cls + WEIGHT_SEG * score_seg)
+                  / (WEIGHT_CLS + WEIGHT_SEG)}
+
+        timings = [results[c].timing for c in case_ids]
+        baseline = self.settings.baseline_time_seconds
+        if total_processing_time(timings)[0] is not None and baseline is not None:  # else null in metrics.json
+            seconds = resampled_processing_time(timings, counts)
+            fastest, slowest = 2.0 * baseline / 3.0, 2.0 * baseline  # time_score, vectorised
+            score_time = 100.0 * (slowest - np.clip(seconds, fastest, slowest)) / (slowest - fastest)
+            values["aggregates.score_total"] = (WEIGHT_CLS * score_cls + WEIGHT_SEG * score_seg
+                                                + WEIGHT_TIME * score_time)
+        return values
 
     # ---- chart (only when structure_chart_file is set) -----------------------------------
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.final_ranking import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import (
     Case,
@@ -208,6 +209,13 @@ class BootstrapTask(HecktorEvaluation):
     def unlabelled_count(self, results: dict[str, Any]) -> int:
         return sum(1 for c in results if self.ground_truth[c] is None)
 
+    def labelled_columns(self, results: dict[str, Any], counts: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """The scored patients and their columns of `counts` (columns: sorted(results)): an
+        unlabelled patient drawn into a resample is left out of its scores, as score_aggregates
+        leaves it out of the test set's."""
+        labelled = np.array([self.ground_truth[c] is not None for c in sorted(results)], dtype=bool)
+        return self.scored_patients(results), np.asarray(counts, dtype=np.int64)[:, labelled]
+
 
 # ---- Task 2: recurrence-free survival ---------------------------------------------------------
 
@@ -237,6 +245,8 @@ class HecktorTask2(BootstrapTask):
     settings_class = Task2Settings
     leaderboards = (task2_leaderboard(Task2Settings().confidence_level),)
     ranked_paths = leaderboard_paths(leaderboards)
+    # The final ranking across submissions (python -m evaluation.leaderboard): the C-index alone.
+    final_rankings = (OrderedRanking("c_index", (Key("aggregates.c_index", "desc"),)),)
 
     @classmethod
     def phase_leaderboards(cls, settings: Task2Settings) -> tuple[Leaderboard, ...]:
@@ -314,6 +324,18 @@ class HecktorTask2(BootstrapTask):
             },
         }
 
+    def resampled_ranked_values(self, results: dict[str, float], counts: np.ndarray) -> dict[str, np.ndarray]:
+        """The C-index of every resample (rows of multiplicities of sorted(results)), from the
+        bootstrap's own pair sums; NaN where a resample has no comparable pair."""
+        patients, counts = self.labelled_columns(results, counts)
+        time = np.array([self.ground_truth[p][0] for p in patients], dtype=np.float64)
+        event = np.array([self.ground_truth[p][1] for p in patients], dtype=bool)
+        risk = np.array([results[p] for p in patients], dtype=np.float64)
+        numerators, denominators = resampled_concordance(time, event, risk, counts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {"aggregates.c_index": np.where(denominators > 0, numerators / denominators, np.nan)}
+
+
 
 # ---- Task 3: HPV status ----------------------------------------------------------------------
 
@@ -352,6 +374,10 @@ class HecktorTask3(BootstrapTask):
     settings_class = Task3Settings
     leaderboards = (task3_leaderboard(Task3Settings().confidence_level),)
     ranked_paths = leaderboard_paths(leaderboards)
+    # The final ranking across submissions: balanced accuracy, ties to the higher specificity (the
+    # tie-break the platform cannot apply).
+    final_rankings = (OrderedRanking("balanced_accuracy", (Key("aggregates.balanced_accuracy", "desc"),
+                                                           Key("aggregates.specificity", "desc"))),)
 
     @classmethod
     def phase_leaderboards(cls, settings: Task3Settings) -> tuple[Leaderboard, ...]:
@@ -424,3 +450,15 @@ class HecktorTask3(BootstrapTask):
                 "bootstrap_resamples_skipped": skipped,
             },
         }
+
+    def resampled_ranked_values(self, results: dict[str, bool], counts: np.ndarray) -> dict[str, np.ndarray]:
+        """Balanced accuracy and specificity of every resample (rows of multiplicities of
+        sorted(results)). A resample missing a class has no balanced accuracy, and then no
+        metrics at all (score_aggregates stops): NaN for both, as the bootstrap skips it."""
+        patients, counts = self.labelled_columns(results, counts)
+        y_true = np.array([self.ground_truth[p] for p in patients], dtype=bool)
+        y_pred = np.array([results[p] for p in patients], dtype=bool)
+        sensitivity, specificity = resampled_rates(y_true, y_pred, counts)
+        defined = ~(np.isnan(sensitivity) | np.isnan(specificity))
+        return {"aggregates.balanced_accuracy": np.where(defined, (sensitivity + specificity) / 2, np.nan),
+                "aggregates.specificity": np.where(defined, specificity, np.nan)}

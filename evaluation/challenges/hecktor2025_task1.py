@@ -5,7 +5,8 @@ Per patient, one pass over both label maps gives every label count; GTVn lesions
 26-connected components of label 2, matched one to one by IoU > 0.3. Leaderboard values: the mean
 per-patient Dice of GTVp, the aggregated Dice of GTVn (HECKTOR 2022: sums weighted by each
 patient's voxel volume) and the aggregated detection F1 of GTVn (TP, FP, FN summed over the test
-set). The Borda ranking across submissions is computed from these, elsewhere.
+set). The Borda ranking across submissions is computed from these by `final_rankings`
+(evaluation/final_ranking.py), with `resampled_ranked_values` for its bootstrap statistics.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.final_ranking import NestedBorda
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
     Case,
@@ -100,6 +102,10 @@ class HecktorTask1(HecktorEvaluation):
         ),
     ),)
     ranked_paths = leaderboard_paths(leaderboards)
+    # The official ranking across submissions (python -m evaluation.leaderboard): the nested Borda
+    # count of the GTVp rank and the GTVn rank (Borda of the aggregated-Dice and F1 ranks).
+    final_rankings = (NestedBorda("borda", gtvp="aggregates.gtvp_dsc_mean", gtvn_dsc="aggregates.gtvn_dsc_agg",
+                                  gtvn_f1="aggregates.gtvn_f1_agg"),)
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -213,6 +219,29 @@ class HecktorTask1(HecktorEvaluation):
             },
             "case": per_case,
         }
+
+    def resampled_ranked_values(self, results: dict[str, PatientResult], counts: np.ndarray) -> dict[str, np.ndarray]:
+        """The three Borda values on every resample (rows of multiplicities of sorted(results)),
+        each a sum over patients as in score_aggregates, so one product `counts @ per-patient
+        values` gives them all. Never undefined: the empty-set settings apply per resample."""
+        settings = self.settings
+        patients = [results[p] for p in sorted(results)]
+        gtvp_dice = [dice_from_counts(*r.gtvp, both_empty=settings.gtvp_dsc_both_empty) for r in patients]
+        # per patient: GTVp Dice; GTVn v|P∩G|, v|P|, v|G| (mm³); lesion TP, FP, FN
+        columns = np.array([[dice, *(k * r.voxel_volume for k in r.gtvn), *r.lesions]
+                            for dice, r in zip(gtvp_dice, patients)], dtype=np.float64).reshape(len(patients), 7)
+        weights = np.asarray(counts, dtype=np.float64)
+        sums = weights @ columns
+        intersection, predicted, true = sums[:, 1], sums[:, 2], sums[:, 3]
+        tp, fp, fn = sums[:, 4], sums[:, 5], sums[:, 6]
+        gtvn_volume, lesions = predicted + true, 2 * tp + fp + fn
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {
+                "aggregates.gtvp_dsc_mean": sums[:, 0] / weights.sum(axis=1),  # mean over the drawn patients
+                "aggregates.gtvn_dsc_agg": np.where(gtvn_volume > 0, 2 * intersection / gtvn_volume,
+                                                    settings.gtvn_dsc_agg_all_empty),
+                "aggregates.gtvn_f1_agg": np.where(lesions > 0, 2 * tp / lesions, settings.gtvn_f1_all_zero),
+            }
 
     # ---- chart (only when structure_chart_file is set) -----------------------------------
 

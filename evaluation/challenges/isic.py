@@ -14,14 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import re
+
 import numpy as np
 
 from evaluation import isic_csv
 from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.final_ranking import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Undefined, list_submission_files, single_ground_truth_file
 from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
-from evaluation.metrics import classification
+from evaluation.metrics import classification, ranking
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows
 from evaluation.reading.values import SHOWN_LENGTH, finite_number, json_type, shown
@@ -126,6 +129,9 @@ class IsicEvaluation(Evaluation):
     case_label = "Image"
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
+    # The ISIC rule (python -m evaluation.leaderboard): balanced accuracy, ties broken by the mean AUC.
+    final_rankings = (OrderedRanking("balanced_accuracy", (Key("aggregate.balanced_accuracy", "desc"),
+                                                           Key("aggregate.auc", "desc"))),)
     ranked_paths = leaderboard_paths((isic_leaderboard(target) for target in TARGET_METRICS),
                                      *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
     # One image is a row of the predictions file, or ~200 bytes of JSON: 25,000 jobs took 7.6 s
@@ -133,6 +139,8 @@ class IsicEvaluation(Evaluation):
     cases_in_workers = False
     table: Truth  # the ground truth's table (self.truth is where it was read from)
     chart_builders = {"roc_chart_file": "roc_chart"}
+    # The last submission's ResamplingTable, kept while the final ranking draws its blocks of resamples.
+    _resampling: tuple[dict[str, np.ndarray], ResamplingTable] | None = None
 
     @classmethod
     def phase_leaderboards(cls, settings: IsicSettings) -> tuple[Leaderboard, ...]:
@@ -197,6 +205,37 @@ class IsicEvaluation(Evaluation):
 
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
         return category_roc_chart(self.table, self.prediction_table(results), metrics, self.title)
+
+    # ---- the final ranking (python -m evaluation.leaderboard) ----------------------------
+
+    def resampled_ranked_values(self, results: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
+        """aggregate.balanced_accuracy and aggregate.auc of bootstrap resamples of the images
+        (counts over sorted(results)). The sorts they need are made once per submission: kept
+        for the next block of resamples of the same results."""
+        cached = self._resampling
+        if cached is None or cached[0] is not results:
+            ids = sorted(results)
+            rows = np.fromiter(map(self.ground_truth.__getitem__, ids), dtype=np.intp, count=len(ids))
+            predictions = np.array([results[image] for image in ids], dtype=np.float64).reshape(len(ids), -1)
+            cached = self._resampling = (results, resampling_table(self.table.values[rows], predictions,
+                                                                   self.table.score_weight[rows]))
+        return resampled_aggregates(cached[1], counts)
+
+    def ranking_curves(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> list[dict]:
+        """One ROC curve per category with positive and negative images (score_weight), the points
+        of the result page's chart, thinned to the chart's maximum."""
+        from evaluation import charts  # here: a run without the final ranking never imports it
+
+        curves, names = [], set()
+        for c, (category, points) in enumerate(category_roc_points(self.table, self.prediction_table(results)).items()):
+            name = "roc_" + (re.sub(r"[^a-z0-9]+", "_", category.lower()).strip("_") or str(c))
+            name = name if name not in names else f"{name}_{c}"  # two categories alike once made a file name
+            names.add(name)
+            fpr, tpr, _ = points
+            drawn = [[charts.rounded(fpr[i]), charts.rounded(tpr[i])] for i in charts.thinned(len(fpr))]
+            curves.append({"chart": name, "title": f"ROC, {category}", "x_title": "False positive rate",
+                           "y_title": "Sensitivity", "points": drawn})
+        return curves
 
 
 class Isic2018(IsicEvaluation):
@@ -531,8 +570,9 @@ def simplify_curves(curves: list[tuple[np.ndarray, np.ndarray]], epsilon: float)
     x = np.concatenate([x for x, _ in curves]) if curves else np.zeros(0)
     y = np.concatenate([y for _, y in curves]) if curves else np.zeros(0)
     keep = np.zeros(len(x), dtype=bool)
+    sizes = np.array(sizes, dtype=np.intp)  # integers even when there is no curve
     ends = np.cumsum(sizes)
-    a, b = (ends - sizes)[np.array(sizes) > 0], ends[np.array(sizes) > 0] - 1  # each curve's first and last point
+    a, b = (ends - sizes)[sizes > 0], ends[sizes > 0] - 1  # each curve's first and last point
     keep[a] = keep[b] = True
     while True:
         wide = b - a >= 2
@@ -661,6 +701,67 @@ def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray, malignant_cat
     return classification.roc_auc(curve)
 
 
+# ---- the ranked values on bootstrap resamples (python -m evaluation.leaderboard) ----------------
+
+
+@dataclass(frozen=True)
+class ResamplingTable:
+    """What the ranked values of a resample need of one submission, images with a nonzero
+    score_weight only (an image of weight 0 adds nothing to any sum, however often drawn)."""
+
+    scored: np.ndarray | None  # columns of the counts kept (None: all)
+    weighted_indicators: np.ndarray  # (images, 2 x categories): weight x [correct and of c], weight x [of c]
+    weights: np.ndarray | None  # the score weights, None when all are equal (AUC ignores a common factor)
+    orders: list[ranking.PairOrder]  # per category; none without images
+
+
+def resampling_table(truth_values: np.ndarray, predictions: np.ndarray, weights: np.ndarray) -> ResamplingTable:
+    """From the truth, the confidences and the score weights of the images in the counts' order."""
+    scored = weights > 0
+    truth_values, predictions, weights = truth_values[scored], predictions[scored], weights[scored]
+    n_categories = truth_values.shape[1]
+    # Balanced accuracy (score): labels by argmax; a truth without a single category belongs to no
+    # category, an undecided prediction (tied maximum) is wrong.
+    truth_labels = classification.argmax_labels(truth_values) if len(truth_values) else np.zeros(0, dtype=np.intp)
+    predicted = classification.argmax_labels(predictions) if len(predictions) else np.zeros(0, dtype=np.intp)
+    of_category = truth_labels[:, None] == np.arange(n_categories)
+    correct = of_category & (predicted == truth_labels)[:, None]
+    indicators = weights[:, None] * np.hstack([correct, of_category])
+    uniform = len(weights) == 0 or bool((weights == weights[0]).all())
+    orders = [ranking.pair_order(truth_values[:, c] > THRESHOLD, predictions[:, c])
+              for c in range(n_categories)] if len(weights) else []
+    return ResamplingTable(None if scored.all() else np.flatnonzero(scored), indicators,
+                           None if uniform else weights, orders)
+
+
+def resampled_aggregates(table: ResamplingTable, counts: np.ndarray) -> dict[str, np.ndarray]:
+    """aggregate.balanced_accuracy and aggregate.auc of every resample (counts[r, j]: how many times
+    image j is drawn, so its weight counts that many times), NaN where score() writes null."""
+    counts = np.asarray(counts)
+    if table.scored is not None:
+        counts = counts[:, table.scored]
+    n_categories = table.weighted_indicators.shape[1] // 2
+    sums = counts.astype(np.float64) @ table.weighted_indicators
+    hits, totals = sums[:, :n_categories], sums[:, n_categories:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = np.where(totals != 0, hits / totals, np.nan)  # NaN: no image of the category drawn
+    if table.weights is None:  # equal weights: the counts themselves, summed exactly
+        resampled = counts.astype(np.int32) if counts.size and counts.max() < 2**31 else counts.astype(np.int64)
+    else:
+        resampled = counts * table.weights
+    # NaN without positives or without negatives
+    auc = ranking.roc_auc_of_weightings(table.orders, resampled) if table.orders else np.full((len(counts), 1), np.nan)
+    return {"aggregate.balanced_accuracy": row_nan_means(recall), "aggregate.auc": row_nan_means(auc)}
+
+
+def row_nan_means(values: np.ndarray) -> np.ndarray:
+    """classification.nan_mean of every row: the mean of its defined values, NaN when none is."""
+    defined = ~np.isnan(values)
+    count = defined.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, np.where(defined, values, 0.0).sum(axis=1) / count, np.nan)
+
+
 # ---- chart (only when roc_chart_file is set) ----------------------------------------------------
 
 
@@ -670,13 +771,13 @@ def category_roc_chart(truth: Truth, predictions: np.ndarray, metrics: dict[str,
     from evaluation import charts  # here: a run without the chart never imports it
 
     curves, missing = [], []
-    for c, category in enumerate(truth.categories):
-        curve = classification.ranking_curve(truth.values[:, c] > THRESHOLD, predictions[:, c], truth.score_weight)
+    roc = category_roc_points(truth, predictions)
+    for category in truth.categories:
         auc = metrics["per_category"]["auc"][category]
-        if not (curve.has_positives and curve.has_negatives) or isinstance(auc, Undefined):
+        if category not in roc or isinstance(auc, Undefined):
             missing.append(category)
             continue
-        fpr, tpr, thresholds = classification.roc_points(curve, drop_intermediate=True)
+        fpr, tpr, thresholds = roc[category]
         curves.append(charts.Curve(category, fpr.tolist(), tpr.tolist(), thresholds.tolist(),
                                    summary=f"AUC {float(auc):.3f}", extra={"auc": charts.rounded(auc)}))
     aggregate = metrics["aggregate"]
@@ -690,6 +791,18 @@ def category_roc_chart(truth: Truth, predictions: np.ndarray, metrics: dict[str,
              "(collinear points dropped). Legend: the category and its AUC (metrics.json per_category.auc).")
     return charts.roc_chart(curves, title=f"{title.split(':')[0]}: ROC curve per category", subtitle=subtitle,
                             line_title="category (AUC)", about=about)
+
+
+def category_roc_points(truth: Truth, predictions: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """{category: (fpr, tpr, thresholds)} of scikit-learn's roc_curve (collinear points dropped),
+    its images against all others, score_weight as weights; only the categories with positive and
+    negative weighted images."""
+    points = {}
+    for c, category in enumerate(truth.categories):
+        curve = classification.ranking_curve(truth.values[:, c] > THRESHOLD, predictions[:, c], truth.score_weight)
+        if curve.has_positives and curve.has_negatives:
+            points[category] = classification.roc_points(curve, drop_intermediate=True)
+    return points
 
 
 def _shown_value(value: Any) -> str:

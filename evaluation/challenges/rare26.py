@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError
+from evaluation.final_ranking import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, single_ground_truth_file, strip_extension
 from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
@@ -111,6 +112,8 @@ class Rare26(Evaluation):
         )),
     ),)
     ranked_paths = leaderboard_paths(leaderboards)
+    # The RARE26 rule (python -m evaluation.leaderboard): Score (median PPV@90% recall) descending.
+    final_rankings = (OrderedRanking("score", (Key("Score", "desc"),)),)
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -158,10 +161,27 @@ class Rare26(Evaluation):
 
     # ---- the leaderboard -----------------------------------------------------------------
 
-    def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
+    def test_set(self, results: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(stacks in case order, every frame's label, every frame's likelihood), frames stack by stack."""
         case_ids = sorted(results)
         y_true = np.concatenate([self.ground_truth[c].labels for c in case_ids])
         y_score = np.concatenate([results[c] for c in case_ids])
+        return case_ids, y_true, y_score
+
+    def bootstrap(self, case_ids: list[str], y_true: np.ndarray, y_score: np.ndarray, repetitions: int,
+                  seed: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        """The three metrics of every repetition of the `sampling` scheme (its draws depend only on
+        the seed and the ground truth: every submission gets the same ones), and its counts."""
+        settings = self.settings
+        rng = np.random.default_rng(seed)
+        if settings.sampling == "image":
+            return image_level_bootstrap(y_true, y_score, rng, repetitions, settings.imbalance_ratio)
+        patients = np.concatenate([np.asarray(self.ground_truth[c].patients, dtype=object) for c in case_ids])
+        return patient_level_bootstrap(y_true, y_score, patients, rng, repetitions, settings.patient_sample_size,
+                                       settings.imbalance_ratio)
+
+    def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
+        case_ids, y_true, y_score = self.test_set(results)
         n_ndbe = int((y_true == 0).sum())
 
         curve = ranking_curve(y_true, y_score, np.ones(len(y_true)))  # scikit-learn's, bit for bit
@@ -170,13 +190,7 @@ class Rare26(Evaluation):
         full_ppv = ppv_at_recall(y_true, y_score, TARGET_RECALL)
 
         settings = self.settings
-        rng = np.random.default_rng(settings.seed)
-        if settings.sampling == "image":
-            boot, extra = image_level_bootstrap(y_true, y_score, rng, settings.repetitions, settings.imbalance_ratio)
-        else:
-            patients = np.concatenate([np.asarray(self.ground_truth[c].patients, dtype=object) for c in case_ids])
-            boot, extra = patient_level_bootstrap(y_true, y_score, patients, rng, settings.repetitions,
-                                                  settings.patient_sample_size, settings.imbalance_ratio)
+        boot, extra = self.bootstrap(case_ids, y_true, y_score, settings.repetitions, settings.seed)
         log(f"Bootstrap: {settings.repetitions} repetitions, {settings.sampling}-level sampling, seed {settings.seed}.")
 
         ppv, auroc, auprc = (percentile_summary(boot[k]) for k in ("ppv_at_recall", "auroc", "average_precision"))
@@ -199,17 +213,42 @@ class Rare26(Evaluation):
                        "neoplasia_images": int(len(y_true) - n_ndbe), **extra},
         }
 
+    # ---- the final ranking (python -m evaluation.leaderboard) ----------------------------
+
+    def resample_plan(self, resamples: int, seed: int) -> tuple[int, int, str | None]:
+        """RARE26's own bootstrap repetitions are the resamples: already the same draws for every
+        submission, and Score is their median."""
+        settings = self.settings
+        note = (f"The statistics use RARE26's own {settings.repetitions} bootstrap repetitions "
+                f"({settings.sampling}-level sampling, seed {settings.seed}, from the ground truth's settings), the "
+                f"same draws for every submission, Score being the median over them; the requested resamples and "
+                f"seed ({resamples}, {seed}) are not used.")
+        return settings.repetitions, settings.seed, note
+
+    def ranking_resamples(self, results: dict[str, np.ndarray], resamples: int, seed: int) -> dict[str, np.ndarray]:
+        """{"Score": PPV@90% recall of every repetition}: with resample_plan's repetitions and
+        seed, exactly the repetitions whose median is metrics.json's Score."""
+        case_ids, y_true, y_score = self.test_set(results)
+        boot, _ = self.bootstrap(case_ids, y_true, y_score, resamples, seed)
+        return {"Score": boot["ppv_at_recall"]}
+
+    def ranking_curves(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> list[dict]:
+        """The ROC curve of the whole test set (the result page's chart), thinned to the chart's maximum."""
+        from evaluation import charts
+        from evaluation.metrics.classification import roc_points
+
+        fpr, tpr, _ = roc_points(self.test_set_curve(results))
+        return [{"chart": "roc", "title": "ROC, whole test set", "x_title": "False positive rate",
+                 "y_title": "Sensitivity",
+                 "points": [[charts.rounded(fpr[i]), charts.rounded(tpr[i])] for i in charts.thinned(len(fpr))]}]
+
     # ---- charts (only when their settings name a file) -----------------------------------
 
     chart_builders = {"roc_chart_file": "roc_chart", "pr_chart_file": "precision_recall_chart"}
 
     def test_set_curve(self, results: dict[str, np.ndarray]):
         """The ranking curve of every frame of the test set (no resampling), stacks in case order."""
-        from evaluation.metrics.classification import ranking_curve
-
-        case_ids = sorted(results)
-        y_true = np.concatenate([self.ground_truth[c].labels for c in case_ids])
-        y_score = np.concatenate([results[c] for c in case_ids])
+        _, y_true, y_score = self.test_set(results)
         return ranking_curve(y_true, y_score, np.ones(len(y_true)))
 
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:

@@ -128,3 +128,123 @@ def froc_sensitivities(curve: FrocCurve, targets=FP_RATE_TARGETS) -> np.ndarray:
 def froc_score(curve: FrocCurve, targets=FP_RATE_TARGETS) -> float:
     """The CAMELYON16 lesion score: mean sensitivity at 1/4, 1/2, 1, 2, 4 and 8 FPs per slide."""
     return float(np.mean(froc_sensitivities(curve, targets)))
+
+
+# ---- the FROC score on bootstrap resamples of the slides ---------------------------------------
+
+
+class _PooledIndices:
+    """Sorted integer arrays of one range [0, span], one per slide, pooled with an offset per
+    slide so that one np.searchsorted answers a query for every (resample, slide) at once (a
+    query index lies in [0, span + 1]). A sentinel above every key ends the pool."""
+
+    def __init__(self, arrays: list[np.ndarray], span: int):
+        stride = span + 2
+        self.offsets = np.arange(len(arrays), dtype=np.int64) * stride
+        lengths = np.array([len(a) for a in arrays], dtype=np.int64)
+        self.ends = np.cumsum(lengths)
+        self.starts = self.ends - lengths
+        sentinel = np.array([len(arrays) * stride], dtype=np.int64)
+        self.pooled = np.concatenate([np.asarray(a, dtype=np.int64) + o for a, o in zip(arrays, self.offsets)]
+                                     + [sentinel])
+
+    def _position(self, index: np.ndarray, side: str) -> np.ndarray:
+        return np.searchsorted(self.pooled, index[:, None] + self.offsets, side=side)
+
+    def weighted_count_above(self, index: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Per row r: the sum over slides of counts[r, s] × (entries of slide s above index[r])."""
+        return ((self.ends - self._position(index, "right")) * counts).sum(axis=1)
+
+    def first_at_or_above(self, index: np.ndarray, drawn: np.ndarray, none: int) -> np.ndarray:
+        """Per row r: the smallest entry >= index[r] among the slides drawn in r, or `none`."""
+        position = self._position(index, "left")
+        found = drawn & (position < self.ends)
+        return np.where(found, self.pooled[position] - self.offsets, none).min(axis=1, initial=none)
+
+    def last_below(self, index: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+        """Per row r: the largest entry < index[r] among the slides drawn in r, or -1."""
+        position = self._position(index, "left") - 1
+        found = drawn & (position >= self.starts)
+        return np.where(found, self.pooled[np.maximum(position, 0)] - self.offsets, -1).max(axis=1, initial=-1)
+
+
+def resampled_froc_scores(slides: list[SlideHits], counts, rule: str = "2016", targets=FP_RATE_TARGETS) -> np.ndarray:
+    """froc_score(froc_curve(resample, rule)) of every bootstrap resample of `slides` at once,
+    NaN where the resample holds no lesion (froc_curve refuses it). counts[r, s] is how many
+    times slides[s] is drawn in resample r: its false positives and lesion slots count that many
+    times, and so does the slide in the FP rate's denominator.
+
+    The same operations as on the materialised resample, without building its curve:
+    - every value a resample can hold lies on one grid U (the distinct values of all slides);
+      a false positive counts at threshold U[i] when U[i] <= it, a slot when U[i] (rounded to
+      float32 under the 2016 rule) <= it, so each is summarised by its cut, the number of grid
+      values at which it counts, and the count at U[i] is the weighted number of cuts above i;
+    - the resample's thresholds are the grid values it holds above its smallest one (2016) or
+      above 0 (corrected);
+    - np.interp(x, FP rates increasing, sensitivities) reads the last point with FP rate <= x,
+      i.e. the lowest threshold whose FP rate is <= x, and the point after it (the next lower
+      threshold, or nothing after the lowest: its sensitivity), or before every threshold the
+      (0, 0) point and the highest threshold. A bisection on the grid finds the lowest grid
+      value whose FP rate is <= x (the FP count does not change between held values), then the
+      nearest held values give the two points, and the slope is np.interp's expression.
+    """
+    if rule not in THRESHOLD_RULES:
+        raise ValueError(f"rule must be one of {THRESHOLD_RULES}, got {rule!r}")
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.ndim != 2 or counts.shape[1] != len(slides):
+        raise ValueError(f"counts must have shape (resamples, {len(slides)}), got {counts.shape}")
+    slot_type = np.float32 if rule == "2016" else np.float64
+    false_positives = [np.sort(s.false_positives) for s in slides]
+    slots = [np.sort(np.concatenate([s.lesion_confidences, np.zeros(s.itc_regions)]).astype(slot_type)) for s in slides]
+    if any((f < 0).any() for f in false_positives) or any((s < 0).any() for s in slots):
+        raise ValueError("confidences must be non-negative (a missed lesion is a 0)")
+    held = [np.unique(np.concatenate([f, s.astype(np.float64)])) for f, s in zip(false_positives, slots)]
+    grid = np.unique(np.concatenate([np.zeros(0)] + held))
+    size = len(grid)
+    fp_cuts = _PooledIndices([np.searchsorted(grid, f, side="right") for f in false_positives], size)
+    slot_grid = grid.astype(slot_type)  # a slot compares with the threshold in its own type
+    slot_cuts = _PooledIndices([np.sort(np.searchsorted(slot_grid, s, side="right")) for s in slots], size)
+    values = _PooledIndices([np.searchsorted(grid, h) for h in held], size)
+
+    drawn = counts > 0
+    slide_count = counts.sum(axis=1).astype(np.float64)
+    lesions = (counts @ np.array([s.lesions for s in slides], dtype=np.int64)).astype(np.float64)
+    rows = counts.shape[0]
+    if rule == "2016":  # sorted(set(...))[1:]: the smallest value held is no threshold
+        floor = values.first_at_or_above(np.zeros(rows, dtype=np.int64), drawn, size)
+    else:  # every nonzero value (confidences are >= 0)
+        floor = np.full(rows, 0 if size and grid[0] == 0 else -1, dtype=np.int64)
+    lowest = values.first_at_or_above(floor + 1, drawn, size)  # the lowest threshold
+    highest = values.last_below(np.full(rows, size, dtype=np.int64), drawn)
+    no_threshold = highest <= floor
+
+    def fp_rate(index):
+        return fp_cuts.weighted_count_above(np.clip(index, 0, max(size - 1, 0)), counts) / slide_count
+
+    def sensitivity(index):
+        return slot_cuts.weighted_count_above(np.clip(index, 0, max(size - 1, 0)), counts) / lesions
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        read = []
+        for target in np.asarray(targets, dtype=np.float64):
+            # The lowest grid index whose FP rate is <= target (size: none), by bisection.
+            low, high = np.zeros(rows, dtype=np.int64), np.full(rows, size, dtype=np.int64)
+            while (active := low < high).any():
+                middle = (low + high) // 2
+                within = fp_rate(middle) <= target
+                high = np.where(active & within, middle, high)
+                low = np.where(active & ~within, middle + 1, low)
+            first = values.first_at_or_above(low, drawn, size)  # the lowest held value there
+            below = values.last_below(first, drawn)  # the next lower threshold
+            x_first, y_first = fp_rate(first), sensitivity(first)
+            x_below, y_below = fp_rate(below), sensitivity(below)
+            between = (y_below - y_first) / (x_below - x_first) * (target - x_first) + y_first
+            x_highest, y_highest = fp_rate(highest), sensitivity(highest)
+            before_all = (y_highest - 0.0) / (x_highest - 0.0) * (target - 0.0) + 0.0  # from the (0, 0) point
+            value = np.where(first <= lowest, sensitivity(lowest), between)
+            value = np.where(first == size, before_all, value)
+            read.append(np.where(no_threshold, 0.0, value))
+    total = read[0]
+    for value in read[1:]:  # np.mean of the six: their sum left to right, then the division
+        total = total + value
+    return np.where(lesions > 0, total / len(read), np.nan)

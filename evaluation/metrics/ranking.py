@@ -7,9 +7,11 @@ scikit-learn's curves do: a strictly monotone transform of the scores changes no
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from evaluation.metrics.classification import ranking_curve
+from evaluation.metrics.classification import ranking_curve, stable_order
 
 # Resamples are scored in blocks of rows so that the temporaries stay near 64 MB whatever the
 # number of repetitions and images.
@@ -230,3 +232,85 @@ def _drawn_positives_block(draws, positive_rank, pair_points, negatives_through,
     slope = (precisions[k] - precision_j) / (recalls[k] - recall_j)
     ppv = np.where(recall_j == recall, precision_j, slope * (recall - recall_j) + precision_j)
     return auroc, average_precision, ppv
+
+
+# ---- weighted AUROC of many weightings of one scoring (bootstrap resamples as multiplicities) ----
+
+# Rows of weights handled at a time: their running sums stay in the processor's cache.
+_ROWS_IN_CACHE = 8
+
+
+@dataclass(frozen=True)
+class PairOrder:
+    """One sort of a binary scoring, for the AUROC of many weightings of it (roc_auc_of_weightings):
+    the larger class by increasing score, and where each item of the other class falls among it."""
+
+    cumulated_positive: bool  # True when the positives are the larger class
+    cumulated: np.ndarray  # items of the larger class, by increasing score
+    other: np.ndarray  # items of the other class
+    below: np.ndarray  # per other item: how many cumulated items score less
+    through: np.ndarray  # per other item: how many cumulated items score less or equal
+
+
+def pair_order(y_true, y_score) -> PairOrder:
+    y_true = np.asarray(y_true, dtype=bool)
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if y_true.ndim != 1 or y_true.shape != y_score.shape:
+        raise ValueError(f"y_true and y_score must be 1-D of equal length, got {y_true.shape} and {y_score.shape}")
+    cumulated_positive = bool(y_true.sum() > (~y_true).sum())
+    cumulated = np.flatnonzero(y_true == cumulated_positive)
+    cumulated = cumulated[stable_order(y_score[cumulated])]
+    other = np.flatnonzero(y_true != cumulated_positive)
+    sorted_scores = y_score[cumulated] + 0.0  # -0.0 is 0.0, as in the sort
+    return PairOrder(cumulated_positive, cumulated, other, np.searchsorted(sorted_scores, y_score[other], "left"),
+                     np.searchsorted(sorted_scores, y_score[other], "right"))
+
+
+def resampled_roc_auc(y_true, y_score, weights) -> np.ndarray:
+    """Weighted ROC AUC of every row of `weights` (resamples x items): roc_auc_of_weightings of
+    pair_order(y_true, y_score)."""
+    return roc_auc_of_weightings([pair_order(y_true, y_score)], weights)[:, 0]
+
+
+def roc_auc_of_weightings(orders: list[PairOrder], weights) -> np.ndarray:
+    """(rows x scorings) ROC AUC of every scoring of the same items (one pair_order each) under
+    every row of `weights` (rows x items: an item's weight in that row, e.g. its sample weight
+    times how many times a bootstrap resample draws it), as scikit-learn's roc_auc_score with the
+    row as sample_weight: the weighted share of (positive, negative) pairs ordered right, a tie
+    counting one half (the trapezoids of the ROC curve). NaN for a row without weighted positives
+    or without weighted negatives.
+
+    Per row, the running weight of the larger class (sorted once, by pair_order) read below and
+    through each item of the other class gives twice that item's pairs: rows x items of work,
+    no sort per row; a few rows at a time, every scoring in turn, so that they stay in cache.
+    Integer weights (counts) are summed exactly, in their own type when no sum can overflow it,
+    else in int64."""
+    weights = np.asarray(weights)
+    if weights.ndim != 2 or any(weights.shape[1] != len(o.cumulated) + len(o.other) for o in orders):
+        raise ValueError(f"weights of shape {weights.shape} do not have one column per item")
+    integer = np.issubdtype(weights.dtype, np.integer)
+    dtype = np.dtype(np.int64 if integer else np.float64)
+    if integer and weights.size:
+        if weights.min() < 0:
+            raise ValueError("weights must be non-negative")
+        largest_total = int(weights.sum(axis=1, dtype=np.int64).max())
+        if 2 * largest_total ** 2 < np.iinfo(weights.dtype).max:  # the largest sum below: 2 x pairs
+            dtype = weights.dtype
+    auc = np.empty((len(weights), len(orders)))
+    for start in range(0, len(weights), _ROWS_IN_CACHE):
+        block = weights[start:start + _ROWS_IN_CACHE].astype(dtype, copy=False)
+        rows = slice(start, start + len(block))
+        for at, order in enumerate(orders):
+            running = np.zeros((len(block), len(order.cumulated) + 1), dtype=dtype)
+            np.cumsum(np.take(block, order.cumulated, axis=1), axis=1, out=running[:, 1:])
+            other_weights = np.take(block, order.other, axis=1)
+            # Per other item, 2 x (cumulated weight below) + tied weight = weight below + weight through.
+            below_and_through = np.take(running, order.below, axis=1)
+            below_and_through += np.take(running, order.through, axis=1)
+            doubled = np.einsum("ij,ij->i", other_weights, below_and_through).astype(np.float64)
+            both = running[:, -1].astype(np.float64) * other_weights.sum(axis=1, dtype=np.float64)
+            if order.cumulated_positive:  # those counted the pairs of a negative below a positive: the others
+                doubled = 2.0 * both - doubled
+            with np.errstate(divide="ignore", invalid="ignore"):
+                auc[rows, at] = np.where(both > 0, doubled / (2.0 * both), np.nan)
+    return auc

@@ -1,0 +1,287 @@
+"""The final ranking's hooks of ISIC and RARE26 (python -m evaluation.leaderboard).
+
+ISIC: the ranked values of every bootstrap resample (rows of multiplicities) equal what
+score_aggregates gives on the materialised resample (each drawn image repeated as distinct
+images), on the bundled examples and on synthetic truths with fractional and zero weights,
+undecided predictions, images without a single category and a category without positives;
+the weighted AUC of many weightings equals scikit-learn's. RARE26: its own repetitions are the
+resamples, their median is metrics.json's Score bit for bit, each repetition the official
+procedure's (benchmarks/rare26_official.py, scikit-learn). Both: the ROC curves of the report."""
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
+from evaluation.challenges.isic import Isic2018, Isic2019, Truth
+from evaluation.challenges.rare26 import Rare26, Rare26Settings
+from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.grand_challenge import Undefined
+from evaluation.metrics.ranking import resampled_roc_auc
+from evaluation.metrics.resampling import draws_to_counts
+
+ROOT = Path(__file__).resolve().parent.parent
+ISIC_PATHS = ("aggregate.balanced_accuracy", "aggregate.auc")
+
+
+def bundled(evaluation_class, challenge, settings=None):
+    """The evaluation of a bundled example's ground truth and its per-case results."""
+    evaluation = evaluation_class(ROOT / "ground-truth" / challenge, settings)
+    cases = evaluation.cases(ROOT / "test" / challenge / "input")
+    results = {case.case_id: evaluation.score_one(case) for case in cases}
+    return evaluation, results
+
+
+def bootstrap_counts(n, resamples, seed):
+    rng = np.random.default_rng(seed)
+    return draws_to_counts(rng.integers(0, n, size=(resamples, n)), n)
+
+
+# ---- ISIC: materialised resamples ---------------------------------------------------------------
+
+
+def materialised_isic(evaluation, results, row):
+    """score_aggregates of one resample made real: image j repeated row[j] times, as distinct images."""
+    ids = sorted(results)
+    names, rows, copies = [], [], {}
+    for image, count in zip(ids, row):
+        for k in range(int(count)):
+            names.append(f"{image}~{k}")
+            rows.append(evaluation.ground_truth[image])
+            copies[f"{image}~{k}"] = results[image]
+    order = sorted(range(len(names)), key=names.__getitem__)  # the truth's rows are sorted by image
+    names, rows = [names[i] for i in order], np.array(rows, dtype=np.intp)[order]
+    table = evaluation.table
+    resample = copy.copy(evaluation)
+    resample.table = Truth(tuple(names), table.categories, table.values[rows], table.score_weight[rows],
+                           table.validation_weight[rows])
+    resample.ground_truth = {name: k for k, name in enumerate(names)}
+    return resample.score_aggregates(copies)
+
+
+def assert_isic_resamples_match(evaluation, results, counts):
+    got = evaluation.resampled_ranked_values(results, counts)
+    assert set(got) == set(ISIC_PATHS)
+    undefined = 0
+    for r, row in enumerate(counts):
+        aggregate = materialised_isic(evaluation, results, row)["aggregate"]
+        for path in ISIC_PATHS:
+            expected, value = aggregate[path.split(".")[1]], got[path][r]
+            assert got[path].shape == (len(counts),) and got[path].dtype == np.float64
+            if isinstance(expected, Undefined):
+                assert math.isnan(value), (path, r)
+                undefined += 1
+            else:
+                assert value == pytest.approx(expected, rel=1e-9, abs=0), (path, r)
+    return undefined
+
+
+@pytest.mark.parametrize("evaluation_class, challenge", [(Isic2018, "isic2018"), (Isic2019, "isic2019")])
+def test_isic_bundled_resamples_equal_score_aggregates_on_materialised_resamples(evaluation_class, challenge):
+    evaluation, results = bundled(evaluation_class, challenge)
+    counts = bootstrap_counts(len(results), 40, seed=5)
+    assert_isic_resamples_match(evaluation, results, counts)
+    # The whole set (every count 1) is the submission's own metrics.json.
+    whole = evaluation.resampled_ranked_values(results, np.ones((1, len(results)), dtype=np.int64))
+    metrics = evaluation.score_aggregates(results)
+    for path in ISIC_PATHS:
+        assert whole[path][0] == pytest.approx(metrics["aggregate"][path.split(".")[1]], rel=1e-12)
+
+
+def synthetic_isic(seed, images=160, fractional=True):
+    """The 2018 evaluation with a synthetic truth: fractional and zero weights, images with no or
+    two categories, DF without positives, VASC rare; confidences of one decimal (ties, tied maxima)."""
+    evaluation, _ = bundled(Isic2018, "isic2018")
+    rng = np.random.default_rng(seed)
+    categories = evaluation.table.categories
+    labels = rng.choice(len(categories), size=images, p=[0.2, 0.4, 0.15, 0.1, 0.1, 0.0, 0.05])
+    values = np.zeros((images, len(categories)))
+    values[np.arange(images), labels] = 1.0
+    values[rng.random(images) < 0.05] = 0.0  # no category
+    two = rng.random(images) < 0.05
+    values[two, 0] = values[two, 1] = 1.0  # two categories
+    weights = np.round(rng.uniform(0.2, 2.0, images), 3) if fractional else np.ones(images)
+    weights[rng.random(images) < 0.1] = 0.0
+    ids = tuple(f"IMG_{n:05d}" for n in range(images))
+    evaluation.table = Truth(ids, categories, values, weights, np.ones(images))
+    evaluation.ground_truth = {image: n for n, image in enumerate(ids)}
+    noisy = values * rng.uniform(0.2, 0.8, (images, 1)) + rng.random(values.shape) * 0.6
+    confidences = np.round(np.clip(noisy, 0, 1), 1)
+    results = {image: confidences[n] for n, image in enumerate(ids)}
+    return evaluation, results
+
+
+@pytest.mark.parametrize("seed, fractional", [(0, True), (1, False), (2, True)])
+def test_isic_synthetic_resamples_equal_score_aggregates(seed, fractional):
+    evaluation, results = synthetic_isic(seed, fractional=fractional)
+    n = len(results)
+    counts = bootstrap_counts(n, 30, seed)
+    # Resamples that leave values undefined: one image only, images of one category only.
+    weights = evaluation.table.score_weight
+    one = np.zeros(n, dtype=np.int64)
+    one[int(np.flatnonzero(weights > 0)[0])] = n
+    weightless = np.zeros(n, dtype=np.int64)
+    weightless[np.flatnonzero(weights == 0)] = 1
+    single_category = np.zeros(n, dtype=np.int64)
+    single_category[np.flatnonzero((evaluation.table.values[:, 1] == 1) & (evaluation.table.values.sum(axis=1) == 1)
+                                & (weights > 0))[:5]] = 3
+    counts = np.vstack([counts, one, single_category])
+    undefined = assert_isic_resamples_match(evaluation, results, counts)
+    got = evaluation.resampled_ranked_values(results, counts)
+    assert np.isnan(got["aggregate.auc"][-2:]).all()  # no category with both classes
+    assert got["aggregate.balanced_accuracy"][-2] in (0.0, 1.0)  # one image: its category's recall
+    assert undefined >= 2
+    assert np.isfinite(got["aggregate.auc"][:30]).all()  # DF (no positives) is left out of the mean
+    # Only images of weight 0: nothing is scored (score_aggregates cannot run; the truth check
+    # refuses such a test set), both values undefined.
+    nothing = evaluation.resampled_ranked_values(results, weightless[None, :])
+    assert all(np.isnan(nothing[path]).all() for path in ISIC_PATHS)
+
+
+def test_isic_values_do_not_depend_on_blocks_or_on_the_previous_submission():
+    evaluation, results = synthetic_isic(3)
+    other_evaluation, other = synthetic_isic(4)
+    counts = bootstrap_counts(len(results), 21, seed=9)
+    whole = evaluation.resampled_ranked_values(results, counts)
+    evaluation.resampled_ranked_values(other, counts)  # another submission in between
+    parts = [evaluation.resampled_ranked_values(results, counts[start:start + 5]) for start in range(0, 21, 5)]
+    for path in ISIC_PATHS:
+        np.testing.assert_allclose(np.concatenate([p[path] for p in parts]), whole[path], rtol=1e-12, atol=0)
+    # The framework's default draws go through it: one value per resample, the same for a seed.
+    drawn = evaluation.ranking_resamples(results, 50, 11)
+    assert {path: v.shape for path, v in drawn.items()} == {path: (50,) for path in ISIC_PATHS}
+    again = evaluation.ranking_resamples(results, 50, 11)
+    for path in ISIC_PATHS:
+        np.testing.assert_array_equal(drawn[path], again[path])
+
+
+def test_weighted_auc_of_many_weightings_equals_scikit_learn():
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(1, 80))
+        y = rng.random(n) < rng.random()
+        scores = np.round(rng.normal(size=n), int(rng.integers(0, 3)))  # ties within and across classes
+        counts = rng.integers(0, 4, size=(11, n))
+        weights = counts * np.round(rng.uniform(0, 2, n), 2) if trial % 2 else counts
+        got = resampled_roc_auc(y, scores, weights)
+        for r, row in enumerate(weights):
+            if (row * y).sum() > 0 and (row * ~y).sum() > 0:
+                assert got[r] == pytest.approx(roc_auc_score(y, scores, sample_weight=row), rel=1e-12, abs=1e-15)
+            else:
+                assert math.isnan(got[r])
+
+
+def test_weighted_auc_with_counts_too_large_for_their_type_is_summed_in_int64():
+    rng = np.random.default_rng(8)
+    y, scores = rng.random(300) < 0.4, rng.random(300)
+    counts = rng.integers(0, 40_000, size=(3, 300)).astype(np.int32)  # pairs beyond 2**31
+    got = resampled_roc_auc(y, scores, counts)
+    for r, row in enumerate(counts):
+        assert got[r] == pytest.approx(roc_auc_score(y, scores, sample_weight=row.astype(float)), rel=1e-12)
+    np.testing.assert_allclose(got, resampled_roc_auc(y, scores, counts.astype(np.float64)), rtol=1e-12)
+
+
+def test_isic_declares_the_isic_rule():
+    assert Isic2018.final_rankings == Isic2019.final_rankings == (
+        OrderedRanking("balanced_accuracy",
+                       (Key("aggregate.balanced_accuracy", "desc"), Key("aggregate.auc", "desc"))),)
+
+
+# ---- RARE26: its own repetitions ----------------------------------------------------------------
+
+
+def test_rare26_repetitions_are_the_resamples_and_their_median_is_the_score():
+    evaluation, results = bundled(Rare26, "rare26")
+    resamples, seed, note = evaluation.resample_plan(200, 1)
+    assert (resamples, seed) == (evaluation.settings.repetitions, evaluation.settings.seed) == (1000, 2026)
+    assert "RARE26" in note and "same draws" in note
+    values = evaluation.ranking_resamples(results, resamples, seed)
+    assert list(values) == ["Score"] and values["Score"].shape == (resamples,)
+    metrics = evaluation.score_aggregates(results)
+    expected = json.loads((ROOT / "test" / "rare26" / "expected_metrics.json").read_text())
+    assert float(np.median(values["Score"])) == metrics["Score"] == expected["Score"]  # bit for bit
+    lower, upper = np.percentile(values["Score"], [2.5, 97.5])
+    assert (lower, upper) == (metrics["PPV@90RECALL 95% CI Lower Bound"], metrics["PPV@90RECALL 95% CI Upper Bound"])
+    # Each repetition is the official procedure's PPV@90 (scikit-learn) on the same draws.
+    y, s, _ = load_arrays(ROOT / "test" / "rare26" / "input", ROOT / "ground-truth" / "rare26")
+    official = official_image_level(y, s, seed, repetitions=resamples)[:, 2]
+    np.testing.assert_allclose(values["Score"], official, rtol=0, atol=1e-12)
+
+
+def test_rare26_patient_sampling_repetitions_too():
+    settings = Rare26Settings(sampling="patient", repetitions=60, seed=5)
+    evaluation, results = bundled(Rare26, "rare26", settings)
+    resamples, seed, _ = evaluation.resample_plan(1000, 0)
+    assert (resamples, seed) == (60, 5)
+    values = evaluation.ranking_resamples(results, resamples, seed)["Score"]
+    assert float(np.median(values)) == evaluation.score_aggregates(results)["Score"]
+    y, s, patients = load_arrays(ROOT / "test" / "rare26" / "input", ROOT / "ground-truth" / "rare26")
+    np.testing.assert_allclose(values, official_patient_level(y, s, patients, seed, repetitions=60)[:, 2],
+                               rtol=0, atol=1e-12)
+
+
+def test_rare26_declares_its_rule():
+    assert Rare26.final_rankings == (OrderedRanking("score", (Key("Score", "desc"),)),)
+
+
+# ---- curves of the report -----------------------------------------------------------------------
+
+
+def assert_well_formed(curve, chart, title):
+    assert (curve["chart"], curve["title"]) == (chart, title)
+    assert (curve["x_title"], curve["y_title"]) == ("False positive rate", "Sensitivity")
+    points = curve["points"]
+    assert 2 <= len(points) <= 500
+    assert all(type(x) is float and type(y) is float and 0 <= x <= 1 and 0 <= y <= 1 for x, y in points)
+    assert points[0] == [0.0, 0.0] and points[-1] == [1.0, 1.0]
+    xs, ys = np.array(points).T
+    assert (np.diff(xs) >= 0).all() and (np.diff(ys) >= 0).all()  # a ROC curve only climbs and moves right
+    json.dumps(curve, allow_nan=False)
+
+
+def test_isic_curves_one_per_category_with_both_classes():
+    evaluation, results = bundled(Isic2019, "isic2019")
+    metrics = evaluation.score_aggregates(results)
+    curves = evaluation.ranking_curves(results, metrics)
+    drawn = [c for c in evaluation.table.categories if not isinstance(metrics["roc_curves"][c], Undefined)]
+    assert "DF" not in drawn  # its only image has weight 0: no curve, as in metrics.json
+    assert [c["chart"] for c in curves] == [f"roc_{c.lower()}" for c in drawn]
+    for curve, category in zip(curves, drawn):
+        assert_well_formed(curve, f"roc_{category.lower()}", f"ROC, {category}")
+        # The curve of metrics.json (simplified for it) lies on the drawn one: same ends, same AUC.
+        xs, ys = np.array(curve["points"]).T
+        area = float(np.sum(np.diff(xs) * (ys[1:] + ys[:-1]) / 2))
+        assert area == pytest.approx(metrics["per_category"]["auc"][category], abs=2e-4)
+
+
+def test_isic_curves_of_many_points_are_thinned_to_500():
+    evaluation, _ = synthetic_isic(5, images=40)
+    rng = np.random.default_rng(5)
+    images = 3000
+    categories = evaluation.table.categories
+    labels = rng.integers(0, len(categories), images)
+    values = np.eye(len(categories))[labels]
+    ids = tuple(f"IMG_{n:05d}" for n in range(images))
+    evaluation.table = Truth(ids, categories, values, np.ones(images), np.ones(images))
+    evaluation.ground_truth = {image: n for n, image in enumerate(ids)}
+    results = {image: rng.random(len(categories)) for image in ids}  # full precision: a point per image
+    curves = evaluation.ranking_curves(results, evaluation.score_aggregates(results))
+    assert len(curves) == len(categories)
+    for curve, category in zip(curves, categories):
+        assert_well_formed(curve, f"roc_{category.lower()}", f"ROC, {category}")
+        assert len(curve["points"]) == 500
+
+
+def test_rare26_curve_is_the_test_set_roc():
+    evaluation, results = bundled(Rare26, "rare26")
+    metrics = evaluation.score_aggregates(results)
+    (curve,) = evaluation.ranking_curves(results, metrics)
+    assert_well_formed(curve, "roc", "ROC, whole test set")
+    y, s, _ = load_arrays(ROOT / "test" / "rare26" / "input", ROOT / "ground-truth" / "rare26")
+    xs, ys = np.array(curve["points"]).T
+    assert float(np.sum(np.diff(xs) * (ys[1:] + ys[:-1]) / 2)) == pytest.approx(roc_auc_score(y, s), abs=2e-3)
