@@ -218,3 +218,21 @@ def test_a_dask_cluster_gives_the_same_bytes_as_one_and_two_workers(dask_cluster
     assert output_files(tmp_path / "two") == expected
     assert output_files(tmp_path / "dask") == expected
     assert ranking["excluded"], "the bundled invalid team is excluded on the cluster too"
+
+
+def test_the_leaderboard_libraries_stay_out_of_the_image():
+    """dask, distributed, altair and vl-convert are pinned in requirements-leaderboard.txt only;
+    the image installs requirements.txt, and no scoring module imports them."""
+    def pins(name):
+        return {line.split("==")[0].lower() for line in (ROOT / name).read_text().splitlines() if "==" in line}
+
+    leaderboard_only = {"dask", "distributed", "altair", "vl-convert-python"}
+    assert leaderboard_only <= pins("requirements-leaderboard.txt")
+    assert not leaderboard_only & pins("requirements.txt")
+    assert "requirements-leaderboard" not in (ROOT / "Dockerfile").read_text()
+    for path in (ROOT / "evaluation").rglob("*.py"):
+        if "leaderboard" in path.relative_to(ROOT / "evaluation").parts:
+            continue
+        text = path.read_text()
+        for module in ("dask", "distributed", "altair", "vl_convert"):
+            assert f"import {module}" not in text and f"from {module}" not in text, (path, module)

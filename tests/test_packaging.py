@@ -15,7 +15,8 @@ PINS = [line.split("#", 1)[0].strip() for line in (ROOT / "requirements.txt").re
 PINS = [pin for pin in PINS if pin]
 COMMANDS = {"challenge-evaluation": "evaluation.launch:evaluation",
             "challenge-evaluation-phase": "evaluation.launch:phase",
-            "challenge-evaluation-examples": "evaluation.launch:examples"}
+            "challenge-evaluation-examples": "evaluation.launch:examples",
+            "challenge-evaluation-leaderboard": "evaluation.launch:leaderboard"}
 
 
 @pytest.fixture(scope="module")

@@ -187,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
     report_module = _report_module()  # before any scoring: a missing library must not waste the run
     log(f"evaluation {__version__}: final ranking of {len(submissions)} submission(s) for {challenge.title}")
     args.output.mkdir(parents=True, exist_ok=True)
+    for stale in sorted((args.output / "charts").glob("*.vl.json")):
+        stale.unlink()  # an earlier run's charts: this run's report writes its own
     notes: list[str] = []
     excluded: list[dict[str, Any]] = []
     documents: dict[str, dict[str, Any]] = {}
@@ -289,11 +291,10 @@ def _statistics(evaluation, standings, outcomes, args, notes):
     document = {"resamples": resamples, "seed": seed, "leaderboards": {}}
     distributions = {}
     for standing in standings:
-        paths = standing.rule.paths
-        have = {name: values for name, values in resampled.items() if name in standing.names}
-        if any(path not in values for values in have.values() for path in paths):
-            notes.append(f"{standing.rule.name}: no statistics, the resamples do not give every ranked value.")
-            continue
+        # A value a submission's metrics.json lacks (csv2026's score_total without timing) is
+        # undefined in every resample too: it ranks last there, as in the final ranking.
+        have = {name: {path: resampled[name].get(path, np.full(resamples, np.nan)) for path in standing.rule.paths}
+                for name in standing.names}
         board, distributions[standing.rule.name] = leaderboard_statistics(standing, have, args.tie_method,
                                                                           args.alpha, notes)
         document["leaderboards"][standing.rule.name] = board
