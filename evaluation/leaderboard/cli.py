@@ -193,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
     excluded: list[dict[str, Any]] = []
     documents: dict[str, dict[str, Any]] = {}
     outcomes = {}
-    evaluation = None
+    evaluation = spec = None
+    workers = 1
 
     if args.metrics:
         for name, path in submissions:
@@ -238,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.resamples == 0:
         notes.append("Statistics not computed (--resamples 0).")
     elif standings:
-        statistics, distributions = _statistics(evaluation, standings, outcomes, args, notes)
+        statistics, distributions = _statistics(evaluation, spec, workers, standings, outcomes, args, notes)
 
     ranking = {"challenge": args.challenge, "leaderboards": leaderboards, "statistics": statistics,
                "excluded": excluded, "notes": notes}
@@ -269,9 +270,10 @@ def _report_module():
     return report
 
 
-def _statistics(evaluation, standings, outcomes, args, notes):
+def _statistics(evaluation, spec, workers, standings, outcomes, args, notes):
     import numpy as np
 
+    from evaluation.leaderboard.scoring import resample_submissions
     from evaluation.leaderboard.statistics import leaderboard_statistics
 
     default_seed = getattr(evaluation.settings, "seed", 0)
@@ -280,13 +282,11 @@ def _statistics(evaluation, standings, outcomes, args, notes):
     if note:
         notes.append(note)
     log(f"Statistics: {resamples} paired resamples (seed {seed}) of {len(outcomes)} submission(s).")
-    resampled: dict[str, dict[str, np.ndarray]] = {}
-    try:
-        for name in sorted(outcomes):
-            values = evaluation.ranking_resamples(outcomes[name].results, resamples, seed)
-            resampled[name] = values
-    except NotImplementedError as error:
-        notes.append(f"No statistics: {error}.")
+    resampled = resample_submissions(evaluation, spec, {name: o.results for name, o in outcomes.items()},
+                                     resamples, seed, workers, args.scheduler)
+    unavailable = sorted({value for value in resampled.values() if isinstance(value, str)})
+    if unavailable:
+        notes.append(f"No statistics: {unavailable[0]}.")
         return None, {}
     document = {"resamples": resamples, "seed": seed, "leaderboards": {}}
     distributions = {}

@@ -87,6 +87,14 @@ def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
     return scored
 
 
+def resample_unit(spec: ChallengeSpec, results: dict[str, Any], resamples: int, seed: int):
+    """One submission's ranked values on the shared resamples, or the reason there are none."""
+    try:
+        return _evaluation_for(spec).ranking_resamples(results, resamples, seed)
+    except NotImplementedError as error:
+        return str(error)
+
+
 def _init_pool_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
     _EVALUATIONS.clear()
     _EVALUATIONS[spec.key] = evaluation  # inherited by fork: the ground truth is not read again
@@ -136,21 +144,26 @@ class Runner:
         if self._client is not None:
             self._client.close()
 
-    def _submit(self, index: int, unit: list[Case]):
+    def _submit(self, index: int, function, arguments: tuple):
         if self._client is not None:
             # pure=False: two submissions' identical units are still two pieces of work;
             # retries: a unit whose worker died is run again elsewhere.
-            return self._client.submit(score_unit, self.spec, unit, pure=False, retries=2, key=f"score-unit-{index}")
-        return self._pool.submit(score_unit, self.spec, unit)
+            return self._client.submit(function, self.spec, *arguments, pure=False, retries=2,
+                                       key=f"{function.__name__}-{index}-{id(self)}")
+        return self._pool.submit(function, self.spec, *arguments)
 
     def run(self, units: Iterator[list[Case]]) -> Iterator[list[tuple]]:
+        return self.map(score_unit, ((unit,) for unit in units))
+
+    def map(self, function, argument_tuples) -> Iterator[Any]:
+        """function(spec, *arguments) for each tuple, results in the order given."""
         if self._pool is None and self._client is None:
-            for unit in units:
-                yield score_unit(self.spec, unit)
+            for arguments in argument_tuples:
+                yield function(self.spec, *arguments)
             return
         pending: deque = deque()
-        for index, unit in enumerate(units):
-            pending.append(self._submit(index, unit))
+        for index, arguments in enumerate(argument_tuples):
+            pending.append(self._submit(index, function, arguments))
             if len(pending) >= self.window:
                 yield self._result(pending.popleft())
         while pending:
@@ -239,3 +252,15 @@ def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> No
         return
     outcome.metrics, outcome.results = metrics, results
     outcome.cases = []  # no longer needed: memory
+
+
+def resample_submissions(evaluation: Evaluation, spec: ChallengeSpec, results: dict[str, dict[str, Any]],
+                         resamples: int, seed: int, workers: int = 1,
+                         scheduler: str | None = None) -> dict[str, Any]:
+    """{submission: {path: (resamples,) values}, or the reason there are none}: one unit of work
+    per submission (its per-case results and the shared seed), on the same workers as scoring."""
+    names = sorted(results)
+    workers = min(workers, len(names))
+    with Runner(spec, evaluation, workers, scheduler) as runner:
+        found = runner.map(resample_unit, ((results[name], resamples, seed) for name in names))
+        return dict(zip(names, found))
