@@ -93,6 +93,9 @@ def resample_unit(spec: ChallengeSpec, results: dict[str, Any], resamples: int, 
         return _evaluation_for(spec).ranking_resamples(results, resamples, seed)
     except NotImplementedError as error:
         return str(error)
+    except Exception as error:  # a bug of ours: the ranking stands, the statistics say why they are missing
+        traceback.print_exc()
+        return f"resampling failed ({type(error).__name__}: {error}; please report it)"
 
 
 def _init_pool_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
