@@ -58,7 +58,10 @@ class Outcome:
 
 # ---- the worker side -------------------------------------------------------------------------
 
-_EVALUATIONS: dict[str, Evaluation] = {}  # per worker process: the ground truth read once
+_EVALUATIONS: dict[str, Evaluation] = {}
+# A submission's resamples go to a worker when its case draws (cases x resamples) reach this, or
+# when its cases are worth shipping anyway (cases_in_workers).
+SHIPPED_RESAMPLE_CELLS = 5_000_000  # per worker process: the ground truth read once
 
 
 def _evaluation_for(spec: ChallengeSpec) -> Evaluation:
@@ -264,6 +267,12 @@ def resample_submissions(evaluation: Evaluation, spec: ChallengeSpec, results: d
     per submission (its per-case results and the shared seed), on the same workers as scoring."""
     names = sorted(results)
     workers = min(workers, len(names))
+    cells = max((len(r) for r in results.values()), default=0) * resamples
+    if not evaluation.cases_in_workers and cells < SHIPPED_RESAMPLE_CELLS and (workers > 1 or scheduler is not None):
+        # 500 patients x 1000 resamples took 0.44 s for 50 submissions in this process and 0.61 s
+        # with two workers (benchmarks/leaderboard.py); ISIC's 25,000 images take ~1 s each.
+        log(f"Resampling in this process: {cells} case draws per submission are too little work to send to a worker.")
+        workers, scheduler = 1, None
     with Runner(spec, evaluation, workers, scheduler) as runner:
         found = runner.map(resample_unit, ((results[name], resamples, seed) for name in names))
         return dict(zip(names, found))
