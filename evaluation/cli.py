@@ -26,7 +26,8 @@ CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
 
 
-def _whole_number(minimum: int):
+def whole_number(minimum: int):
+    """argparse type: a whole number >= minimum (this command's and the final ranking's)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -50,8 +51,8 @@ def _parser(names: list[str]) -> argparse.ArgumentParser:
     parser.add_argument("--ground-truth", type=Path, default=None,
                         help="ground-truth folder (default: /opt/ml/input/data/ground_truth when not empty, "
                              "else /opt/app/ground-truth)")
-    parser.add_argument("--seed", type=_whole_number(0), default=None, help="seed of any random resampling (default: the setting)")
-    parser.add_argument("--workers", type=_whole_number(1), default=None,
+    parser.add_argument("--seed", type=whole_number(0), default=None, help="seed of any random resampling (default: the setting)")
+    parser.add_argument("--workers", type=whole_number(1), default=None,
                         help="processes scoring cases (default: $EVALUATION_WORKERS, else the CPU count)")
     parser.add_argument("--list", action="store_true", help="list the challenges and their settings, then exit")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

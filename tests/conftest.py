@@ -39,3 +39,18 @@ def evaluate(tmp_path, capsys):
         return Run(code, captured.out, captured.err, output)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def schema_validator():
+    """A validator of the Vega-Lite v5 JSON schema Altair 5 ships (charts and the final-ranking report)."""
+    import json
+
+    import altair
+    import jsonschema
+
+    path = Path(altair.__file__).parent / "vegalite" / "v5" / "schema" / "vega-lite-schema.json"
+    schema = json.loads(path.read_text())
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)

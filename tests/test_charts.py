@@ -14,8 +14,6 @@ import json
 import shutil
 from pathlib import Path
 
-import altair
-import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
@@ -37,15 +35,6 @@ CHARTS = {
     "hecktor2025-task1": {"structure_chart_file": "structures.json"},
 }
 ALL_CHARTS = [(challenge, setting) for challenge, files in CHARTS.items() for setting in files]
-
-
-@pytest.fixture(scope="module")
-def schema_validator():
-    path = Path(altair.__file__).parent / "vegalite" / "v5" / "schema" / "vega-lite-schema.json"
-    schema = json.loads(path.read_text())
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    return validator_class(schema)
 
 
 def ground_truth_with(directory: Path, challenge: str, settings: dict) -> Path:

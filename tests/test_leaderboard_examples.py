@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.framework import available_challenges
+from tests.test_organizer_examples import lookup, tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW = {"camelyon16", "csv2026", "hecktor2025-task1"}  # images: several seconds a run on a loaded machine
@@ -55,17 +56,6 @@ LEADERBOARDS = {
 
 def params(names):
     return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in names]
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder` by relative path, with its bytes (small folders only)."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def lookup(document: dict, path: str):
-    for key in path.split("."):
-        document = document[key]
-    return document
 
 
 def leaderboard(challenge: str) -> Path:

@@ -16,8 +16,6 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
-import altair
-import jsonschema
 import numpy as np
 import pytest
 import vl_convert
@@ -92,15 +90,6 @@ def simulated_curves(names: list[str]) -> dict[str, list[dict]]:
 NAMES = ["team-a", HOSTILE, "team-c", "team-d"]
 EXCLUDED = [{"submission": "bad<img src=x onerror=alert(2)>", "exit_code": 1,
              "error": "predictions.json: <b>not a list</b> & \"quoted\""}]
-
-
-@pytest.fixture(scope="module")
-def schema_validator():
-    path = Path(altair.__file__).parent / "vegalite" / "v5" / "schema" / "vega-lite-schema.json"
-    schema = json.loads(path.read_text())
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    return validator_class(schema)
 
 
 @pytest.fixture(scope="module")

@@ -24,11 +24,12 @@ from typing import Any
 
 from evaluation import __version__
 from evaluation.challenges import challenge_class, challenge_names
-from evaluation.cli import failure
-from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_USAGE, SetupError
+from evaluation.cli import failure, whole_number
+from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, SetupError
 from evaluation.final_ranking import TIE_METHODS
 from evaluation.framework import default_workers, log
-from evaluation.grand_challenge import METRICS_FILE, metrics_json, resolve_ground_truth_dir
+from evaluation.grand_challenge import (BAKED_GROUND_TRUTH_DIR, METRICS_FILE, UPLOADED_GROUND_TRUTH_DIR, metrics_json,
+                                        resolve_ground_truth_dir)
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth
 RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submissions in statistics
@@ -55,12 +56,12 @@ def _parser(names: list[str]) -> argparse.ArgumentParser:
                              "repository's ground-truth/<challenge>/)")
     parser.add_argument("--metrics", action="store_true", help="rank existing metrics.json files (no re-scoring, "
                                                                "no statistics)")
-    parser.add_argument("--resamples", type=_whole_number(0), default=DEFAULT_RESAMPLES,
+    parser.add_argument("--resamples", type=whole_number(0), default=DEFAULT_RESAMPLES,
                         help="bootstrap resamples of the statistics (default: %(default)s; 0: no statistics)")
-    parser.add_argument("--seed", type=_whole_number(0), default=None,
+    parser.add_argument("--seed", type=whole_number(0), default=None,
                         help="seed of the resamples (default: the phase's seed setting, else 0)")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_whole_number(1), default=None,
+    where.add_argument("--workers", type=whole_number(1), default=None,
                        help="processes scoring on this machine (default: the CPU count)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="score on an existing Dask distributed cluster (e.g. tcp://host:8786); its workers "
@@ -72,18 +73,6 @@ def _parser(names: list[str]) -> argparse.ArgumentParser:
                              "(average, the default) or the best one (min)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
-
-
-def _whole_number(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-    return parse
 
 
 def _probability(text: str) -> float:
@@ -256,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _ground_truth_dir(explicit: Path | None, challenge: str) -> Path:
-    if explicit is None and not Path("/opt/app/ground-truth").is_dir() and not Path("/opt/ml/input/data/ground_truth").is_dir():
+    if explicit is None and not BAKED_GROUND_TRUTH_DIR.is_dir() and not UPLOADED_GROUND_TRUTH_DIR.is_dir():
         explicit = REPOSITORY_GROUND_TRUTH / challenge
     return resolve_ground_truth_dir(explicit, challenge)
 
