@@ -102,8 +102,9 @@ class Evaluation:
         return cls.leaderboards
 
     def load_ground_truth(self, directory: Path) -> dict[str, Any]:
-        """{case id: what score_case needs of that case}; keep it light (paths rather than
-        images) since it is shared with every worker. Raise SetupError on a bad ground truth."""
+        """{case id: what score_case needs of that case, or what case_truth reads it from}; keep
+        it light (paths rather than images) since it is shared with every worker. Raise
+        SetupError on a bad ground truth."""
         raise NotImplementedError
 
     def case_input_socket(self) -> str | tuple[str, ...] | None:
@@ -122,6 +123,13 @@ class Evaluation:
         /input. By default the challenge takes algorithm submissions only."""
         raise SubmissionError("This phase evaluates algorithm jobs, but the input has no predictions.json; "
                               "submit an algorithm, not a predictions file.")
+
+    def case_truth(self, case: Case) -> Any:
+        """What load_prediction and score_case get of this case's ground truth, in the process
+        scoring the case: by default the entry load_ground_truth gave. Override to read a case's
+        ground-truth file here, in the workers, rather than every file at start in one process
+        (csv2026: 300 small files, whose reading at start was a fifth of the run)."""
+        return self.ground_truth[case.case_id]
 
     def load_prediction(self, case: Case, ground_truth: Any) -> Any:
         """Read and validate one case's prediction (SubmissionError naming the case): an
@@ -267,7 +275,7 @@ class Evaluation:
         return drawn
 
     def score_one(self, case: Case) -> Any:
-        ground_truth = self.ground_truth[case.case_id]
+        ground_truth = self.case_truth(case)
         prediction = self.load_prediction(case, ground_truth)
         return self.score_case(case, prediction, ground_truth)
 

@@ -391,6 +391,7 @@ def test_ground_truth_mask_values_and_single_class(file_data, evaluate, tmp_path
     assert run.code == 3
     assert ("Ground truth 0001_label.h5, long_mask: values 0, 1, 128, 255; the labels are 0, 128 (plaque) and 255 "
             "(vessel).") in run.last_error_line
+    input_dir, ground_truth = copy_data(file_data, tmp_path / "single-class")
     for path in ground_truth.glob("*_label.h5"):
         with h5py.File(path, "r+") as f:
             del f["cls"]

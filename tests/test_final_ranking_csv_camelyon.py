@@ -14,7 +14,7 @@ import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from evaluation.challenges.camelyon16 import Camelyon16, SlideResult, SlideTruth
-from evaluation.challenges.csv2026 import CaseResult, CaseTruth, Csv2026, JobTiming
+from evaluation.challenges.csv2026 import CaseResult, Csv2026, JobTiming
 from evaluation.errors import SetupError
 from evaluation.examples.csv2026 import write_dataset
 from evaluation.final_ranking import Key, OrderedRanking
@@ -136,7 +136,7 @@ def synthetic_csv(seed, cases, timing):
     all), "negative" (one job completed before it started)."""
     rng = np.random.default_rng(seed)
     start = datetime(2026, 1, 5, 12, tzinfo=timezone.utc)
-    truths, results = {}, {}
+    results = {}
     for j in range(cases):
         case = f"{j:04d}"
         high = int(rng.random() < 0.4)
@@ -148,9 +148,8 @@ def synthetic_csv(seed, cases, timing):
         exec_seconds = float(rng.uniform(1, 20)) if timing == "exec" or (timing == "mixed" and j % 2) else None
         dsc = tuple(float(v) for v in rng.choice([0.0, 1.0, *rng.random(4)], 4))
         nsd = tuple(float(v) for v in rng.choice([0.0, 1.0, *rng.random(4)], 4))
-        truths[case] = CaseTruth(Path(f"{case}_label.h5"), high, ((8, 8), (8, 8)))
-        results[case] = CaseResult(dsc, nsd, predicted, JobTiming(exec_seconds, started, completed))
-    return truths, results
+        results[case] = CaseResult(dsc, nsd, predicted, JobTiming(exec_seconds, started, completed), high)
+    return results
 
 
 @pytest.mark.parametrize("timing", ["exec", "span", "mixed", "negative"])
@@ -158,9 +157,9 @@ def synthetic_csv(seed, cases, timing):
 def test_csv2026_synthetic_resamples_equal_score_aggregates(csv_example, timing, baseline):
     """Baselines putting t below 2B/3, inside the linear part and beyond 2B; resamples holding one
     class only (an F1 of 0 for the class neither true nor predicted); per-resample time rules."""
-    truths, results = synthetic_csv(len(timing) + int(baseline), 9, timing)
+    results = synthetic_csv(len(timing) + int(baseline), 9, timing)
     evaluation = copy.copy(csv_example[0])
-    evaluation.ground_truth = truths
+    evaluation.ground_truth = {case: Path(f"{case}_label.h5") for case in results}  # as load_ground_truth lists them
     evaluation.settings = dataclasses.replace(evaluation.settings, baseline_time_seconds=baseline)
     counts = np.vstack([random_counts(int(baseline), 80, 9), single_case_rows(9)])
     got = evaluation.resampled_ranked_values(results, counts)
@@ -175,11 +174,11 @@ def test_csv2026_one_class_resample_uses_the_empty_class_rule(csv_example):
     """A resample of low-risk cases predicted low: F1 of class 1 is 0 (zero_division=0), macro 0.5."""
     from sklearn.metrics import f1_score
 
-    truths, results = synthetic_csv(3, 6, "exec")
+    results = synthetic_csv(3, 6, "exec")
     evaluation = copy.copy(csv_example[0])
-    evaluation.ground_truth = truths
+    evaluation.ground_truth = {case: Path(f"{case}_label.h5") for case in results}  # as load_ground_truth lists them
     case_ids = sorted(results)
-    low = [j for j, c in enumerate(case_ids) if truths[c].high_risk == 0 and results[c].high_risk == 0]
+    low = [j for j, c in enumerate(case_ids) if results[c].true_high_risk == 0 and results[c].high_risk == 0]
     counts = np.zeros((1, 6), dtype=np.int64)
     counts[0, low[0]] = 6
     cls = f1_score([0] * 6, [0] * 6, labels=[0, 1], average="macro", zero_division=0)

@@ -13,8 +13,8 @@ Vessel and plaque are exclusive labels (255 and 128), as the official baseline s
 Without timing information (a predictions-file submission) S_time and S_total are null with a
 note and `score_without_time` = (0.4 S_cls + 0.4 S_seg) / 0.8 is what to rank on.
 
-What is read, all through evaluation.reading: the ground truth's NNNN_label.h5 (classes and mask
-shapes at start, masks case by case); an algorithm job's two mask images (header first, decoded
+What is read, all through evaluation.reading: the ground truth's NNNN_label.h5 (listed at start,
+each read whole by the worker scoring its case, before the prediction); an algorithm job's two mask images (header first, decoded
 only once their shape is the ground truth's) and its plaque-risk JSON; a predictions-file
 submission's NNNN_pred.h5 (the file's own datasets only, masks shape-checked and the class
 size-checked before a byte is read). The example generators are in evaluation/examples/csv2026.py.
@@ -91,9 +91,15 @@ class Csv2026Settings(Settings):
 
 @dataclass(frozen=True)
 class CaseTruth:
+    """One case's NNNN_label.h5, read whole in the process scoring the case."""
+
     path: Path
     high_risk: int  # cls: 0 low risk (Plaque-RADS 2), 1 high risk (Plaque-RADS 3-4)
-    shapes: tuple[tuple[int, ...], tuple[int, ...]]  # (long, trans)
+    labels: dict[str, "LabelMap"]  # view -> its label map
+
+    @property
+    def shapes(self) -> tuple[tuple[int, ...], ...]:  # in VIEWS order
+        return tuple(self.labels[view].array.shape for view in VIEWS)
 
 
 @dataclass(frozen=True)
@@ -135,8 +141,9 @@ class Prediction:
 class CaseResult:
     dsc: tuple[float, ...]  # in PAIRS order
     nsd: tuple[float, ...]
-    high_risk: int
+    high_risk: int  # predicted
     timing: JobTiming | None  # None: a predictions-file submission
+    true_high_risk: int  # the ground truth's cls (read with the case, in its worker)
 
 
 # ---- pure helpers ----------------------------------------------------------------------------
@@ -311,23 +318,32 @@ class Csv2026(Evaluation):
 
     # ---- ground truth --------------------------------------------------------------------
 
-    def load_ground_truth(self, directory: Path) -> dict[str, CaseTruth]:
-        """NNNN_label.h5 files: datasets long_mask, trans_mask (0/128/255) and cls (0/1). Only the
-        classes and mask shapes are read here; the masks are read case by case in the workers."""
+    def load_ground_truth(self, directory: Path) -> dict[str, Path]:
+        """{case id: its NNNN_label.h5} (datasets long_mask, trans_mask: 0/128/255, and cls: 0/1).
+        Only listed here: each file is read by the worker scoring its case (case_truth), and the
+        classes are checked to hold both risks once every case is scored (score_aggregates)."""
         files = ground_truth_files(directory, LABEL_SUFFIX)
         if not files:
             raise SetupError(f"The ground-truth folder {directory} has no NNNN{LABEL_SUFFIX} files.")
-        truths: dict[str, CaseTruth] = {}
-        for path in files:
-            with open_hdf5(self.truth, path, "Ground truth") as h5:
-                long_shape, trans_shape = (self.truth_mask(h5, view).shape for view in VIEWS)
-                high_risk = self.truth_class(h5)
-            truths[path.name[: -len(LABEL_SUFFIX)]] = CaseTruth(path, high_risk, (long_shape, trans_shape))
-        classes = {truth.high_risk for truth in truths.values()}
-        if classes != {0, 1}:
-            raise SetupError(f"The ground truth must hold both low-risk and high-risk cases (macro F1 averages the "
-                             f"F1 of both classes); all {len(truths)} case(s) have cls {classes.pop()}.")
-        return truths
+        return {path.name[: -len(LABEL_SUFFIX)]: path for path in files}
+
+    def case_truth(self, case: Case) -> CaseTruth:
+        return self.read_truth(self.ground_truth[case.case_id])
+
+    def read_truth(self, path: Path) -> CaseTruth:
+        """A case's ground truth: its class and its two label maps, the file opened once."""
+        with open_hdf5(self.truth, path, "Ground truth") as h5:
+            labels = {}
+            for view in VIEWS:
+                dataset = self.truth_mask(h5, view)
+                array = dataset.read()
+                labels[view] = label_map(array, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
+                if labels[view] is None:
+                    values = one_line_values(np.unique(array).tolist())
+                    self.truth.fail(f"Ground truth {h5.name}, {MASK_KEYS[view][0]}: values {values}; the labels are 0, "
+                                    f"128 (plaque) and 255 (vessel).")
+            high_risk = self.truth_class(h5)
+        return CaseTruth(path, high_risk, labels)
 
     def truth_mask(self, h5: Hdf5File, view: str) -> Hdf5Dataset:
         key = MASK_KEYS[view][0]
@@ -348,24 +364,6 @@ class Csv2026(Evaluation):
         if value not in (0, 1):
             self.truth.fail(f"Ground truth {h5.name}: cls is {shown(value)}; it must be 0 (low risk) or 1 (high risk).")
         return int(value)
-
-    def read_truth_labels(self, truth: CaseTruth) -> dict[str, LabelMap]:
-        """The case's two label maps, each file opened once per case and each mask decoded once."""
-        labels = {}
-        with open_hdf5(self.truth, truth.path, "Ground truth") as h5:
-            for view, shape in zip(VIEWS, truth.shapes):
-                key = MASK_KEYS[view][0]
-                array = h5.dataset(key, "Ground truth").read(expected_shape=shape)
-                labels[view] = label_map(array, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
-                if labels[view] is None:
-                    values = one_line_values(np.unique(array).tolist())
-                    self.truth.fail(f"Ground truth {h5.name}, {key}: values {values}; the labels are 0, 128 (plaque) "
-                                    f"and 255 (vessel).")
-        return labels
-
-    def read_truth_masks(self, truth: CaseTruth) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """{view: (vessel, plaque)} as full-size boolean masks (the example generator's use)."""
-        return {view: labels.masks() for view, labels in self.read_truth_labels(truth).items()}
 
     # ---- the submission ------------------------------------------------------------------
 
@@ -472,19 +470,28 @@ class Csv2026(Evaluation):
         return masks
 
     def score_case(self, case: Case, prediction: Prediction, truth: CaseTruth) -> CaseResult:
-        truth_labels = self.read_truth_labels(truth)
         tolerance = self.settings.nsd_tolerance_px
         scores = [score for view in VIEWS
-                  for score in structure_scores(prediction.masks[view], truth_labels[view], tolerance)]  # PAIRS order
+                  for score in structure_scores(prediction.masks[view], truth.labels[view], tolerance)]  # PAIRS order
         return CaseResult(tuple(dsc for dsc, _ in scores), tuple(nsd for _, nsd in scores), prediction.high_risk,
-                          prediction.timing)
+                          prediction.timing, truth.high_risk)
 
     # ---- the leaderboard -----------------------------------------------------------------
+
+    def metrics(self, results: dict[str, CaseResult]) -> dict[str, Any]:
+        """The whole ground truth's classes are known once every case is scored: checked here,
+        not in score_aggregates, which the final ranking's resamples (one class drawn, F1 0 for
+        the other, as scikit-learn's zero_division=0) must be able to reach."""
+        classes = {result.true_high_risk for result in results.values()}
+        if classes != {0, 1}:
+            raise SetupError(f"The ground truth must hold both low-risk and high-risk cases (macro F1 averages the "
+                             f"F1 of both classes); all {len(results)} case(s) have cls {next(iter(classes), 'none')}.")
+        return super().metrics(results)
 
     def score_aggregates(self, results: dict[str, CaseResult]) -> dict[str, Any]:
         case_ids = sorted(results)
         n = len(case_ids)
-        y_true = np.array([self.ground_truth[c].high_risk for c in case_ids])
+        y_true = np.array([results[c].true_high_risk for c in case_ids])
         y_pred = np.array([results[c].high_risk for c in case_ids])
         f1_low, f1_high = binary_f1_scores(y_true, y_pred)
         macro_f1 = (f1_low + f1_high) / 2.0
@@ -548,7 +555,7 @@ class Csv2026(Evaluation):
         weights = counts.astype(np.float64)
         cases = weights.sum(axis=1)  # n of the materialised resample
 
-        y_true = np.array([self.ground_truth[c].high_risk for c in case_ids], dtype=bool)
+        y_true = np.array([results[c].true_high_risk for c in case_ids], dtype=bool)
         y_pred = np.array([results[c].high_risk for c in case_ids], dtype=bool)
         f1 = []
         for true, predicted in ((~y_true, ~y_pred), (y_true, y_pred)):  # class 0, class 1

@@ -89,8 +89,8 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
     risk_slug = settings.risk_output_socket
     jobs = []
     for number, case_id in enumerate(case_ids):
-        truth = evaluation.ground_truth[case_id]
-        masks = evaluation.read_truth_masks(truth)  # one case at a time
+        truth = evaluation.read_truth(evaluation.ground_truth[case_id])  # one case at a time
+        masks = {view: labels.masks() for view, labels in truth.labels.items()}
         pk = synthetic.job_pk(rng)
         outputs = []
         for view, slug in zip(VIEWS, image_slugs):
