@@ -64,12 +64,17 @@ def overlapping_pairs(truth_labels: np.ndarray, n_truth: int, prediction_labels:
     keys, counts = [], []
     # In slabs, so that temporaries stay small even when a prediction is lesion almost everywhere;
     # the joint histogram is sparse (one entry per overlapping pair), never n_truth x n_prediction.
+    # Only lesion voxels are counted (a label map is mostly background): the sizes from each
+    # map's nonzero labels, the pairs from the prediction's labels at the true lesions' voxels.
     for start in range(0, truth_labels.size, _SLAB):
         t, p = truth_labels[start:start + _SLAB], prediction_labels[start:start + _SLAB]
-        truth_sizes += np.bincount(t, minlength=n_truth + 1)[: n_truth + 1]
-        prediction_sizes += np.bincount(p, minlength=n_prediction + 1)[: n_prediction + 1]
-        both = np.flatnonzero((t != 0) & (p != 0))
-        slab_keys, slab_counts = np.unique(t[both].astype(np.int64) * (n_prediction + 1) + p[both], return_counts=True)
+        in_truth = np.flatnonzero(t)
+        true_labels, labels_there = t[in_truth], p[in_truth]
+        truth_sizes += np.bincount(true_labels, minlength=n_truth + 1)[: n_truth + 1]
+        prediction_sizes += np.bincount(p[np.flatnonzero(p)], minlength=n_prediction + 1)[: n_prediction + 1]
+        both = labels_there != 0
+        slab_keys, slab_counts = np.unique(true_labels[both].astype(np.int64) * (n_prediction + 1) + labels_there[both],
+                                           return_counts=True)
         keys.append(slab_keys)
         counts.append(slab_counts)
     pairs, inverse = np.unique(np.concatenate(keys), return_inverse=True)
