@@ -13,11 +13,12 @@ Vessel and plaque are exclusive labels (255 and 128), as the official baseline s
 Without timing information (a predictions-file submission) S_time and S_total are null with a
 note and `score_without_time` = (0.4 S_cls + 0.4 S_seg) / 0.8 is what to rank on.
 
-What is read, all through evaluation.reading: the ground truth's NNNN_label.h5 (listed at start,
-each read whole by the worker scoring its case, before the prediction); an algorithm job's two mask images (header first, decoded
-only once their shape is the ground truth's) and its plaque-risk JSON; a predictions-file
-submission's NNNN_pred.h5 (the file's own datasets only, masks shape-checked and the class
-size-checked before a byte is read). The example generators are in evaluation/examples/csv2026.py.
+What is read, all through evaluation.reading: the ground truth's NNNN_label.h5 (listed at
+start, each read whole by the worker scoring its case, before the prediction); an algorithm job's
+two mask images (header first, decoded only once their shape is the ground truth's) and its
+plaque-risk JSON; a predictions-file submission's NNNN_pred.h5 (the file's own datasets only,
+masks shape-checked and the class size-checked before a byte is read). The example generators
+are in evaluation/examples/csv2026.py.
 """
 
 from __future__ import annotations
@@ -93,7 +94,6 @@ class Csv2026Settings(Settings):
 class CaseTruth:
     """One case's NNNN_label.h5, read whole in the process scoring the case."""
 
-    path: Path
     high_risk: int  # cls: 0 low risk (Plaque-RADS 2), 1 high risk (Plaque-RADS 3-4)
     labels: dict[str, "LabelMap"]  # view -> its label map
 
@@ -321,7 +321,7 @@ class Csv2026(Evaluation):
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
         """{case id: its NNNN_label.h5} (datasets long_mask, trans_mask: 0/128/255, and cls: 0/1).
         Only listed here: each file is read by the worker scoring its case (case_truth), and the
-        classes are checked to hold both risks once every case is scored (score_aggregates)."""
+        classes are checked to hold both risks once every case is scored (metrics)."""
         files = ground_truth_files(directory, LABEL_SUFFIX)
         if not files:
             raise SetupError(f"The ground-truth folder {directory} has no NNNN{LABEL_SUFFIX} files.")
@@ -343,7 +343,7 @@ class Csv2026(Evaluation):
                     self.truth.fail(f"Ground truth {h5.name}, {MASK_KEYS[view][0]}: values {values}; the labels are 0, "
                                     f"128 (plaque) and 255 (vessel).")
             high_risk = self.truth_class(h5)
-        return CaseTruth(path, high_risk, labels)
+        return CaseTruth(high_risk, labels)
 
     def truth_mask(self, h5: Hdf5File, view: str) -> Hdf5Dataset:
         key = MASK_KEYS[view][0]
