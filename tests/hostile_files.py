@@ -384,6 +384,37 @@ def h5_dataset_offset(path: Path, name: str) -> tuple[int, tuple[int, ...], str]
         return dataset.id.get_offset(), dataset.shape, dataset.dtype.str
 
 
+def zlib_bomb(total: int, block: int = 1 << 24) -> bytes:
+    """A valid zlib stream of `total` zero bytes (a multiple of `block`), built without
+    compressing them all: after a full flush the compressor's output for a block of zeros repeats
+    byte for byte, so one block's output is repeated, then the final empty block and the Adler-32
+    of n zeros ((n mod 65521) << 16 | 1). 3 GiB: about 3 MiB, built in a fraction of a second."""
+    import struct
+    import zlib
+
+    assert total % block == 0 and total >= 2 * block
+    zeros = bytes(block)
+    stream = zlib.compressobj(9)
+    first = stream.compress(zeros) + stream.flush(zlib.Z_FULL_FLUSH)
+    steady = stream.compress(zeros) + stream.flush(zlib.Z_FULL_FLUSH)
+    assert steady == stream.compress(zeros) + stream.flush(zlib.Z_FULL_FLUSH)
+    return first + steady * (total // block - 1) + b"\x03\x00" + struct.pack(">I", (total % 65521) << 16 | 1)
+
+
+def h5_write_chunk(path: Path, name: str, stream: bytes, filtered: bool = True) -> None:
+    """Dataset `name` of the HDF5 file at `path` rewritten as chunked (half its rows a chunk; gzip
+    unless not `filtered`) with its first chunk's stored bytes replaced by `stream`, the others
+    the dataset's own values."""
+    import h5py
+
+    with h5py.File(path, "a") as handle:
+        data = handle[name][()]
+        del handle[name]
+        chunks = (max(1, data.shape[0] // 2),) + data.shape[1:]
+        dataset = handle.create_dataset(name, data=data, chunks=chunks, compression="gzip" if filtered else None)
+        dataset.id.write_direct_chunk((0,) * data.ndim, stream)
+
+
 # ---------------------------------------------------------------------------------------------
 # Phases derived from the bundled examples, built once per process into a cache folder
 

@@ -351,3 +351,96 @@ def test_bad_ground_truth_files_are_the_organizers_error(file_data, evaluate, tm
                 else:
                     f["cls"] = "1"
     assert_refused(evaluate("csv2026", input_dir, ground_truth), 3, organizers(message))
+
+
+# ---- chunks that do not unpack to what they hold: heap memory, bombs -------------------------
+
+
+def bool_mask_with_short_chunk(path):
+    """long_mask as a bool mask in gzip chunks of 48 x 128, its first chunk a stream of 1 byte:
+    the library filled the other 6143 bytes of the chunk with heap memory, a mask that scored
+    differently on every run."""
+    import zlib
+
+    with h5py.File(path, "r+") as f:
+        data = f["long_mask"][()]
+        del f["long_mask"]
+        dataset = f.create_dataset("long_mask", data=data == 255, chunks=(48, 128), compression="gzip")
+        dataset.id.write_direct_chunk((0, 0), zlib.compress(b"\0"))
+
+
+def test_a_mask_chunk_inflating_short_is_refused_the_same_way_every_run(file_data, tmp_path):
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    bool_mask_with_short_chunk(pred_file(input_dir))
+    runs = [run_command_line("csv2026", input_dir, ground_truth, tmp_path / f"out-{n}", "--workers", 1)
+            for n in range(3)]
+    for run in runs:
+        assert_refused(run, 1, "Case 0001, longitudinal mask: long_mask in 0001_pred.h5 is corrupt: its chunk at "
+                               "(0, 0) inflates to 1 byte of its 6144.")
+    assert runs[0].stderr == runs[1].stderr == runs[2].stderr
+
+
+@pytest.mark.parametrize("filtered", [True, False], ids=["gzip", "unfiltered"])
+def test_a_ground_truth_chunk_that_is_short_is_the_organizers_error(file_data, evaluate, tmp_path, filtered):
+    import zlib
+
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    with h5py.File(ground_truth / "0001_label.h5", "r+") as f:
+        data = f["trans_mask"][()]
+        del f["trans_mask"]
+        dataset = f.create_dataset("trans_mask", data=data, chunks=(48, 128), compression="gzip" if filtered else None)
+        dataset.id.write_direct_chunk((48, 0), zlib.compress(b"\0" * 10) if filtered else b"\0" * 10)
+    for _ in range(2):
+        assert_refused(evaluate("csv2026", input_dir, ground_truth), 3, organizers(
+            f"Ground truth: trans_mask in 0001_label.h5 is corrupt: its chunk at (48, 0) "
+            f"{'inflates to' if filtered else 'stores'} 10 bytes of its 6144."))
+
+
+def peak_run(input_dir, ground_truth, output, limit):
+    """The command line (one worker) in a child of a small Python process, under RLIMIT_DATA
+    `limit`: (exit code, last stderr line, peak resident MiB of the command, from the
+    parent's RUSAGE_CHILDREN: only that command is its child)."""
+    import subprocess
+    import sys
+
+    from tests.cli_runs import ROOT
+
+    wrapper = ("import resource, subprocess, sys\n"
+               "limit = int(sys.argv[1])\n"
+               "done = subprocess.run(sys.argv[2:], capture_output=True, text=True,\n"
+               "                      preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)))\n"
+               "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+               "sys.stderr.write(done.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, str(limit), sys.executable, "-m", "evaluation", "csv2026",
+                           "--input", str(input_dir), "--ground-truth", str(ground_truth), "--output", str(output),
+                           "--workers", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    code, peak_kib = map(int, done.stdout.split())
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return code, lines[-1] if lines else "", peak_kib / 1024
+
+
+@pytest.mark.parametrize("side", ["submission", "ground truth"])
+def test_a_3_gib_chunk_bomb_is_refused_within_the_memory_of_a_valid_run(file_data, tmp_path, side):
+    """A 6 KiB chunk whose stream (3 MiB, built without compressing 3 GiB) inflates to 3 GiB: the
+    library inflated it whole (812 MiB peak under a 1.5 GiB limit). Refused from its stored size,
+    with the peak resident memory of a valid run (plus 100 MiB), under a 1.5 GiB limit."""
+    from tests.hostile_files import h5_write_chunk, zlib_bomb
+
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    code, _, valid_peak = peak_run(input_dir, ground_truth, tmp_path / "valid", int(1.5 * 2**30))
+    assert code == 0
+    path = pred_file(input_dir) if side == "submission" else ground_truth / "0001_label.h5"
+    h5_write_chunk(path, "long_mask", zlib_bomb(3 << 30))
+    assert 2 << 20 < path.stat().st_size < 4 << 20  # 3 GiB / 1,030: zlib's best ratio
+    code, last, peak = peak_run(input_dir, ground_truth, tmp_path / "bomb", int(1.5 * 2**30))
+    message = "long_mask in 0001_{}.h5 is corrupt: its chunk at (0, 0) stores {} bytes, more than any compression of " \
+              "its 6144 bytes takes."
+    with h5py.File(path, "r") as f:
+        stored = f["long_mask"].id.get_chunk_info_by_coord((0, 0)).size
+    if side == "submission":
+        assert (code, last) == (1, "Case 0001, longitudinal mask: " + message.format("pred", stored))
+    else:
+        assert (code, last) == (3, organizers("Ground truth: " + message.format("label", stored)))
+    assert not (tmp_path / "bomb" / "metrics.json").exists()
+    assert peak < valid_peak + 100, (peak, valid_peak)

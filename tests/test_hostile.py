@@ -662,6 +662,37 @@ add("csv2026-h5-link-inside", "csv2026", _h5_case(lambda s, p: _link_inside(s, p
                                     exclude=("score_total", "score_time", "processing_time_seconds")),))
 
 
+
+# ---- HDF5 chunks that do not unpack to what they hold: the submission's and the ground truth's --
+# A chunk the library inflates to fewer bytes than it holds leaves heap memory in the array (a
+# score that changes from run to run); one that inflates to more is a bomb (3 GiB from 3 MiB).
+
+# family -> (challenge key, derived phase, HDF5 file in the input, HDF5 file of the ground truth, dataset)
+H5_FAMILIES = {
+    "csv2026-h5": ("csv2026", "csv2026-h5", "preds/0001_pred.h5", "0001_label.h5", "long_mask"),
+}
+H5_CHUNK_MUTATIONS: dict[str, Callable[[Path, str], Any]] = {
+    "chunk-inflates-short": lambda p, d: hf.h5_write_chunk(p, d, __import__("zlib").compress(b"\0")),
+    "chunk-unfiltered-1-byte": lambda p, d: hf.h5_write_chunk(p, d, b"\0", filtered=False),
+    "chunk-bomb-3gib": lambda p, d: hf.h5_write_chunk(p, d, hf.zlib_bomb(3 << 30)),
+}
+
+
+def _h5_chunk_case(family: str, side: str, mutate: Callable[[Path, str], Any]):
+    key, phase, in_input, in_truth, dataset = H5_FAMILIES[family]
+
+    def build(case_dir: Path) -> Submission:
+        sub = _open(case_dir, key, phase)
+        mutate(sub.input / in_input if side == "submission" else sub.own_ground_truth() / in_truth, dataset)
+        return sub
+    return build
+
+
+for _family, (_key, *_) in H5_FAMILIES.items():
+    for _mutation, _mutate in H5_CHUNK_MUTATIONS.items():
+        for _side in ("submission", "ground-truth"):
+            add(f"{_family}-{_side}-{_mutation}", _key, _h5_chunk_case(_family, _side, _mutate))
+
 # ---- CSV predictions files ----------------------------------------------------------------
 
 # family -> (challenge key, derived phase or None, file in the input, a plausible data row)

@@ -9,6 +9,17 @@ checked to be the file's own, and its shape and type are checked before a byte i
 h5py's low-level interface (file, group and dataset identifiers) is used throughout: the same
 library calls as its File and Dataset objects, without their per-object bookkeeping, which costs
 more than reading a small mask.
+
+No array read here holds a byte the file does not define. The library does not check that a
+chunk unpacks to the chunk's size: one that inflates short leaves the rest of its buffer (heap
+memory) in the array, one that inflates long is inflated whole (a few MiB can inflate to GiB),
+and where nothing was written with no fill value it leaves the caller's buffer as it was. So
+before the library reads a dataset, every stored chunk is checked (check_stored_data): on the
+grid, a stored size an unfiltered chunk or a compressed one can have, filters whose output length
+is known here (gzip, shuffle, fletcher32; others refused by name), each stream inflated one at a
+time, never past its chunk, to exactly the chunk; a chunk grid of at most 4 times the dataset
+(plus 1 MiB); a fill value for what was never written. The fast path (read_deflated_chunks)
+checks the same of the chunks it inflates itself. Memory stays a small multiple of the shape.
 """
 
 from __future__ import annotations
@@ -116,11 +127,18 @@ class Hdf5Dataset:
         out = np.empty(self.shape, self.dtype)
         if out.size == 0:  # no selection to read
             return out
-        if read_deflated_chunks(self.handle, self.create, out):
-            return out
         try:
+            if self.create.get_layout() == h5py.h5d.CHUNKED and read_deflated_chunks(self.handle, self.create, out):
+                return out
+            # The library's reader, only once every byte it will place is known to be the file's: a
+            # chunk it inflates to fewer bytes than the chunk holds leaves the rest of its buffer
+            # (heap memory) in the array, and it inflates a stream whatever its length.
+            check_stored_data(self.handle, self.create, self.shape)
+            out = np.zeros(self.shape, self.dtype)  # the fast path may have written part of it
             self.handle.read(h5py.h5s.ALL, h5py.h5s.ALL, out)
             return out
+        except ChunkProblem as problem:
+            self.origin.fail(f"{self.where} {problem}.")
         except (OSError, TypeError, ValueError, KeyError):
             self.origin.fail(f"{self.where} cannot be read (its data is corrupt or uses an unknown filter).")
 
@@ -171,6 +189,140 @@ INFLATED_BYTES = 2 << 20
 _INFLATED: dict[tuple, np.ndarray] = {}  # (stored bytes, chunk shape, type) -> read-only pixels
 _INFLATED_CHUNK_BYTES = [0]  # the largest chunk kept: the store holds at most len(_INFLATED) of them
 
+# The chunk grid may hold at most this many bytes: 4 times the dataset (the last row and column of
+# chunks reach past the extent, so a grid of chunks as large as the dataset holds up to 4 times it),
+# plus this much for chunks that are larger than a small dataset (h5py's automatic chunks are up to
+# 1 MiB). The library inflates and keeps a whole chunk to read a pixel of it.
+GRID_SLACK_BYTES = 1 << 20
+
+
+class ChunkProblem(Exception):
+    """A dataset whose stored chunks cannot be read into what it declares (the message follows
+    the dataset's name: "is corrupt: ...")."""
+
+
+# Filters whose output length is known without the library: inflating (checked to give exactly
+# the chunk), shuffling (same length) and fletcher32 (a 4-byte checksum, which the library checks).
+_DEFLATE, _SHUFFLE, _FLETCHER32 = 1, 2, 3
+_FILTER_NAMES = {_DEFLATE: "gzip (deflate)", _SHUFFLE: "shuffle", _FLETCHER32: "fletcher32", 4: "szip", 5: "n-bit",
+                 6: "scale-offset", 32000: "LZF"}
+
+
+def _at(offset) -> str:
+    return "(" + ", ".join(str(int(n)) for n in offset) + ")"
+
+
+def _bytes(n: int) -> str:
+    return "1 byte" if n == 1 else f"{n} bytes"
+
+
+def _grid(create, shape: tuple[int, ...], itemsize: int) -> tuple[tuple[int, ...], int, int]:
+    """(chunk shape, bytes per chunk, chunks in the grid), refused when the grid holds far more
+    than the dataset."""
+    chunk = tuple(int(n) for n in create.get_chunk())
+    chunk_bytes = int(np.prod(chunk, dtype=np.float64)) * itemsize
+    count = int(np.prod([-(-n // c) for n, c in zip(shape, chunk)], dtype=np.float64))
+    dataset_bytes = int(np.prod(shape, dtype=np.float64)) * itemsize
+    if len(chunk) != len(shape) or count * chunk_bytes > 4 * dataset_bytes + GRID_SLACK_BYTES:
+        raise ChunkProblem(f"is stored in chunks of {shape_text(chunk)} values, far more than its shape "
+                           f"{shape_text(shape)} needs; write it in smaller chunks (or unchunked)")
+    return chunk, chunk_bytes, count
+
+
+def _applied_filters(create, filter_mask: int) -> list[int]:
+    """The filters applied to a chunk (its filter mask marks those skipped), in the order written."""
+    codes = [create.get_filter(i)[0] for i in range(create.get_nfilters())]
+    return [code for i, code in enumerate(codes) if not filter_mask & (1 << i)]
+
+
+def _check_stored(info, chunk: tuple[int, ...], chunk_bytes: int, shape: tuple[int, ...], applied: list[int]) -> None:
+    """A stored chunk's place and stored size, before its bytes are read: on the grid, inside the
+    extent, unfiltered exactly the chunk, filtered at most what the chunk compresses to at worst."""
+    offset = tuple(int(n) for n in info.chunk_offset)
+    if len(offset) != len(shape) or any(o < 0 or o >= n or o % c for o, n, c in zip(offset, shape, chunk)):
+        raise ChunkProblem(f"is corrupt: it stores a chunk at {_at(offset)}, outside its shape {shape_text(shape)} or "
+                           f"off its grid of {shape_text(chunk)} chunks")
+    unknown = [code for code in applied if code not in (_DEFLATE, _SHUFFLE, _FLETCHER32)]
+    if unknown:
+        name = _FILTER_NAMES.get(unknown[0], f"filter {unknown[0]}")
+        raise ChunkProblem(f"is compressed with the {name} filter, which is not read here; write it with gzip "
+                           f"compression (with or without shuffle and fletcher32) or uncompressed")
+    size = int(info.size)
+    if not applied and size != chunk_bytes:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} stores {_bytes(size)}"
+                           f"{' of its' if size < chunk_bytes else ', not its'} {chunk_bytes}")
+    # Deflate's worst case is zlib's compressBound (n + n/1000 + 12 in the library's filter), fletcher32 adds 4.
+    if applied and size > chunk_bytes + (chunk_bytes >> 6) + 1024:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} stores {_bytes(size)}, more than any compression "
+                           f"of its {chunk_bytes} bytes takes")
+
+
+def inflate_exactly(data: bytes, size: int, offset) -> bytes:
+    """The one zlib stream at the start of `data`, which must inflate to exactly `size` bytes
+    (bytes after the stream are ignored, as the library ignores them); never inflated past
+    `size` + 1 bytes."""
+    import zlib
+
+    stream = zlib.decompressobj()
+    try:
+        raw = stream.decompress(data, size)
+        more = b"" if stream.eof else stream.decompress(stream.unconsumed_tail, 1)
+    except zlib.error:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} is not a valid gzip (deflate) stream") from None
+    if more:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} inflates to more than its {size} bytes")
+    if len(raw) != size or not stream.eof:
+        cut = "" if stream.eof else " (the stream is cut short)"
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} inflates to {_bytes(len(raw))} of its {size}{cut}")
+    return raw
+
+
+def _unfilter_length(data: bytes, applied: list[int], chunk_bytes: int, offset) -> None:
+    """Undoes the filters of a chunk as far as lengths go (the library runs them last written
+    first): each inflation must give exactly what the filters read after it expect, ending with
+    the chunk's bytes."""
+    for at in range(len(applied) - 1, -1, -1):
+        code = applied[at]
+        if code == _FLETCHER32:
+            if len(data) < 4:
+                raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} stores {_bytes(len(data))}, fewer than "
+                                   f"its checksum takes")
+            data = data[:-4]  # the library compares the checksum
+        elif code == _DEFLATE:
+            data = inflate_exactly(data, chunk_bytes + 4 * applied[:at].count(_FLETCHER32), offset)
+    if len(data) != chunk_bytes:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} unpacks to {_bytes(len(data))} of its {chunk_bytes}")
+
+
+def check_stored_data(dataset_id, create, shape: tuple[int, ...]) -> None:
+    """Raises ChunkProblem unless the library's read of the dataset fills every element from the
+    file: each stored chunk unpacks to exactly the chunk (inflated one at a time, never past the
+    chunk), and any part never written has a fill value the library writes."""
+    import h5py
+
+    layout = create.get_layout()
+    itemsize = dataset_id.get_type().get_size()
+    complete = True
+    if layout == h5py.h5d.CHUNKED:
+        chunk, chunk_bytes, count = _grid(create, shape, itemsize)
+        stored = []
+        dataset_id.chunk_iter(stored.append)
+        if len(stored) > count:
+            raise ChunkProblem(f"is corrupt: it stores {len(stored)} chunks; its grid has {count}")
+        for info in stored:
+            _check_stored(info, chunk, chunk_bytes, shape, _applied_filters(create, info.filter_mask))
+        for info in stored:
+            applied = _applied_filters(create, info.filter_mask)
+            if applied:
+                filter_mask, data = dataset_id.read_direct_chunk(info.chunk_offset)
+                _unfilter_length(data, applied, chunk_bytes, info.chunk_offset)
+        complete = len({tuple(info.chunk_offset) for info in stored}) == count
+    elif layout == h5py.h5d.CONTIGUOUS:
+        complete = dataset_id.get_storage_size() >= int(np.prod(shape, dtype=np.float64)) * itemsize
+    if not complete and (create.get_fill_time() == h5py.h5d.FILL_TIME_NEVER
+                         or create.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED):
+        raise ChunkProblem("is incomplete: part of it was never written and it has no fill value to read there")
+
 
 def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
     """Fills `out` (a new C-contiguous 2D array of the dataset's shape and type) from a chunked
@@ -178,13 +330,13 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
     background chunks are stored as the same bytes, and the same bytes inflate to the same
     pixels. The bytes are those the library reads (the chunk index's offsets in the file it has
     open: the file's own storage, the caller having refused external storage and virtual
-    datasets), each chunk inflated to at most its size.
+    datasets), each chunk inflated to at most its size and one byte.
 
-    False, `out` then partly written, for anything else: another layout, shape or filter, a
-    type that is not stored as numpy lays it out, a chunk not stored (fill value) or not
-    filtered, a stream that is corrupt or not exactly one chunk long. The library's reader then
-    reads the dataset with its own checks and errors, so what this returns is always what it
-    would."""
+    Raises ChunkProblem for a chunk that does not inflate to exactly its size (the library would
+    leave heap memory in the array, or inflate a bomb whole). False, `out` then partly written,
+    for anything else: another layout, shape or filter, a type that is not stored as numpy lays
+    it out, a chunk not stored (fill value) or not filtered. The library's reader then reads the
+    dataset, after check_stored_data, so what this returns is always what it would."""
     import zlib
 
     import h5py
@@ -211,6 +363,8 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
                 or any(info.filter_mask for info in stored) or (corners % (rows, columns)).any() \
                 or (corners < 0).any() or (corners >= (n_rows, n_columns)).any():
             return False
+        for info in stored:  # stored sizes, before any is read
+            _check_stored(info, (rows, columns), chunk_bytes, out.shape, [_DEFLATE])
         if (len(_INFLATED) + len(stored)) * max(chunk_bytes, _INFLATED_CHUNK_BYTES[0]) > INFLATED_BYTES:
             _INFLATED.clear()
             _INFLATED_CHUNK_BYTES[0] = 0
@@ -220,10 +374,7 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
             key = (data, kind)
             pixels = _INFLATED.get(key)
             if pixels is None:
-                stream = zlib.decompressobj()
-                raw = stream.decompress(data, chunk_bytes)
-                if len(raw) != chunk_bytes or not stream.eof or stream.unused_data:
-                    return False
+                raw = inflate_exactly(data, chunk_bytes, info.chunk_offset)
                 pixels = _INFLATED[key] = np.frombuffer(raw, out.dtype).reshape(rows, columns)
             row, column = info.chunk_offset
             # The last row and column of chunks reach past the extent: their pixels there are cut.
@@ -231,7 +382,6 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
         return True
     except (OSError, TypeError, ValueError, KeyError, AttributeError, zlib.error):
         return False
-
 
 
 def _stored_chunks(dataset_id, stored: list, limit: int) -> list[bytes]:
