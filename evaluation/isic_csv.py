@@ -194,9 +194,12 @@ def _vectorised_plain(tokens: list[str]) -> tuple[np.ndarray, np.ndarray, np.nda
     return handled, values, is_integer
 
 
-def parse_numbers(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(values, kinds) of a column's tokens: kinds NA, INTEGER (an integer literal in int64
-    range), FLOAT (another number pandas reads) or TEXT; values NaN unless a number."""
+def parse_numbers(tokens: list[str], width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(values, kinds) of a column's tokens, in row order, as pandas types the column: kinds NA,
+    INTEGER (an integer literal), FLOAT (another number pandas reads) or TEXT (a token that is
+    no number, or one that pandas' integer passes make the column text with: see
+    _integer_passes); values NaN unless a number. `width`, the table's number of columns, sets
+    pandas' blocks of rows (pandas_block_rows); None: the column is one block."""
     n = len(tokens)
     kinds = np.full(n, TEXT, dtype=np.int8)
     values = np.full(n, np.nan)
@@ -214,21 +217,101 @@ def parse_numbers(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if value is not None:
             values[i] = value
             kinds[i] = INTEGER if _INT_TOKEN.match(token) else FLOAT
-    # pandas keeps as text a token whose integer part is beyond uint64 (seen with pandas 2.3);
-    # far outside [0, 1] anyway, only the message differs.
-    huge = np.flatnonzero((kinds == INTEGER) | (kinds == FLOAT)).tolist()
-    for i in huge:
-        if len(tokens[i]) >= 20 and _integer_part(tokens[i]) > _UINT64_MAX:
-            kinds[i], values[i] = TEXT, np.nan
+    block = pandas_block_rows(width) if width else n
+    for start in range(0, n, block):
+        _integer_passes(tokens, values, kinds, start, min(n, start + block))
     return values, kinds
 
 
-_UINT64_MAX = 2**64 - 1
+# ---- pandas' integer passes -----------------------------------------------------------------
+#
+# pandas infers a column's type by trying int64, then float64, ... on the column's tokens in row
+# order, NA tokens skipped. The int64 pass stops at the first token that is not an int64 literal:
+# when that token is merely not an integer (0.5, 1e-3, text), the float pass decides (what
+# parse_numbers' kinds say). When its leading digits overflow int64 (checked while reading the
+# digits, before anything after them: 50000000000000000000e-20 overflows), pandas tries uint64
+# over the whole column, and that pass ends the column as text when a token's leading digits
+# overflow uint64 (2**64 or more) or, having read to the end, when it saw a negative token or
+# mixed a value above int64 with NA tokens (then even the NA tokens stay text). So
+# 50000000000000000000e-20 is 0.5 after a row of 0.5, and text after a row of 1 or as the
+# first value. pandas infers types per block of rows (pandas_block_rows), each on its own.
+# tests/test_isic_plain.py (test_overflowing_integer_parts_*) checks this against pandas and,
+# where its environment exists, against the reference scorer.
+
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+_LEADING_DIGITS = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]*)(.*)\Z", re.DOTALL)
+_OK, _OVERFLOW, _INVALID, _NEGATIVE, _ABOVE_INT64 = range(5)
 
 
-def _integer_part(token: str) -> int:
-    match = _FLOAT_TOKEN.match(token)
-    return int(match["int"] or "0") if match else 0
+def pandas_block_rows(width: int) -> int:
+    """The rows pandas' C reader (low_memory, the default) types at a time for a table of this
+    many columns: the largest power of two below 2**20 / width, at least 1."""
+    rows, target = 1, 2**20 // max(width, 1)
+    while rows * 2 < target:
+        rows *= 2
+    return rows
+
+
+def _int64_literal(token: str) -> int:
+    """pandas' str_to_int64 on a token: _OK, _OVERFLOW (its leading digits, whatever follows)
+    or _INVALID."""
+    sign, digits, rest = _LEADING_DIGITS.match(token).groups()
+    if not digits:
+        return _INVALID
+    if not _INT64_MIN <= int(sign + digits) <= _INT64_MAX:
+        return _OVERFLOW
+    return _INVALID if rest.strip(_C_SPACE) else _OK
+
+
+def _uint64_literal(token: str) -> int:
+    """pandas' str_to_uint64: _NEGATIVE for any token starting with '-' (read no further),
+    else _OVERFLOW, _INVALID, _ABOVE_INT64 or _OK."""
+    sign, digits, rest = _LEADING_DIGITS.match(token).groups()
+    if sign == "-":
+        return _NEGATIVE
+    if not digits:
+        return _INVALID
+    value = int(digits)
+    if value > _UINT64_MAX:
+        return _OVERFLOW
+    if rest.strip(_C_SPACE):
+        return _INVALID
+    return _ABOVE_INT64 if value > _INT64_MAX else _OK
+
+
+def _integer_passes(tokens: list[str], values: np.ndarray, kinds: np.ndarray, start: int, end: int) -> None:
+    """Make TEXT the tokens of rows start..end that pandas' int64/uint64 passes turn the block
+    to text with (see above); the kinds of any other block stay as they are."""
+    block = kinds[start:end]
+    # An integer of at most 18 characters is an int64 literal: only the others need a look.
+    short = np.fromiter((len(tokens[i]) <= 18 for i in range(start, end)), dtype=bool, count=end - start)
+    for i in (np.flatnonzero((block != NA) & ~((block == INTEGER) & short)) + start).tolist():
+        verdict = _int64_literal(tokens[i])
+        if verdict == _INVALID:
+            return  # the float pass decides: parse_numbers' kinds
+        if verdict == _OVERFLOW:
+            break
+    else:
+        return  # an integer block (or all NA)
+    negative = above_int64 = None
+    for i in range(start, end):
+        if kinds[i] == NA:
+            continue
+        verdict = _uint64_literal(tokens[i])
+        if verdict == _OVERFLOW:
+            kinds[i], values[i] = TEXT, np.nan
+            return
+        if verdict == _INVALID:
+            return  # the float pass decides
+        if verdict == _NEGATIVE and negative is None:
+            negative = i
+        if verdict == _ABOVE_INT64:
+            above_int64 = i
+    missing = np.flatnonzero(block == NA) + start
+    if above_int64 is not None and len(missing):  # pandas: "cannot convert to numerical dtype", NA kept as text
+        kinds[missing] = TEXT
+    elif negative is not None:
+        kinds[negative], values[negative] = TEXT, np.nan
 
 
 # ---- the table ------------------------------------------------------------------------------

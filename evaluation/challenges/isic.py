@@ -320,7 +320,7 @@ def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | t
         if plain is not None:
             return np.ascontiguousarray(plain[0][:, numbered.index(at)])
         tokens = table.column(at)
-        values, kinds = isic_csv.parse_numbers([t if t is not None else "" for t in tokens])
+        values, kinds = isic_csv.parse_numbers([t if t is not None else "" for t in tokens], len(header))
         bad_rows = np.flatnonzero((kinds == isic_csv.NA) | (kinds == isic_csv.TEXT) | ~np.isfinite(values))
         if len(bad_rows):
             row = int(bad_rows[0])
@@ -451,7 +451,8 @@ def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tu
         values, is_integer = plain
         kinds = np.where(is_integer, isic_csv.INTEGER, isic_csv.FLOAT).astype(np.int8)
     else:
-        parsed = [isic_csv.parse_numbers([t if t is not None else "" for t in table.column(at)]) for at in columns]
+        parsed = [isic_csv.parse_numbers([t if t is not None else "" for t in table.column(at)], len(header))
+                  for at in columns]
         kinds = np.column_stack([k for _, k in parsed]) if ids else np.zeros((0, len(categories)), dtype=np.int8)
         values = np.column_stack([v for v, _ in parsed]) if ids else np.zeros((0, len(categories)))
 
