@@ -8,19 +8,23 @@ not the participant's fault, when the ground truth, the setup or our own code fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
 from evaluation import __version__
 from evaluation.challenges import challenge_class, challenge_names
-from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_USAGE, EvaluationError, SetupError, SubmissionError
-from evaluation.framework import available_challenges, default_workers, log
+from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_TERMINATED, EXIT_USAGE, EvaluationError, SetupError,
+                               SubmissionError, Terminated)
+from evaluation.framework import available_challenges, default_workers, log, stop_workers
 from evaluation.launch import missing_dependency
-from evaluation.grand_challenge import (INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir, write_charts,
-                                        write_metrics)
+from evaluation.grand_challenge import (CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir,
+                                        write_charts, write_metrics)
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
@@ -114,6 +118,8 @@ def run(args: argparse.Namespace, names: list[str]) -> int:
 
     ground_truth_dir = resolve_ground_truth_dir(args.ground_truth, name)
     log(f"Ground truth: {ground_truth_dir}; input: {args.input}; output: {args.output}")
+    config = ground_truth_dir / CONFIG_FILE
+    log(f"Settings: {config}" if os.path.lexists(config) else f"Settings: the defaults (no {CONFIG_FILE} in {ground_truth_dir})")
     settings = challenge.settings_class.from_ground_truth(ground_truth_dir)
     if args.seed is not None:
         if "seed" not in settings.as_dict():
@@ -122,13 +128,61 @@ def run(args: argparse.Namespace, names: list[str]) -> int:
             settings = settings.replace(seed=args.seed)
     evaluation = challenge(ground_truth_dir, settings)
     metrics = evaluation.evaluate(args.input, default_workers(args.workers))
+    # From here a SIGTERM waits (blocked) until the run has ended: the outputs are written whole,
+    # and a run that wrote metrics.json exits 0.
+    _block_sigterm()
     write_charts(args.output, evaluation.drawn_charts)  # before metrics.json, the success marker
     path = write_metrics(args.output, metrics, challenge.ranked_paths)
     log(f"Wrote {path} in {time.perf_counter() - started:.2f} s.")
     return EXIT_OK
 
 
+STOPPED = ("The evaluation was stopped (SIGTERM, most likely the phase's time limit) before it finished, through no "
+           "fault of the submission; no metrics.json was written.")
+
+
+def _on_sigterm(signum, frame) -> None:
+    """The platform's time limit: stop the workers now, then unwind the main thread (outputs
+    being written are removed on the way: see grand_challenge._write_atomically)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the unwinding is not interrupted again
+    stop_workers()
+    raise Terminated()
+
+
+def _block_sigterm() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm():
+    """SIGTERM raises Terminated in the main thread for the time of a run; the handler and the
+    signal mask are restored after (main() is also called inside other programs and tests)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.signal(signal.SIGTERM, _on_sigterm)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    try:
+        yield
+    finally:
+        if signal.SIGTERM in signal.sigpending() and signal.SIGTERM not in mask:
+            # It came while the outputs were written: the run is over, the signal is spent.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGTERM, handler if handler is not None else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def main(argv: list[str] | None = None) -> int:
+    with _stopped_by_sigterm():
+        try:
+            return _main(argv)
+        except Terminated:
+            return _fail(STOPPED, EXIT_TERMINATED)
+
+
+def _main(argv: list[str] | None) -> int:
     try:  # a challenge module that fails to import is our bug too, not an invalid submission (exit 1)
         names = challenge_names()  # read from the modules' source, none imported
         args = _parser(names).parse_args(argv)

@@ -9,6 +9,7 @@ EXIT_SUBMISSION = 1  # the participant's submission is invalid
 EXIT_USAGE = 2  # the command line is wrong (argparse's own code)
 EXIT_SETUP = 3  # the ground truth, its config.json or the platform's input is unusable
 EXIT_INTERNAL = 4  # a bug of ours
+EXIT_TERMINATED = 128 + 15  # stopped by SIGTERM (the platform's time limit), as a shell reports it
 
 
 class EvaluationError(Exception):
@@ -36,6 +37,12 @@ class SetupError(EvaluationError):
     participant's fault, so the message says so (see cli.py)."""
 
     exit_code = EXIT_SETUP
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (the platform's time limit): raised in the main thread by the command's
+    handler. A BaseException, as KeyboardInterrupt, so that no `except Exception` on the way
+    takes it for a failure of the case being read."""
 
 
 def id_list(ids, limit: int = 10) -> str:

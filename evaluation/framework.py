@@ -11,6 +11,7 @@ grow with the number of cases, and stops at the first bad case, naming it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections import Counter, deque
@@ -65,6 +66,9 @@ class Evaluation:
     # workers, sending the cases): the remaining cases are scored in this process. Measured per
     # challenge with benchmarks/workers.py.
     min_cases_per_worker: ClassVar[int] = 1
+    # About how much memory a worker scoring a case takes: the workers started are at most the
+    # memory limit (RLIMIT_DATA, RLIMIT_AS or the cgroup's) over this (evaluation/machine.py).
+    worker_memory_bytes: ClassVar[int] = 256 << 20
     # Charts for the result page: {setting naming the chart's file (declared with
     # output_file=True): name of the method building its Vega-Lite spec from (results, metrics)}.
     # A chart is built only when its setting names a file (docs/grand-challenge.md, "Charts").
@@ -282,19 +286,29 @@ class Evaluation:
     def workers_for(self, cases: int, requested: int) -> int:
         """How many worker processes pay for this many cases (1: all in this process), logged
         with the reason when fewer than requested. Measured per challenge (benchmarks/workers.py):
-        a pool costs its start and the cases' trips, and two processes add no memory bandwidth."""
-        # The first case is scored in this process before the pool starts (see _score_in_pool).
-        usable = min(requested, (cases - 1) // max(1, self.min_cases_per_worker))
+        a pool costs its start and the cases' trips, and two processes add no memory bandwidth.
+        Never more than this machine allows (evaluation/machine.py): the CPUs this process may
+        run on, and its memory limit over `worker_memory_bytes`."""
         if requested <= 1:
             log(f"Scoring {cases} case(s) in this process (1 worker requested).")
-        elif not self.cases_in_workers:
+            return 1
+        if not self.cases_in_workers:
             log(f"Scoring {cases} case(s) in this process: a case of {self.name} is too little work to send "
                 f"to a worker ({requested} worker(s) requested).")
+            return 1
+        from evaluation.machine import worker_ceiling
+
+        ceiling = worker_ceiling(requested, self.worker_memory_bytes)
+        limit = f"; at most {ceiling.workers} here: {ceiling.reason}" if ceiling.workers < requested else ""
+        # The first case is scored in this process before the pool starts (see _score_in_pool).
+        usable = min(ceiling.workers, (cases - 1) // max(1, self.min_cases_per_worker))
+        if ceiling.workers <= 1:
+            log(f"Scoring {cases} case(s) in this process ({requested} worker(s) requested{limit}).")
         elif usable <= 1:
             log(f"Scoring {cases} case(s) in this process: too few for {requested} worker(s) to pay "
                 f"({self.name} needs {self.min_cases_per_worker} case(s) per worker).")
         else:
-            log(f"Scoring {cases} case(s) with {usable} worker(s) ({requested} requested).")
+            log(f"Scoring {cases} case(s) with {usable} worker(s) ({requested} requested{limit}).")
             return usable
         return 1
 
@@ -310,9 +324,34 @@ class Evaluation:
 _WORKER_EVALUATION: Evaluation | None = None
 
 
+# The pools scoring cases now: stop_workers kills their processes (SIGTERM, see cli.py).
+_ACTIVE_POOLS: list = []
+
+
 def _init_worker(evaluation: Evaluation) -> None:
     global _WORKER_EVALUATION
     _WORKER_EVALUATION = evaluation
+    # A worker dies at once on SIGTERM: the command's handler (forked with it) is for the main process.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def stop_workers() -> None:
+    """Kill the worker processes of every pool scoring cases now, without waiting for the cases
+    they score (the run is being stopped: their results would never be used)."""
+    for pool in list(_ACTIVE_POOLS):
+        for _ in range(3):  # the pool's own thread may change its table meanwhile
+            try:
+                processes = list((getattr(pool, "_processes", None) or {}).values())
+                break
+            except RuntimeError:
+                continue
+        else:
+            processes = []
+        for process in processes:
+            try:
+                process.kill()
+            except (OSError, ValueError, AttributeError):  # already gone
+                pass
 
 
 def _score_in_worker(case: Case) -> Any:
@@ -355,6 +394,7 @@ def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> I
         return case.case_id, result
 
     with pool:
+        _ACTIVE_POOLS.append(pool)
         try:
             for case in cases:
                 pending.append((case, pool.submit(_score_in_worker, case)))
@@ -363,6 +403,7 @@ def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> I
             while pending:
                 yield take_oldest()
         finally:
+            _ACTIVE_POOLS.remove(pool)
             pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -387,7 +428,9 @@ def with_progress(scored: Iterator[tuple[str, Any]], total: int, clock=time.mono
 
 
 def default_workers(requested: int | None) -> int:
-    """--workers, else EVALUATION_WORKERS, else the CPUs this process may use."""
+    """--workers, else EVALUATION_WORKERS, else the CPUs this process may use (its affinity and
+    its cgroup's CPU quota); Evaluation.workers_for lowers a larger number to what the machine
+    allows."""
     if requested is not None:
         return max(1, requested)
     env = os.environ.get(WORKERS_ENV, "").strip()
@@ -396,10 +439,9 @@ def default_workers(requested: int | None) -> int:
             return max(1, int(env))
         except ValueError:
             raise SetupError(f"{WORKERS_ENV} must be a whole number, not {env!r}.") from None
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+    from evaluation.machine import cpu_ceiling
+
+    return cpu_ceiling().workers
 
 
 def available_challenges() -> dict[str, type[Evaluation]]:

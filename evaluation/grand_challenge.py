@@ -13,13 +13,14 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.reading.files import MEGABYTE, Origin
+from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import shown
 
@@ -64,7 +65,9 @@ def strip_extension(name: str) -> str:
 def resolve_ground_truth_dir(explicit: Path | None, challenge: str) -> Path:
     """--ground-truth, else the phase's uploaded ground truth when present, else the baked one.
 
-    An uploaded tarball often keeps its top folder: `<dir>/<challenge>/` is used when it exists.
+    An uploaded tarball may hold the ground truth's files at its root (as ./export.sh makes it)
+    or keep its top folder: `<dir>/<challenge>/` is then used. A file beside that folder
+    (config.json, a label file) would be silently ignored: that layout is refused (exit 3).
     """
     if explicit is not None:
         directory = explicit
@@ -73,17 +76,71 @@ def resolve_ground_truth_dir(explicit: Path | None, challenge: str) -> Path:
     else:
         directory = BAKED_GROUND_TRUTH_DIR
     if (directory / challenge).is_dir():
+        beside = _files_beside(directory, challenge)
+        if beside:
+            raise SetupError(f"The ground truth {directory} holds a folder {challenge}/ and, beside it, "
+                             f"{_names(beside)}: it is unclear which is the ground truth. Put every file of "
+                             f"the ground truth (config.json included) inside {challenge}/, or its contents at "
+                             f"the top with no {challenge}/ folder (as ./export.sh packs it).")
         directory = directory / challenge
     if not directory.is_dir():
         raise SetupError(f"The ground-truth folder {directory} does not exist.")
     return directory
 
 
+def _files_beside(directory: Path, challenge: str) -> list[str]:
+    """The names of what is beside `<directory>/<challenge>/` that is not a folder (other
+    challenges' folders may be there: a copy of ground-truth/), leaving out hidden files and
+    archive debris (__MACOSX, ._name)."""
+    found = []
+    for path in directory.iterdir():
+        if path.name == challenge or path.name.startswith(".") or path.name == "__MACOSX":
+            continue
+        if not (path.is_dir() and not path.is_symlink()):
+            found.append(path.name)
+    return sorted(found)
+
+
+def _names(names: list[str], limit: int = 3) -> str:
+    shown_names = ", ".join(shown_path(name) for name in names[:limit])
+    return shown_names + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+_FILE_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+               (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder"))
+
+
+def ground_truth_file_problem(path: Path) -> str | None:
+    """Why the ground-truth entry `path` cannot be read as a file (None: a regular file, or a
+    link to one): a named pipe, a socket, a device, a folder, a link leading nowhere. Such an
+    entry is the organizer's error, never left out of the test set in silence."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "is a link to a file that does not exist" if os.path.islink(path) else "is missing"
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    if stat.S_ISREG(info.st_mode):
+        return None
+    kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "something else")
+    return f"is {kind}, not a regular file"
+
+
+def check_ground_truth_file(path: Path) -> Path:
+    """`path`, when it is a regular file (ground_truth_file_problem), else SetupError naming it."""
+    problem = ground_truth_file_problem(path)
+    if problem is not None:
+        raise SetupError(f"Ground truth: {shown_path(path.name)} {problem}.")
+    return path
+
+
 def ground_truth_files(directory: Path, suffix: str) -> list[Path]:
-    """The ground-truth files ending in `suffix`, leaving out config.json and the case mapping."""
+    """The ground-truth files ending in `suffix`, leaving out config.json, the case mapping and
+    folders; anything else that is not a regular file (a named pipe, a link leading nowhere) is
+    refused by name, never left out of the test set."""
     return sorted(
-        path for path in directory.iterdir()
-        if path.is_file() and path.name.lower().endswith(suffix) and path.name not in RESERVED_GROUND_TRUTH_FILES
+        check_ground_truth_file(path) for path in directory.iterdir()
+        if path.name.lower().endswith(suffix) and path.name not in RESERVED_GROUND_TRUTH_FILES and not path.is_dir()
     )
 
 

@@ -17,11 +17,30 @@ docker_script_start() {
 
 # make_ground_truth_archive <folder> <file.tar.gz>: the folder's contents (not the folder itself) as
 # the .tar.gz to upload on a phase as its ground truth; the platform unpacks it into
-# /opt/ml/input/data/ground_truth. Same bytes for the same files (sorted, no owners or times).
+# /opt/ml/input/data/ground_truth. Same bytes for the same files (sorted, no owners or times). A
+# symbolic link to a file inside the folder is stored as that file's content (a link would point
+# at this machine's files); a link leading out of the folder or to nothing, or anything that is
+# neither a file nor a folder (a named pipe), is refused in one line, and no archive is written.
 make_ground_truth_archive() {
-    local folder="$1" file="$2"
+    local folder="$1" file="$2" root entry target
     [ -d "$folder" ] || die "no ground-truth folder $folder"
-    tar --create --directory "$folder" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
-        --mode='u+rw,go+r,a+X' --format=gnu . | gzip -n -6 >"$file.partial"
+    root="$(realpath -e -- "$folder")" || die "no ground-truth folder $folder"
+    while IFS= read -r -d '' entry; do
+        if [ -L "$entry" ]; then
+            target="$(realpath -e -- "$entry" 2>/dev/null)" || die "$entry is a link to nothing: replace it by the file"
+            case "$target" in
+                "$root"/*) ;;
+                *) die "$entry is a link that leads out of $folder: copy the file into $folder instead" ;;
+            esac
+            [ -f "$target" ] || die "$entry is a link to a folder: put the files themselves in $folder"
+        elif [ ! -f "$entry" ] && [ ! -d "$entry" ]; then
+            die "$entry is neither a file nor a folder (a named pipe, a socket or a device)"
+        fi
+    done < <(find "$folder"/ -mindepth 1 -print0)
+    local -
+    set -o pipefail
+    tar --create --dereference --hard-dereference --directory "$folder" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
+        --mode='u+rw,go+r,a+X' --format=gnu . | gzip -n -6 >"$file.partial" \
+        || { rm -f "$file.partial"; die "could not write $file"; }
     mv "$file.partial" "$file"
 }

@@ -52,3 +52,76 @@ def test_ground_truth_archive_of_a_missing_folder_is_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"test: no ground-truth folder {tmp_path / 'nowhere'}"]
     assert not (tmp_path / "gt.tar.gz").exists()
+
+
+def test_ground_truth_archive_stores_the_content_of_a_link_inside_the_folder(tmp_path):
+    """A link to a file of the folder is stored as that file (a link would name a path of the
+    organizer's machine, which the uploaded ground truth does not have)."""
+    truth = tmp_path / "truth"
+    (truth / "shared").mkdir(parents=True)
+    (truth / "shared" / "labels.csv").write_text("case,label\na,1\n")
+    os.symlink(truth / "shared" / "labels.csv", truth / "absolute.csv")  # as `ln -s "$PWD/..."` makes it
+    os.symlink("shared/labels.csv", truth / "relative.csv")
+    result = archive(truth, tmp_path / "gt.tar.gz")
+    assert result.returncode == 0, result.stderr
+    with tarfile.open(tmp_path / "gt.tar.gz") as tar:
+        members = {m.name.removeprefix("./"): m for m in tar.getmembers()}
+        assert members["absolute.csv"].isfile() and members["relative.csv"].isfile()
+        assert not any(m.issym() or m.islnk() for m in members.values())
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    unpacked = tmp_path / "unpacked"
+    for name in ("absolute.csv", "relative.csv", "shared/labels.csv"):
+        assert not (unpacked / name).is_symlink()
+        assert (unpacked / name).read_text() == "case,label\na,1\n"
+
+
+def _refused(tmp_path, make, expected: str):
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    (truth / "labels.csv").write_text("case,label\na,1\n")
+    entry = make(truth, tmp_path)
+    result = archive(truth, tmp_path / "gt.tar.gz")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"test: {truth}/{entry} {expected}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["truth", *(["elsewhere.csv"] if (tmp_path / "elsewhere.csv").exists() else [])])
+
+
+def test_ground_truth_archive_refuses_a_link_out_of_the_folder(tmp_path):
+    def make(truth, base):
+        (base / "elsewhere.csv").write_text("secret\n")
+        os.symlink(base / "elsewhere.csv", truth / "out.csv")
+        return "out.csv"
+    _refused(tmp_path, make, f"is a link that leads out of {tmp_path / 'truth'}: copy the file into "
+                             f"{tmp_path / 'truth'} instead")
+
+
+def test_ground_truth_archive_refuses_a_link_out_through_dot_dot(tmp_path):
+    def make(truth, base):
+        (base / "elsewhere.csv").write_text("secret\n")
+        os.symlink("../elsewhere.csv", truth / "up.csv")
+        return "up.csv"
+    _refused(tmp_path, make, f"is a link that leads out of {tmp_path / 'truth'}: copy the file into "
+                             f"{tmp_path / 'truth'} instead")
+
+
+def test_ground_truth_archive_refuses_a_dangling_link(tmp_path):
+    def make(truth, base):
+        os.symlink("gone.csv", truth / "dangling.csv")
+        return "dangling.csv"
+    _refused(tmp_path, make, "is a link to nothing: replace it by the file")
+
+
+def test_ground_truth_archive_refuses_a_link_to_a_folder(tmp_path):
+    def make(truth, base):
+        (truth / "masks").mkdir()
+        (truth / "masks" / "a.mha").write_bytes(b"x")
+        os.symlink("masks", truth / "again")
+        return "again"
+    _refused(tmp_path, make, f"is a link to a folder: put the files themselves in {tmp_path / 'truth'}")
+
+
+def test_ground_truth_archive_refuses_a_named_pipe(tmp_path):
+    def make(truth, base):
+        os.mkfifo(truth / "0001_label.h5")
+        return "0001_label.h5"
+    _refused(tmp_path, make, "is neither a file nor a folder (a named pipe, a socket or a device)")

@@ -23,6 +23,7 @@ from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
     Case,
     Undefined,
+    check_ground_truth_file,
     list_submission_files,
     strip_extension,
 )
@@ -114,8 +115,9 @@ class HecktorTask1(HecktorEvaluation):
         in the worker that scores it."""
         masks: dict[str, Path] = {}
         for path in sorted(directory.iterdir()):
-            if not path.is_file() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
+            if path.is_dir() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
                 continue
+            check_ground_truth_file(path)  # a named pipe or a link to nothing is refused, not left out
             if not path.name.lower().endswith(MASK_SUFFIXES):
                 raise SetupError(f"Ground truth {path.name}: expected only <PatientID>.nii.gz or .mha label masks "
                                  f"(besides config.json and case-mapping.json).")
