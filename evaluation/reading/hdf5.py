@@ -363,8 +363,8 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
                 or any(info.filter_mask for info in stored) or (corners % (rows, columns)).any() \
                 or (corners < 0).any() or (corners >= (n_rows, n_columns)).any():
             return False
-        for info in stored:  # stored sizes, before any is read
-            _check_stored(info, (rows, columns), chunk_bytes, out.shape, [_DEFLATE])
+        largest = max(stored, key=lambda info: info.size)  # stored sizes, before any is read (on the grid: above)
+        _check_stored(largest, (rows, columns), chunk_bytes, out.shape, [_DEFLATE])
         if (len(_INFLATED) + len(stored)) * max(chunk_bytes, _INFLATED_CHUNK_BYTES[0]) > INFLATED_BYTES:
             _INFLATED.clear()
             _INFLATED_CHUNK_BYTES[0] = 0
