@@ -293,3 +293,17 @@ def test_binary_rates_need_both_classes():
         binary_rates([1, 1], [0, 1])
     with pytest.raises(ValueError, match="only 0 and 1"):
         binary_rates([1, 0], [0.5, 1])
+
+
+def test_cindex_ties_only_exactly_equal_risks_unlike_sksurv_default():
+    """Risks 1 + 1e-9 and 1: ours and lifelines count the pair concordant, as does
+    scikit-survival with tied_tol=0; its default tied_tol=1e-8 counts it tied (1/2)."""
+    time = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    event = np.array([1, 1, 0, 1, 0])
+    risk = np.array([1 + 1e-9, 1.0, 0.7, 0.3, 0.1])  # every comparable pair concordant
+    ours = concordance_index(time, event, risk)
+    assert ours == 1.0
+    assert ours == lifelines_cindex(time, -risk, event)
+    assert ours == concordance_index_censored(event == 1, time, risk, tied_tol=0)[0]
+    # 8 comparable pairs, the first counted 1/2: 7.5 / 8
+    assert concordance_index_censored(event == 1, time, risk)[0] == 7.5 / 8 != ours

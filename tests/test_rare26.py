@@ -486,3 +486,30 @@ def test_bootstraps_equal_sklearn_per_repetition_with_heavy_ties(dataset, scheme
     np.testing.assert_allclose(got["auroc"], expected[:, 0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(got["average_precision"], expected[:, 1], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(got["ppv_at_recall"], expected[:, 2])
+
+
+def test_a_constant_submission_scores_above_a_model_at_90_recall_and_10_percent_fpr():
+    """docs/challenges/rare26.md: under the official interpolation a constant likelihood scores
+    0.1 + 0.9 * prevalence (the line from (recall 0, precision 1) to (1, prevalence)), about 0.109
+    at 1% prevalence; a model at 90% recall and 10% false-positive rate scores its precision
+    there, 0.9p / (0.9p + 0.1(1 - p)), about 0.083."""
+    from sklearn.metrics import precision_recall_curve
+
+    from evaluation.metrics.ranking import ppv_at_recall
+
+    n_ndbe = 1000
+    n_neo = max(1, int(n_ndbe / 100))  # the bootstrap's sample: 1% prevalence
+    prevalence = n_neo / (n_neo + n_ndbe)
+    truth = np.r_[np.ones(n_neo), np.zeros(n_ndbe)]
+    constant = np.full(n_neo + n_ndbe, 0.5)
+    # 9 of the 10 neoplasia frames and 100 of the 1000 NDBE frames (10%) above the threshold
+    model = np.r_[np.full(9, 0.9), [0.2], np.full(100, 0.9), np.full(900, 0.1)]
+    expected_constant = 1 + 0.9 * (prevalence - 1)
+    expected_model = 0.9 * prevalence / (0.9 * prevalence + 0.1 * (1 - prevalence))
+    assert round(expected_constant, 3) == 0.109 and round(expected_model, 3) == 0.083
+    for scores, expected in ((constant, expected_constant), (model, expected_model)):
+        precision, recall, _ = precision_recall_curve(truth, scores)
+        official = float(np.interp(0.9, recall[::-1], precision[::-1]))
+        assert ppv_at_recall(truth, scores) == pytest.approx(expected, rel=1e-12)
+        assert official == pytest.approx(expected, rel=1e-12)
+    assert ppv_at_recall(truth, constant) > ppv_at_recall(truth, model)

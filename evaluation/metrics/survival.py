@@ -3,9 +3,11 @@ on many bootstrap resamples at once.
 
 A pair of patients (i, j) is comparable when i has an event and t_i < t_j, or t_i == t_j and j is
 censored (exactly one event at a tied time: the event comes first). It is concordant when the
-earlier event has the higher risk; a tied risk counts 1/2. This is
+earlier event has the higher risk; a tied risk (exactly equal) counts 1/2. This is
 lifelines.utils.concordance_index(time, -risk, event) and
-sksurv.metrics.concordance_index_censored(event, time, risk).
+sksurv.metrics.concordance_index_censored(event, time, risk, tied_tol=0). scikit-survival's
+default tied_tol=1e-8 counts risks within 1e-8 (absolute) of each other as tied, so it differs
+on risks that close (tests/test_hecktor2025_metrics.py shows a case).
 
 A resample is a row of multiplicities (how many copies of each patient it holds): copy a of i and
 copy b of j form w_i * w_j pairs, and copies of one patient are never comparable to each other
