@@ -12,7 +12,6 @@ import contextlib
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -150,7 +149,7 @@ def _on_sigterm(signum, frame) -> None:
 
 
 def _block_sigterm() -> None:
-    if threading.current_thread() is threading.main_thread():
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # this run's handler (in the main thread)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 
 
@@ -158,10 +157,11 @@ def _block_sigterm() -> None:
 def _stopped_by_sigterm():
     """SIGTERM raises Terminated in the main thread for the time of a run; the handler and the
     signal mask are restored after (main() is also called inside other programs and tests)."""
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        handler = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: signals are the program's that runs it
         yield
         return
-    handler = signal.signal(signal.SIGTERM, _on_sigterm)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     try:
         yield
