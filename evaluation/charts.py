@@ -1,4 +1,4 @@
-"""Vega-Lite v5 charts for the result page (docs/grand-challenge.md, "Charts").
+"""Vega-Lite 5.1.0 charts for the result page (docs/grand-challenge.md, "Charts").
 
 A phase may declare an evaluation output of kind Chart; the evaluation writes a Vega-Lite spec at
 /output/<its relative_path> and the platform draws it under the result. The functions here turn

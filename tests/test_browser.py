@@ -167,6 +167,10 @@ def test_report_fits_the_window(browser, simulated_reports, bundled_reports, wid
         layout = opened["layout"]
         assert layout["scrollWidth"] <= layout["clientWidth"], f"{what}: the page is wider than the window"
         assert layout["tables"], what
+        # Only a participant's long name is cut (its whole text in the tooltip): never a title,
+        # legend title or label of ours (the ROC legend's title read "submissio").
+        cut = [text for text in opened["truncated"] if not LONG_NAME.startswith(text.rstrip("\u2026"))]
+        assert cut == [], f"{what}: texts cut: {cut}"
         for table in layout["tables"]:
             if width >= 1280:  # whole, no column cut or scrolled away
                 assert table["scrollWidth"] <= table["clientWidth"], f"{what}: a table is cut: {table}"

@@ -365,3 +365,51 @@ def test_chart_libraries_are_imported_only_when_reporting():
                 if id(node) in module_level:
                     on_import.add(path.relative_to(ROOT).as_posix())
     assert anywhere == {"evaluation/leaderboard"} and not on_import
+
+
+def test_many_submissions_chart_the_top_ones_and_say_so(tmp_path, schema_validator):
+    """120 teams: the forest, stability and pairwise charts draw the top 50 in rank order (the
+    pairwise map 50 x 49 cells, not 120 x 119), the curves the top 10, each subtitle saying so;
+    the table lists all 120."""
+    names = [f"team-{k:03d}" for k in range(120)]
+    ranking = simulated_ranking(names, resamples=20)
+    specs = check_specs(tmp_path, write_report(tmp_path, ranking, simulated_curves(names)), schema_validator)
+    top = [entry["submission"] for entry in ranking["leaderboards"][0]["entries"]][:MAX_CHARTED]
+    note = f"the top {MAX_CHARTED} of the 120 ranked submissions"
+    forest = layer_with_mark(specs["forest-c_index-aggregates_c_index"], "point")
+    assert [row["submission"] for row in forest["data"]["values"]] == top
+    assert note in json.dumps(specs["forest-c_index-aggregates_c_index"]["title"])
+    cells = layer_with_mark(specs["pairwise-c_index"], "rect")["data"]["values"]
+    assert len(cells) == MAX_CHARTED * (MAX_CHARTED - 1) and {row["a"] for row in cells} == set(top)
+    assert note in json.dumps(specs["pairwise-c_index"]["title"])
+    blobs = layer_with_mark(specs["stability-c_index"], "circle")["data"]["values"]
+    assert {row["submission"] for row in blobs} == set(top)
+    assert note in json.dumps(specs["stability-c_index"]["title"])
+    curve = specs["curve-roc_mel"]
+    assert curve["encoding"]["color"]["sort"] == top[:10]
+    assert "the top 10 of the 120 submissions with this curve" in json.dumps(curve["title"])
+    (header, *rows), = tables_of((tmp_path / "report.html").read_text())[:1]
+    assert len(rows) == 120
+
+
+def test_columns_are_titled_as_the_leaderboards_declare_them(tmp_path):
+    """Every path a final ranking rule reads has its leaderboard title, for every challenge; the
+    page's headers show it, the path in the header's tooltip; no empty notes section."""
+    from evaluation.challenges import challenge_class, challenge_names
+    from evaluation.leaderboard.report import column_titles
+
+    for challenge in challenge_names():
+        cls = challenge_class(challenge)
+        titles = {**cls.value_titles, **column_titles(cls.leaderboards)}
+        for rule in cls.final_rankings:
+            assert all(titles.get(path) for path in rule.paths), (challenge, rule.name)
+    ranking = simulated_ranking(NAMES, statistics=False)
+    ranking["notes"] = []
+    write_report(tmp_path, ranking, {}, {PATHS[0]: "C-index <Harrell>"})
+    page = (tmp_path / "report.html").read_text()
+    (header, *_), = tables_of(page)
+    assert header == ["rank", "submission", "C-index <Harrell>", PATHS[1], "c_index (partial rank)"]
+    assert f'<th title="{PATHS[0]}">C-index &lt;Harrell&gt;</th>' in page
+    assert "Notes" not in page and page.count("None.") == 1  # the excluded submissions: none
+    spec = json.loads((tmp_path / "charts" / "forest-c_index-aggregates_c_index.vl.json").read_text())
+    assert spec["layer"][0]["encoding"]["x"]["title"] == "C-index <Harrell>"

@@ -3,7 +3,7 @@
 `write_report(output_dir, ranking, curves)` reads the ranking.json document and the challenge's
 curves per submission, and writes:
 
-- `charts/<name>.vl.json`: one Vega-Lite v5 spec per chart, made with Altair (data inline as
+- `charts/<name>.vl.json`: one Vega-Lite 5.1.0 spec per chart, made with Altair (data inline as
   `values`, never a URL), written with sorted keys so the bytes only depend on the input;
 - `report.html`: one self-contained page (inline CSS, the charts inline as SVG rendered offline by
   vl-convert from those same specs; no script, no external file, nothing fetched): the challenge,
@@ -26,6 +26,15 @@ Chart names (every character of a leaderboard name, a value path or a curve name
   one-sided test says a is significantly better than b. Only with statistics and two or more
   ranked submissions.
 - `curve-<chart>`: per curve name of the challenge (e.g. `curve-roc_mel`), one line per submission.
+
+Many submissions: the forest, stability and pairwise charts draw the top MAX_CHARTED (50) in final
+rank order, the curve charts the top MAX_CURVES (10), each saying so in its subtitle; the tables
+hold every one. The work and memory of the charts stay bounded whatever the number of teams.
+
+The specs are Vega-Lite 5.1.0 (what grand-challenge.org draws with); the page's SVG is drawn by
+vl-convert with its oldest Vega-Lite, VL_CONVERT_VERSION. Subtitles are anchored left and wrapped,
+names on axes and legends cut at LABEL_LIMIT, and every chart has PADDING around it: the page keeps
+vl-convert's layout, and a viewer's font may be wider than the one it measured with.
 
 The page's SVG is vl-convert's, its element ids renamed after the chart (clip paths would
 otherwise clash between charts, and vl-convert numbers them by a per-process counter). vl-convert
