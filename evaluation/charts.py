@@ -1,4 +1,4 @@
-"""Vega-Lite v5 charts for the result page (docs/grand-challenge.md, "Charts").
+"""Vega-Lite 5.1.0 charts for the result page (docs/grand-challenge.md, "Charts").
 
 A phase may declare an evaluation output of kind Chart; the evaluation writes a Vega-Lite spec at
 /output/<its relative_path> and the platform draws it under the result. The functions here turn
@@ -15,11 +15,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+# grand-challenge.org draws Chart outputs with vega 5.20.2, vega-lite 5.1.0 and vega-embed 6.17.0: every
+# spec declares that Vega-Lite version and uses nothing newer (no xOffset, which came in 5.2).
+VEGA_LITE_VERSION = "5.1.0"
+VEGA_LITE_SCHEMA = f"https://vega.github.io/schema/vega-lite/v{VEGA_LITE_VERSION}.json"
 MAX_POINTS = 500  # per line: smooth at any plot size, about 40 kB of JSON
 DECIMALS = 4  # rates, sensitivities, scores
 SIGNIFICANT = 4  # thresholds and unbounded values (FPs per slide)
 SIZE = 400  # pixels, square plots
+BAR_STEP = 50  # pixels per bar
 
 
 def rounded(value: float, decimals: int = DECIMALS) -> float:
@@ -223,7 +227,9 @@ class Bar:
 
 def bar_chart(bars: Sequence[Bar], *, title: str, y_title: str, x_title: str, subtitle: str | Sequence[str] = "",
               about: str = "", y_domain: tuple[float, float] | None = (0, 1)) -> dict:
-    """Grouped bars: one group per `group` (in the order given), one bar per metric within it."""
+    """Grouped bars: one group per `group` (in the order given), one bar per metric within it.
+    Several metrics: one column of the chart per group (a facet), its bars side by side, which
+    Vega-Lite 5.1 draws (the xOffset encoding came in 5.2, and 5.1 drops it: bars would stack)."""
     groups = list(dict.fromkeys(b.group for b in bars))
     metrics = list(dict.fromkeys(b.metric for b in bars))
     values = [{"group": b.group, "metric": b.metric, "value": rounded(b.value)} for b in bars]
@@ -233,27 +239,43 @@ def bar_chart(bars: Sequence[Bar], *, title: str, y_title: str, x_title: str, su
     y: dict = {"field": "value", "type": "quantitative", "title": y_title}
     if y_domain is not None:
         y["scale"] = {"domain": list(y_domain)}
-    encoding = {
-        "x": {"field": "group", "type": "nominal", "title": x_title, "sort": groups, "axis": {"labelAngle": 0}},
-        "y": y,
-        "tooltip": [{"field": "group", "type": "nominal", "title": x_title},
-                    {"field": "metric", "type": "nominal", "title": "metric"},
-                    {"field": "value", "type": "quantitative", "title": y_title, "format": ".4f"}],
-    }
+    tooltip = [{"field": "group", "type": "nominal", "title": x_title},
+               {"field": "metric", "type": "nominal", "title": "metric"},
+               {"field": "value", "type": "quantitative", "title": y_title, "format": ".4f"}]
     if any(bar.detail for bar in bars):
-        encoding["tooltip"].append({"field": "detail", "type": "nominal", "title": "computed as"})
-    if len(metrics) > 1:
-        encoding["xOffset"] = {"field": "metric", "type": "nominal", "sort": metrics}
-        encoding["color"] = {"field": "metric", "type": "nominal", "title": "metric", "sort": metrics}
+        tooltip.append({"field": "detail", "type": "nominal", "title": "computed as"})
     description = " ".join(part for part in (about, f"Values rounded to {DECIMALS} decimals.") if part)
-    labels = {key: encoding[key] for key in ("x", "y", "xOffset") if key in encoding}
+    text_mark = {"type": "text", "dy": -6, "fontSize": 10}
+    if len(metrics) == 1:
+        x = {"field": "group", "type": "nominal", "title": x_title, "sort": groups,
+             "axis": {"labelAngle": 0}}
+        return {
+            **_header(title, subtitle, description),
+            "width": max(SIZE, BAR_STEP * len(bars)),
+            "data": {"values": values},
+            "layer": [
+                {"mark": {"type": "bar"}, "encoding": {"x": x, "y": y, "tooltip": tooltip}},
+                {"mark": text_mark,
+                 "encoding": {"x": x, "y": y, "text": {"field": "value", "type": "quantitative", "format": ".3f"}}},
+            ],
+        }
+    x = {"field": "metric", "type": "nominal", "sort": metrics, "axis": None}
+    colour = {"field": "metric", "type": "nominal", "title": "metric", "sort": metrics}
+    heading = _header(title, subtitle, description)
+    del heading["width"], heading["height"]
     return {
-        **_header(title, subtitle, description),
-        "width": max(SIZE, 50 * len(bars)),
+        **heading,
         "data": {"values": values},
-        "layer": [
-            {"mark": {"type": "bar"}, "encoding": encoding},
-            {"mark": {"type": "text", "dy": -6, "fontSize": 10},
-             "encoding": {**labels, "text": {"field": "value", "type": "quantitative", "format": ".3f"}}},
-        ],
+        "facet": {"column": {"field": "group", "type": "nominal", "sort": groups, "title": x_title,
+                             "header": {"labelOrient": "bottom", "titleOrient": "bottom",
+                                        "labelLimit": BAR_STEP * len(metrics)}}},
+        "spacing": 8,
+        "spec": {
+            "width": {"step": BAR_STEP}, "height": SIZE,
+            "layer": [
+                {"mark": {"type": "bar"}, "encoding": {"x": x, "y": y, "color": colour, "tooltip": tooltip}},
+                {"mark": text_mark,
+                 "encoding": {"x": x, "y": y, "text": {"field": "value", "type": "quantitative", "format": ".3f"}}},
+            ],
+        },
     }

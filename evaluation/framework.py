@@ -59,6 +59,9 @@ class Evaluation:
     # submission silently drops off it (a challenge derives them with leaderboard_paths).
     leaderboards: ClassVar[tuple[Leaderboard, ...]] = ()
     ranked_paths: ClassVar[tuple[str, ...]] = ()
+    # The titles of the leaderboard columns that a setting other than the default adds, by path: the
+    # final ranking's report titles its columns and charts with the leaderboards' titles, these next.
+    value_titles: ClassVar[dict[str, str]] = {}
     # False when a case is too little work for a process (a few hundred bytes of JSON): the
     # pool would cost more than it saves, so every case is read in this process.
     cases_in_workers: ClassVar[bool] = True

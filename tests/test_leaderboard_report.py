@@ -2,8 +2,8 @@
 
 The ranking documents here are built from simulated per-case scores bootstrapped with numpy and
 ranked with scipy (rankdata), so their statistics hang together; the charts and the page are
-checked against that document: every spec validates against the Vega-Lite v5 JSON schema altair
-5.5.0 ships and renders with vl-convert, plots exactly the document's numbers (to the 6 significant
+checked against that document: every spec validates against the Vega-Lite 5.1.0 JSON schema (what
+grand-challenge.org draws with) and renders with vl-convert, plots exactly the document's numbers (to the 6 significant
 digits drawn), and the page is self-contained, escapes participant text and has the same bytes
 run after run.
 """
@@ -21,7 +21,7 @@ import pytest
 import vl_convert
 from scipy.stats import rankdata
 
-from evaluation.leaderboard.report import write_report
+from evaluation.leaderboard.report import MAX_CHARTED, VL_CONVERT_VERSION, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "<script>alert(1)</script>"
@@ -158,11 +158,11 @@ def check_specs(output: Path, written: list[Path], validator) -> dict[str, dict]
     for name, spec in specs.items():
         text = (output / "charts" / f"{name}.vl.json").read_text()
         assert text == json.dumps(spec, sort_keys=True, indent=2) + "\n"
-        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5")
+        assert spec["$schema"] == "https://vega.github.io/schema/vega-lite/v5.1.0.json"
         errors = sorted(validator.iter_errors(spec), key=lambda e: list(e.path))
         assert not errors, f"{name}: {errors[0].message}"
         assert '"url"' not in text  # data inline, never fetched
-        svg = vl_convert.vegalite_to_svg(spec, vl_version="5.20", allowed_base_urls=[])
+        svg = vl_convert.vegalite_to_svg(spec, vl_version=VL_CONVERT_VERSION, allowed_base_urls=[])
         assert svg.startswith("<svg")
     return specs
 
@@ -248,7 +248,7 @@ def test_page_tables_hold_the_ranking_and_the_excluded(full_report):
     for row, entry in zip(rows, entries):
         statistics = board[entry["submission"]]
         assert float(row[column[PATHS[0]]]) == pytest.approx(entry["values"][PATHS[0]], abs=5e-5)
-        lo, hi = map(float, row[column[f"{PATHS[0]} 95% interval"]].strip("[]").split(", "))
+        lo, hi = map(float, row[column[f"{PATHS[0]}, 95% interval"]].strip("[]").split(", "))
         assert [lo, hi] == pytest.approx(statistics["value_ci"][PATHS[0]], abs=5e-5)
         assert float(row[column["c_index (partial rank)"]]) == entry["partial_ranks"]["c_index"]
         assert float(row[column["mean rank"]]) == pytest.approx(statistics["mean_rank"], abs=5e-3)
@@ -289,7 +289,7 @@ def test_same_bytes_twice_and_in_another_process(full_report, tmp_path):
     assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(output) for p in written]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(written, again))
     (tmp_path / "input.json").write_text(json.dumps({"ranking": ranking, "curves": curves}))
-    script = ("import json, sys; from pathlib import Path; from evaluation.leaderboard.report import write_report; "
+    script = ("import json, sys; from pathlib import Path; from evaluation.leaderboard.report import MAX_CHARTED, VL_CONVERT_VERSION, write_report; "
               "d = json.loads(Path(sys.argv[1]).read_text()); "
               "write_report(Path(sys.argv[2]), d['ranking'], d['curves'])")
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "input.json"), str(tmp_path / "other")],
@@ -365,3 +365,51 @@ def test_chart_libraries_are_imported_only_when_reporting():
                 if id(node) in module_level:
                     on_import.add(path.relative_to(ROOT).as_posix())
     assert anywhere == {"evaluation/leaderboard"} and not on_import
+
+
+def test_many_submissions_chart_the_top_ones_and_say_so(tmp_path, schema_validator):
+    """120 teams: the forest, stability and pairwise charts draw the top 50 in rank order (the
+    pairwise map 50 x 49 cells, not 120 x 119), the curves the top 10, each subtitle saying so;
+    the table lists all 120."""
+    names = [f"team-{k:03d}" for k in range(120)]
+    ranking = simulated_ranking(names, resamples=20)
+    specs = check_specs(tmp_path, write_report(tmp_path, ranking, simulated_curves(names)), schema_validator)
+    top = [entry["submission"] for entry in ranking["leaderboards"][0]["entries"]][:MAX_CHARTED]
+    note = f"the top {MAX_CHARTED} of the 120 ranked submissions"
+    forest = layer_with_mark(specs["forest-c_index-aggregates_c_index"], "point")
+    assert [row["submission"] for row in forest["data"]["values"]] == top
+    assert note in json.dumps(specs["forest-c_index-aggregates_c_index"]["title"])
+    cells = layer_with_mark(specs["pairwise-c_index"], "rect")["data"]["values"]
+    assert len(cells) == MAX_CHARTED * (MAX_CHARTED - 1) and {row["a"] for row in cells} == set(top)
+    assert note in json.dumps(specs["pairwise-c_index"]["title"])
+    blobs = layer_with_mark(specs["stability-c_index"], "circle")["data"]["values"]
+    assert {row["submission"] for row in blobs} == set(top)
+    assert note in json.dumps(specs["stability-c_index"]["title"])
+    curve = specs["curve-roc_mel"]
+    assert curve["encoding"]["color"]["sort"] == top[:10]
+    assert "the top 10 of the 120 submissions with this curve" in json.dumps(curve["title"])
+    (header, *rows), = tables_of((tmp_path / "report.html").read_text())[:1]
+    assert len(rows) == 120
+
+
+def test_columns_are_titled_as_the_leaderboards_declare_them(tmp_path):
+    """Every path a final ranking rule reads has its leaderboard title, for every challenge; the
+    page's headers show it, the path in the header's tooltip; no empty notes section."""
+    from evaluation.challenges import challenge_class, challenge_names
+    from evaluation.leaderboard.report import column_titles
+
+    for challenge in challenge_names():
+        cls = challenge_class(challenge)
+        titles = {**cls.value_titles, **column_titles(cls.leaderboards)}
+        for rule in cls.final_rankings:
+            assert all(titles.get(path) for path in rule.paths), (challenge, rule.name)
+    ranking = simulated_ranking(NAMES, statistics=False)
+    ranking["notes"] = []
+    write_report(tmp_path, ranking, {}, {PATHS[0]: "C-index <Harrell>"})
+    page = (tmp_path / "report.html").read_text()
+    (header, *_), = tables_of(page)
+    assert header == ["rank", "submission", "C-index <Harrell>", PATHS[1], "c_index (partial rank)"]
+    assert f'<th title="{PATHS[0]}">C-index &lt;Harrell&gt;</th>' in page
+    assert "Notes" not in page and page.count("None.") == 1  # the excluded submissions: none
+    spec = json.loads((tmp_path / "charts" / "forest-c_index-aggregates_c_index.vl.json").read_text())
+    assert spec["layer"][0]["encoding"]["x"]["title"] == "C-index <Harrell>"

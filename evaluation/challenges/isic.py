@@ -129,6 +129,7 @@ class IsicEvaluation(Evaluation):
     case_label = "Image"
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
+    value_titles = {TARGET_PATHS[target]: TARGET_TITLES[target] for target in TARGET_METRICS}
     # The ISIC rule (python -m evaluation.leaderboard): balanced accuracy, ties broken by the mean AUC.
     final_rankings = (OrderedRanking("balanced_accuracy", (Key("aggregate.balanced_accuracy", "desc"),
                                                            Key("aggregate.auc", "desc"))),)

@@ -238,7 +238,10 @@ def run(args: argparse.Namespace) -> int:
     if evaluation is not None:
         for name, outcome in outcomes.items():
             curves[name] = evaluation.ranking_curves(outcome.results, outcome.metrics)
-    report_module.write_report(args.output, _with_distributions(ranking, distributions), curves)
+    # Columns titled as the leaderboards declare them (this phase's settings first, when scored).
+    declared = (*(challenge.phase_leaderboards(settings) if evaluation is not None else ()), *challenge.leaderboards)
+    titles = {**challenge.value_titles, **report_module.column_titles(declared)}
+    report_module.write_report(args.output, _with_distributions(ranking, distributions), curves, titles)
     path = write_text(args.output / "ranking.json", document_json(ranking))  # last: the success marker
     log(f"Wrote {path} ({len(documents)} ranked, {len(excluded)} excluded) in {time.perf_counter() - started:.1f} s.")
     return EXIT_OK

@@ -3,7 +3,7 @@
 `write_report(output_dir, ranking, curves)` reads the ranking.json document and the challenge's
 curves per submission, and writes:
 
-- `charts/<name>.vl.json`: one Vega-Lite v5 spec per chart, made with Altair (data inline as
+- `charts/<name>.vl.json`: one Vega-Lite 5.1.0 spec per chart, made with Altair (data inline as
   `values`, never a URL), written with sorted keys so the bytes only depend on the input;
 - `report.html`: one self-contained page (inline CSS, the charts inline as SVG rendered offline by
   vl-convert from those same specs; no script, no external file, nothing fetched): the challenge,
@@ -27,6 +27,15 @@ Chart names (every character of a leaderboard name, a value path or a curve name
   ranked submissions.
 - `curve-<chart>`: per curve name of the challenge (e.g. `curve-roc_mel`), one line per submission.
 
+Many submissions: the forest, stability and pairwise charts draw the top MAX_CHARTED (50) in final
+rank order, the curve charts the top MAX_CURVES (10), each saying so in its subtitle; the tables
+hold every one. The work and memory of the charts stay bounded whatever the number of teams.
+
+The specs are Vega-Lite 5.1.0 (what grand-challenge.org draws with); the page's SVG is drawn by
+vl-convert with its oldest Vega-Lite, VL_CONVERT_VERSION. Subtitles are anchored left and wrapped,
+names on axes and legends cut at LABEL_LIMIT, and every chart has PADDING around it: the page keeps
+vl-convert's layout, and a viewer's font may be wider than the one it measured with.
+
 The page's SVG is vl-convert's, its element ids renamed after the chart (clip paths would
 otherwise clash between charts, and vl-convert numbers them by a per-process counter). vl-convert
 measures text with the fonts found on the machine: the same input gives the same bytes on the
@@ -45,6 +54,7 @@ import html
 import json
 import math
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -54,14 +64,23 @@ WIDTH = 400  # pixels, continuous axes
 BLOB_STEP = 28  # pixels per submission and per rank in the blob plot
 MAX_BLOB_AREA = 400  # pixels^2: the circle of a share of 1 (fits a BLOB_STEP cell)
 MAX_LABELLED_CELLS = 10  # the pairwise map writes p_better in its cells up to this many submissions
+MAX_CHARTED = 50  # forest, stability and pairwise charts: the top 50 submissions (the tables hold all)
+MAX_CURVES = 10  # curve charts: one line for each of the top 10 (ten distinct colours)
+LABEL_LIMIT = 150  # pixels: a submission's name on an axis or in a legend, cut with an ellipsis beyond
+SUBTITLE_CHARACTERS = 60  # a subtitle line: about 360 px in the widest sans-serif fonts, within WIDTH
+# Room around each chart for a viewer's font wider than the one vl-convert measured text with
+# (the page's SVG keeps vl-convert's layout): up to ~15% on the names and labels at the edges.
+PADDING = {"left": 25, "right": 25, "top": 5, "bottom": 25}
 INTERVAL = "95% bootstrap percentile interval"
 FINAL_RANK_COLOUR = "#d62728"
 BLOB_COLOUR = "#4c78a8"
 
-STYLE = """body{font-family:sans-serif;margin:2em;color:#111;max-width:90em}
-table{border-collapse:collapse;margin:0.5em 0 1em}
-th,td{border:1px solid #bbb;padding:0.2em 0.5em;text-align:right}
-th{background:#eee}td.name,th.name{text-align:left}
+STYLE = """body{font-family:sans-serif;margin:1em;color:#111;max-width:90em}
+div.table{overflow-x:auto;margin:0.5em 0 1em}
+table{border-collapse:collapse;font-size:0.9em}
+th,td{border:1px solid #bbb;padding:0.2em 0.4em;text-align:right}
+th{background:#eee;font-weight:normal;max-width:9em}td{white-space:nowrap}
+td.name,th.name{text-align:left}td.message{white-space:normal;overflow-wrap:anywhere;min-width:12em}
 .rule{font-style:italic}
 figure{margin:1em 0}figcaption{font-size:0.85em;color:#555}
 svg{max-width:100%;height:auto}"""
@@ -135,10 +154,32 @@ def _submission_statistics(board_statistics: dict | None, submission: str) -> di
 
 # --- charts ----------------------------------------------------------------------------------
 
-def _forest_chart(board: dict, path: str, board_statistics: dict | None, resamples: Any):
+def _title(text: str, subtitle: Iterable[str]):
+    """A chart's title, anchored at the left edge, its subtitle wrapped to lines that fit the
+    chart (a centred line wider than the chart runs out of it on both sides)."""
     import altair as alt
 
-    entries = board["entries"]
+    lines = [line for part in subtitle for line in textwrap.wrap(part, SUBTITLE_CHARACTERS)]
+    title = textwrap.wrap(text, SUBTITLE_CHARACTERS - 15) or [""]
+    return alt.Title(title if len(title) > 1 else title[0], subtitle=lines, anchor="start")
+
+
+def _top_note(shown: int, total: int) -> list[str]:
+    """The subtitle line of a chart drawing only the top `shown` of `total` ranked submissions."""
+    if shown >= total:
+        return []
+    return [f"the top {shown} of the {total} ranked submissions (the tables and ranking.json hold every one)"]
+
+
+def _column_title(path: str, titles: dict[str, str]) -> str:
+    """A ranked value's title: the leaderboard column's, else its metrics.json path."""
+    return titles.get(path) or path
+
+
+def _forest_chart(board: dict, path: str, board_statistics: dict | None, resamples: Any, titles: dict[str, str]):
+    import altair as alt
+
+    entries = board["entries"][:MAX_CHARTED]
     order = [entry["submission"] for entry in entries]
     points, intervals = [], []
     for entry in entries:
@@ -150,30 +191,34 @@ def _forest_chart(board: dict, path: str, board_statistics: dict | None, resampl
             intervals.append({"submission": entry["submission"], "lo": ci[0], "hi": ci[1]})
     if not points:
         return None
-    y = alt.Y(field="submission", type="nominal", sort=order, title="submission (final rank order)")
+    title = _column_title(path, titles)
+    # No y-axis title: a vertical one is longer than a few rows and would run over the names.
+    y = alt.Y(field="submission", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     x_scale = alt.Scale(zero=False)
+    x_axis = alt.Axis(titleLimit=WIDTH - 20)
     layers = []
     if intervals:
         layers.append(alt.Chart(alt.Data(values=intervals)).mark_rule(strokeWidth=2, color="#888888").encode(
-            y=y, x=alt.X(field="lo", type="quantitative", scale=x_scale, title=path), x2=alt.X2(field="hi"),
+            y=y, x=alt.X(field="lo", type="quantitative", scale=x_scale, title=title, axis=x_axis),
+            x2=alt.X2(field="hi"),
             tooltip=[alt.Tooltip(field="submission", type="nominal"),
                      alt.Tooltip(field="lo", type="quantitative", title="95% interval, low"),
                      alt.Tooltip(field="hi", type="quantitative", title="95% interval, high")]))
     layers.append(alt.Chart(alt.Data(values=points)).mark_point(filled=True, size=60, color="#1f77b4").encode(
-        y=y, x=alt.X(field="value", type="quantitative", scale=x_scale, title=path),
+        y=y, x=alt.X(field="value", type="quantitative", scale=x_scale, title=title, axis=x_axis),
         tooltip=[alt.Tooltip(field="rank", type="quantitative"), alt.Tooltip(field="submission", type="nominal"),
-                 alt.Tooltip(field="value", type="quantitative", title=path)]))
-    subtitle = (f"point: the value; line: its {INTERVAL} ({resamples} resamples)" if intervals
-                else "the value of each submission (no statistics: no interval)")
+                 alt.Tooltip(field="value", type="quantitative", title=title)]))
+    subtitle = [f"point: the value; line: its {INTERVAL} ({resamples} resamples)" if intervals
+                else "the value of each submission (no statistics: no interval)",
+                "submissions in final rank order, top to bottom", *_top_note(len(entries), len(board["entries"]))]
     return alt.layer(*layers).properties(
-        title=alt.Title(f"{path}, leaderboard {board['name']}", subtitle=subtitle),
-        width=WIDTH, height=alt.Step(ROW_STEP))
+        title=_title(f"{title}, leaderboard {board['name']}", subtitle), width=WIDTH, height=alt.Step(ROW_STEP))
 
 
 def _stability_chart(board: dict, board_statistics: dict | None, resamples: Any):
     import altair as alt
 
-    entries = board["entries"]
+    entries = board["entries"][:MAX_CHARTED]
     order = [entry["submission"] for entry in entries]
     blobs, finals, intervals = [], [], []
     for entry in entries:
@@ -190,9 +235,10 @@ def _stability_chart(board: dict, board_statistics: dict | None, resamples: Any)
             intervals.append({"submission": entry["submission"], "lo": ci[0], "hi": ci[1]})
     if not blobs:
         return None
+    # The ranks the charted submissions take (all of them when every submission is charted).
     ranks = max(len(entries), max(blob["rank"] for blob in blobs), max(final["rank"] for final in finals))
     x = alt.X(field="submission", type="nominal", sort=order, title="submission (final rank order)",
-              axis=alt.Axis(labelAngle=-45))
+              axis=alt.Axis(labelAngle=-45, labelLimit=LABEL_LIMIT))
     y_scale = alt.Scale(domain=[0.5, ranks + 0.5], reverse=True, nice=False, zero=False)
     y_axis = alt.Axis(values=list(range(1, ranks + 1)), format="d")
     layers = []
@@ -211,17 +257,19 @@ def _stability_chart(board: dict, board_statistics: dict | None, resamples: Any)
         tooltip=[alt.Tooltip(field="submission", type="nominal"),
                  alt.Tooltip(field="rank", type="quantitative", title="final rank")]))
     subtitle = [f"circle area: share of the {resamples} resamples giving the submission that rank",
-                "red dash: final rank" + ("; vertical line: 95% interval of the rank" if intervals else "")]
+                "red dash: final rank" + ("; vertical line: 95% interval of the rank" if intervals else ""),
+                *_top_note(len(entries), len(board["entries"]))]
     return alt.layer(*layers).properties(
-        title=alt.Title(f"Rank stability, leaderboard {board['name']}", subtitle=subtitle),
-        width=alt.Step(BLOB_STEP), height=BLOB_STEP * ranks)
+        title=_title(f"Rank stability, leaderboard {board['name']}", subtitle),
+        width=max(WIDTH, BLOB_STEP * len(entries)), height=BLOB_STEP * ranks)  # at least its subtitle's width
 
 
 def _pairwise_chart(board: dict, board_statistics: dict | None, resamples: Any):
     import altair as alt
 
     pairwise = (board_statistics or {}).get("pairwise") or {}
-    order = [entry["submission"] for entry in board["entries"] if entry["submission"] in pairwise]
+    compared = [entry["submission"] for entry in board["entries"] if entry["submission"] in pairwise]
+    order = compared[:MAX_CHARTED]  # the cells grow with the square of the submissions
     labelled = len(order) <= MAX_LABELLED_CELLS
     cells = []
     for a in order:
@@ -236,8 +284,9 @@ def _pairwise_chart(board: dict, board_statistics: dict | None, resamples: Any):
                           "label": f"{p_better:.2f}{' ' + mark if mark else ''}" if labelled else mark})
     if len(order) < 2 or not cells:
         return None
-    x = alt.X(field="b", type="nominal", sort=order, title="b (final rank order)", axis=alt.Axis(labelAngle=-45))
-    y = alt.Y(field="a", type="nominal", sort=order, title="a (final rank order)")
+    x = alt.X(field="b", type="nominal", sort=order, title="b (column)",
+              axis=alt.Axis(labelAngle=-45, labelLimit=LABEL_LIMIT))
+    y = alt.Y(field="a", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     base = alt.Chart(alt.Data(values=cells))
     tooltip = [alt.Tooltip(field="a", type="nominal"), alt.Tooltip(field="b", type="nominal"),
                alt.Tooltip(field="p_better", type="quantitative", title="P(a ranks above b)"),
@@ -251,10 +300,11 @@ def _pairwise_chart(board: dict, board_statistics: dict | None, resamples: Any):
         x=x, y=y, text=alt.Text(field="label", type="nominal"),
         color=alt.condition("datum.p_better > 0.75 || datum.p_better < 0.25", alt.value("white"), alt.value("black")))
     subtitle = [f"colour: share of the {resamples} resamples ranking a (row) above b (column), ties counting half",
-                "*: a significantly better than b (one-sided paired bootstrap, Holm-adjusted over adjacent ranks)"]
+                "*: a significantly better than b (one-sided paired bootstrap, Holm-adjusted over adjacent ranks)",
+                "rows and columns in final rank order", *_top_note(len(order), len(compared))]
     return alt.layer(cell, text).properties(
-        title=alt.Title(f"Pairwise comparison, leaderboard {board['name']}", subtitle=subtitle),
-        width=alt.Step(ROW_STEP * (2 if labelled else 1)), height=alt.Step(ROW_STEP))
+        title=_title(f"Pairwise comparison, leaderboard {board['name']}", subtitle),
+        width=max(WIDTH, ROW_STEP * (2 if labelled else 1) * len(order)), height=alt.Step(ROW_STEP))
 
 
 def _curve_submissions(ranking: dict, curves: dict[str, list[dict]]) -> list[str]:
@@ -267,8 +317,9 @@ def _curve_submissions(ranking: dict, curves: dict[str, list[dict]]) -> list[str
 def _curve_chart(chart: str, submissions: list[str], curves: dict[str, list[dict]]):
     import altair as alt
 
+    having = [name for name in submissions if any(curve.get("chart") == chart for curve in curves[name])]
     described, points = None, []
-    for submission in submissions:
+    for submission in having[:MAX_CURVES]:
         for curve in curves[submission]:
             if curve.get("chart") != chart:
                 continue
@@ -280,21 +331,40 @@ def _curve_chart(chart: str, submissions: list[str], curves: dict[str, list[dict
         return None
     shown = [name for name in submissions if any(p["submission"] == name for p in points)]
     x_title, y_title = described.get("x_title", "x"), described.get("y_title", "y")
-    # Lines follow their points' order (a ROC curve climbs vertically), one colour per submission.
+    subtitle = ["one line per submission",
+                *([f"the top {MAX_CURVES} of the {len(having)} submissions with this curve"]
+                  if len(having) > MAX_CURVES else [])]
+    # Lines follow their points' order (a ROC curve climbs vertically), one colour per submission;
+    # the legend under the plot, where the names have the plot's width.
     return alt.Chart(alt.Data(values=points)).mark_line(strokeWidth=1.5).encode(
         x=alt.X(field="x", type="quantitative", title=x_title),
         y=alt.Y(field="y", type="quantitative", title=y_title),
-        color=alt.Color(field="submission", type="nominal", sort=shown, title="submission"),
+        color=alt.Color(field="submission", type="nominal", sort=shown, title="submission",
+                        legend=alt.Legend(orient="bottom", direction="vertical", columns=2, labelLimit=LABEL_LIMIT,
+                                          titleLimit=WIDTH)),
         order=alt.Order(field="order", type="quantitative"),
         tooltip=[alt.Tooltip(field="submission", type="nominal"),
                  alt.Tooltip(field="x", type="quantitative", title=x_title),
                  alt.Tooltip(field="y", type="quantitative", title=y_title)],
-    ).properties(title=alt.Title(described.get("title", chart), subtitle="one line per submission"),
-                 width=WIDTH, height=WIDTH)
+    ).properties(title=_title(described.get("title", chart), subtitle), width=WIDTH, height=WIDTH)
 
 
-def chart_specs(ranking: dict, curves: dict[str, list[dict]]) -> dict[str, dict]:
-    """{chart name: Vega-Lite v5 spec}, in the order the page shows them (see the module's doc)."""
+def _spec(chart) -> dict:
+    """The chart as a Vega-Lite 5.1.0 spec, as the platform draws it (evaluation/charts.py)."""
+    from evaluation.charts import VEGA_LITE_SCHEMA
+
+    # Not validated here (Altair's validation of large inline curves took most of the report's
+    # time); tests/test_leaderboard_report.py validates every kind of chart against the schema.
+    spec = chart.to_dict(validate=False)
+    spec["$schema"] = VEGA_LITE_SCHEMA
+    spec["padding"] = dict(PADDING)
+    return spec
+
+
+def chart_specs(ranking: dict, curves: dict[str, list[dict]], titles: dict[str, str] | None = None) -> dict[str, dict]:
+    """{chart name: Vega-Lite spec}, in the order the page shows them (see the module's doc);
+    `titles`: the leaderboard columns' titles by metrics.json path."""
+    titles = titles or {}
     statistics = ranking.get("statistics") or {}
     resamples = statistics.get("resamples", "n/a")
     made: list[tuple[str, Any]] = []
@@ -302,7 +372,8 @@ def chart_specs(ranking: dict, curves: dict[str, list[dict]]) -> dict[str, dict]
         board_statistics = _leaderboard_statistics(ranking, board["name"])
         board_resamples = (board_statistics or {}).get("resamples", resamples)
         part = _name_part(board["name"])
-        made += [(f"forest-{part}-{_name_part(path)}", _forest_chart(board, path, board_statistics, board_resamples))
+        made += [(f"forest-{part}-{_name_part(path)}",
+                  _forest_chart(board, path, board_statistics, board_resamples, titles))
                  for path in _value_paths(board["entries"])]
         made.append((f"stability-{part}", _stability_chart(board, board_statistics, board_resamples)))
         made.append((f"pairwise-{part}", _pairwise_chart(board, board_statistics, board_resamples)))
@@ -315,9 +386,7 @@ def chart_specs(ranking: dict, curves: dict[str, list[dict]]) -> dict[str, dict]
             continue
         if name in specs:  # two paths or curve names differing only by their punctuation
             raise ValueError(f"two charts would be written to charts/{name}.vl.json")
-        # Not validated here (Altair's validation of large inline curves took most of the report's
-        # time); tests/test_leaderboard_report.py validates every kind of chart against the schema.
-        specs[name] = chart.to_dict(validate=False)
+        specs[name] = _spec(chart)
     return specs
 
 
@@ -326,11 +395,10 @@ def spec_text(spec: dict) -> str:
     return json.dumps(spec, sort_keys=True, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
 
 
-def _vega_lite_version() -> str:
-    """The Vega-Lite library vl-convert renders with: the one Altair writes specs for (v5.20.1 -> 5.20)."""
-    import altair as alt
-
-    return ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+# vl-convert bundles Vega-Lite 5.8 and newer only (vl_convert.get_vegalite_versions()), not the
+# platform's 5.1.0: the page's SVG is drawn with its oldest, 5.8. The specs written use nothing newer
+# than 5.1 (tests/test_browser.py draws each with 5.1.0 itself).
+VL_CONVERT_VERSION = "5.8"
 
 
 def rendered_svg(name: str, spec: dict) -> str:
@@ -338,7 +406,7 @@ def rendered_svg(name: str, spec: dict) -> str:
     appearance (unique across the page, the same whatever vl-convert rendered before)."""
     import vl_convert
 
-    svg = vl_convert.vegalite_to_svg(spec, vl_version=_vega_lite_version(), allowed_base_urls=[])
+    svg = vl_convert.vegalite_to_svg(spec, vl_version=VL_CONVERT_VERSION, allowed_base_urls=[])
     renamed = {old: f"{name}-id{number}" for number, old in
                enumerate(dict.fromkeys(re.findall(r'\bid="([^"]+)"', svg)), start=1)}
     if not renamed:
@@ -353,14 +421,14 @@ def _escaped(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _cell(text: str, exact: Any = None, name: bool = False) -> str:
-    attributes = ' class="name"' if name else ""
+def _cell(text: str, exact: Any = None, name: bool = False, wrapped: bool = False) -> str:
+    attributes = f' class="{"name message" if wrapped else "name"}"' if name else ""
     if _is_number(exact) and isinstance(exact, float):
         attributes += f' title="{_escaped(repr(exact))}"'
     return f"<td{attributes}>{_escaped(text)}</td>"
 
 
-def _ranking_table(board: dict, board_statistics: dict | None) -> str:
+def _ranking_table(board: dict, board_statistics: dict | None, titles: dict[str, str]) -> str:
     entries = board["entries"]
     if not entries:
         return "<p>No submission is ranked.</p>"
@@ -369,9 +437,10 @@ def _ranking_table(board: dict, board_statistics: dict | None) -> str:
     has = {key: any(key in row for row in rows_statistics) for key in ("value_ci", "rank_ci", "mean_rank", "p_first")}
     header = ['<th>rank</th>', '<th class="name">submission</th>']
     for path in paths:
-        header.append(f"<th>{_escaped(path)}</th>")
+        title = _escaped(_column_title(path, titles))
+        header.append(f'<th title="{_escaped(path)}">{title}</th>')
         if has["value_ci"]:
-            header.append(f"<th>{_escaped(path)} 95% interval</th>")
+            header.append(f'<th title="{_escaped(path)}">{title}, 95% interval</th>')
     header += [f"<th>{_escaped(name)} (partial rank)</th>" for name in partial_names]
     header += [f"<th>{title}</th>" for key, title in (("rank_ci", "rank 95% interval"), ("mean_rank", "mean rank"),
                                                       ("p_first", "P(first)")) if has[key]]
@@ -393,7 +462,7 @@ def _ranking_table(board: dict, board_statistics: dict | None) -> str:
             cells.append(_cell(f"{statistics['p_first']:.3f}" if _is_number(statistics.get("p_first")) else "n/a",
                                statistics.get("p_first")))
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return "<table>\n<tr>" + "".join(header) + "</tr>\n" + "\n".join(rows) + "\n</table>"
+    return '<div class="table"><table>\n<tr>' + "".join(header) + "</tr>\n" + "\n".join(rows) + "\n</table></div>"
 
 
 def _statistics_sentence(ranking: dict, board_statistics: dict | None) -> str:
@@ -415,29 +484,35 @@ def _excluded_section(excluded: list[dict]) -> str:
     if not excluded:
         return "<p>None.</p>"
     rows = [f"<tr>{_cell(item.get('submission', ''), name=True)}{_cell(item.get('exit_code', ''))}"
-            f"{_cell(item.get('error', ''), name=True)}</tr>" for item in excluded]
-    return ('<table>\n<tr><th class="name">submission</th><th>exit code</th><th class="name">message</th></tr>\n'
-            + "\n".join(rows) + "\n</table>")
+            f"{_cell(item.get('error', ''), name=True, wrapped=True)}</tr>" for item in excluded]
+    return ('<div class="table"><table>\n<tr><th class="name">submission</th><th>exit code</th>'
+            '<th class="name">message</th></tr>\n' + "\n".join(rows) + "\n</table></div>")
 
 
-def _notes_section(notes: Iterable[Any]) -> str:
+def _notes_section(notes: Iterable[Any]) -> list[str]:
+    """The notes, or nothing when there are none."""
     notes = list(notes)
-    return "<ul>\n" + "\n".join(f"<li>{_escaped(note)}</li>" for note in notes) + "\n</ul>" if notes else "<p>None.</p>"
+    if not notes:
+        return []
+    return ["<h2>Notes</h2>", "<ul>\n" + "\n".join(f"<li>{_escaped(note)}</li>" for note in notes) + "\n</ul>"]
 
 
-def report_html(ranking: dict, svgs: dict[str, str]) -> str:
-    """The page: every participant text escaped, the charts' SVG inline."""
+def report_html(ranking: dict, svgs: dict[str, str], titles: dict[str, str] | None = None) -> str:
+    """The page: every participant text escaped, the charts' SVG inline, the value columns titled
+    as the leaderboard declares them (`titles` by path; the path in the header's tooltip)."""
+    titles = titles or {}
     challenge = _escaped(ranking.get("challenge", ""))
     parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>Final ranking: {challenge}</title>", f"<style>\n{STYLE}\n</style>", "</head>", "<body>",
              f"<h1>Final ranking: {challenge}</h1>"]
     for board in ranking.get("leaderboards") or []:
         board_statistics = _leaderboard_statistics(ranking, board["name"])
         parts += [f"<h2>Leaderboard {_escaped(board['name'])}</h2>",
                   f'<p class="rule">{_escaped(board.get("rule", ""))}</p>',
-                  _ranking_table(board, board_statistics), _statistics_sentence(ranking, board_statistics)]
+                  _ranking_table(board, board_statistics, titles), _statistics_sentence(ranking, board_statistics)]
     parts += ["<h2>Excluded submissions</h2>", _excluded_section(ranking.get("excluded") or []),
-              "<h2>Notes</h2>", _notes_section(ranking.get("notes") or []), "<h2>Charts</h2>"]
+              *_notes_section(ranking.get("notes") or []), "<h2>Charts</h2>"]
     if not svgs:
         parts.append("<p>No chart.</p>")
     parts += [f"<figure>\n{svg}\n<figcaption>charts/{_escaped(name)}.vl.json</figcaption>\n</figure>"
@@ -446,11 +521,13 @@ def report_html(ranking: dict, svgs: dict[str, str]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]]) -> list[Path]:
-    """Writes output_dir/charts/<name>.vl.json (Vega-Lite v5 specs) and output_dir/report.html;
-    returns the written paths (the charts in page order, then the page)."""
+def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]],
+                 titles: dict[str, str] | None = None) -> list[Path]:
+    """Writes output_dir/charts/<name>.vl.json (Vega-Lite 5.1.0 specs) and output_dir/report.html;
+    returns the written paths (the charts in page order, then the page). `titles`: the
+    leaderboard columns' titles by metrics.json path (`column_titles`)."""
     output_dir = Path(output_dir)
-    specs = chart_specs(ranking, curves or {})
+    specs = chart_specs(ranking, curves or {}, titles)
     written = []
     if specs:
         (output_dir / "charts").mkdir(parents=True, exist_ok=True)
@@ -462,6 +539,16 @@ def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]])
     svgs = {name: rendered_svg(name, spec) for name, spec in specs.items()}
     page = output_dir / "report.html"
     output_dir.mkdir(parents=True, exist_ok=True)
-    page.write_text(report_html(ranking, svgs), encoding="utf-8")
+    page.write_text(report_html(ranking, svgs, titles), encoding="utf-8")
     written.append(page)
     return written
+
+
+def column_titles(leaderboards: Iterable[Any]) -> dict[str, str]:
+    """{metrics.json path: title} of every column of the challenge's leaderboard declarations
+    (evaluation/leaderboards.py), the first title of a path kept."""
+    titles: dict[str, str] = {}
+    for leaderboard in leaderboards:
+        for column in (leaderboard.score, *leaderboard.extra_columns):
+            titles.setdefault(column.path, column.title)
+    return titles
