@@ -22,6 +22,7 @@ from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     CASE_MAPPING_FILE,
+    CONFIG_FILE,
     Case,
     case_id_of_job,
     case_image_name,
@@ -32,7 +33,7 @@ from evaluation.grand_challenge import (
 )
 from evaluation.leaderboards import Leaderboard
 from evaluation.reading.files import Origin
-from evaluation.settings import Settings
+from evaluation.settings import CASE_INPUT, Settings, socket_names
 
 if TYPE_CHECKING:
     import numpy as np
@@ -210,6 +211,7 @@ class Evaluation:
             log(f"Predictions-file phase: {len(pairs)} case(s) found in the input.")
         else:
             log(f"predictions.json lists {len(jobs)} job(s).")
+            self.check_phase_sockets(jobs)
             socket = self.case_input_socket()
             pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None) for job in jobs]
             self.check_mapping_collisions(pairs, socket)
@@ -217,6 +219,25 @@ class Evaluation:
         label = self.case_label
         cases = [Case(c, input_dir, job, source, label) for c, job, source in pairs]
         return sorted(cases, key=lambda case: case.case_id)
+
+    def check_phase_sockets(self, jobs) -> None:
+        """A socket setting none of the jobs carries, while every job has sockets of that side, is
+        the phase's configuration (its config.json), not the submission: exit 3 naming the setting.
+        A socket missing from only some jobs stays the participant's fault (exit 1, per case)."""
+        if not jobs:
+            return
+        for name, role in self.settings_class.socket_fields():
+            wanted = socket_names(getattr(self.settings, name))
+            side = "input" if role == CASE_INPUT else "output"
+            carried = [getattr(job, f"{side}s") for job in jobs]
+            if not wanted or not all(carried) or any(slug in sockets for sockets in carried for slug in wanted):
+                continue
+            found = sorted(set().union(*carried))
+            named = " or ".join(repr(slug) for slug in wanted)
+            raise SetupError(f"No job of predictions.json has the {side} socket {named} that the setting {name!r} "
+                             f"names; the jobs' {side}s are {id_list(found)}. Set {name!r} in {CONFIG_FILE} next to "
+                             f"the ground truth to the phase's socket (python -m evaluation.phase {self.name} "
+                             f"--ground-truth DIR --pack PHASE_PACK.zip does it from the phase pack).")
 
     def check_mapping_collisions(self, pairs: list[tuple[str, Any, Any]], socket) -> None:
         """Two input images given one case id by the case mapping is the organizer's error (exit

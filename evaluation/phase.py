@@ -8,12 +8,20 @@ since some leaderboards depend on them (csv2026 without baseline_time_seconds ra
 score_without_time): --ground-truth, else the bundled ground-truth/CHALLENGE, else (in the
 image) the ground truth the evaluation would use. Exit 2: unknown challenge; exit 3: no ground
 truth folder, or a config.json the evaluation would refuse.
+
+python -m evaluation.phase CHALLENGE --ground-truth DIR --pack PACK: the phase's socket names.
+PACK is the phase pack the platform generates for the phase (its zip, or the unpacked folder,
+with or without one top folder); its sockets are matched to the sockets the challenge reads, by
+kind and role, and written into DIR/config.json (its other keys kept, in their order), and what
+was set is printed (evaluation/phase_pack.py). Exit 3 when the pack cannot be read or a socket
+cannot be decided: the one line says which and how to name it in config.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +29,7 @@ from evaluation.errors import EXIT_OK, EXIT_SETUP, EXIT_USAGE, EvaluationError
 from evaluation.launch import missing_dependency
 
 FAILURE = "The phase settings could not be made:"
+PACK_FAILURE = "The phase's sockets could not be set:"
 
 BUNDLED_GROUND_TRUTH = Path(__file__).resolve().parent.parent / "ground-truth"
 
@@ -34,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--ground-truth", type=Path, metavar="DIR",
                         help="the phase's ground truth, whose config.json is read (default: the bundled "
                              "ground-truth/CHALLENGE)")
+    parser.add_argument("--pack", type=Path, metavar="PACK",
+                        help="the phase pack downloaded from the phase's page (its zip or unpacked folder): write "
+                             "the phase's socket names into the ground truth's config.json (needs --ground-truth)")
     return parser
 
 
@@ -44,7 +56,12 @@ def phase_settings(challenge, ground_truth: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.pack is not None and args.ground_truth is None:
+        parser.error("--pack needs --ground-truth DIR, the ground truth whose config.json receives the socket names")
+    if args.pack is not None and not os.path.exists(args.pack):
+        parser.error(f"the phase pack {args.pack} does not exist")
     try:  # imported here: a Python without the requirements gets one line, as the main command does
         from evaluation.challenges import challenge_class, challenge_names
         from evaluation.grand_challenge import resolve_ground_truth_dir
@@ -59,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             raise  # our own module missing: a broken install, shown in full
         print(f"{FAILURE} {missing_dependency(error.name)}", file=sys.stderr)
         return EXIT_SETUP
+    if args.pack is not None:
+        return configure(challenge, args.ground_truth, args.pack)
     explicit = args.ground_truth
     if explicit is None and (BUNDLED_GROUND_TRUTH / args.challenge).is_dir():
         explicit = BUNDLED_GROUND_TRUTH / args.challenge
@@ -69,6 +88,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{FAILURE} {error.message}{hint}", file=sys.stderr)
         return error.exit_code
     print(json.dumps(fields, indent=2))
+    return EXIT_OK
+
+
+def configure(challenge, ground_truth: Path, pack: Path) -> int:
+    """--pack: the phase pack's socket names into the ground truth's config.json."""
+    from evaluation.grand_challenge import resolve_ground_truth_dir
+    from evaluation.phase_pack import configure_from_pack
+
+    try:
+        path, matched, old = configure_from_pack(challenge, resolve_ground_truth_dir(ground_truth, challenge.name), pack)
+    except EvaluationError as error:
+        print(f"{PACK_FAILURE} {error.message}", file=sys.stderr)
+        return error.exit_code
+    print(f"Sockets of the phase pack {pack}, written to {path}:")
+    for name, value in matched.items():
+        change = "unchanged" if value == old[name] else f"was {json.dumps(old[name])}"
+        print(f"  {name} = {json.dumps(value)} ({change})")
+    print(f"Next: python -m evaluation.examples {challenge.name} --ground-truth {ground_truth} --output DIR, then "
+          f"./test.sh {challenge.name} --example DIR.")
     return EXIT_OK
 
 

@@ -30,15 +30,33 @@ from evaluation.reading.values import HugeNumber, json_type, shown
 from evaluation.grand_challenge import CONFIG_FILE, output_file_problem
 
 
+# The roles of a setting naming one of the phase's sockets (`socket=`): what `python -m
+# evaluation.phase --pack` matches against the sockets of the platform's phase pack, and what the
+# run checks predictions.json against before any scoring.
+CASE_INPUT = "case-input"  # an image input whose image name is the case id; one name per interface
+IMAGE_OUTPUT = "image-output"  # an Image output read
+JSON_OUTPUT = "json-output"  # a JSON output read (a Value or a File on the platform)
+SOCKET_ROLES = (CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT)
+# What a JSON output holds, for matching it to the pack's example value (`json_value=`).
+JSON_VALUES = ("number", "bool", "points", "any")
+
+
 def setting(default: Any, *, doc: str, choices: tuple | None = None, minimum: float | None = None,
             maximum: float | None = None, above: float | None = None, below: float | None = None,
-            output_file: bool = False):
+            output_file: bool = False, socket: str | None = None, json_value: str = "any",
+            hints: tuple[str, ...] = ()):
     """A settings field: its default, one line of documentation, and optional limits (`minimum`
     and `maximum` inclusive, `above` and `below` exclusive; they apply to each item of a list).
     `output_file`: text naming a file written next to metrics.json ("" for none), e.g. a chart;
-    it must be a plain relative .json name, and two such settings cannot name the same file."""
+    it must be a plain relative .json name, and two such settings cannot name the same file.
+    `socket`: the setting names a socket of the phase, in one of SOCKET_ROLES; a JSON output
+    says what it holds (`json_value`, one of JSON_VALUES), and `hints` are words of a slug that
+    tell it from other sockets of the same kind (HECKTOR's CT input: "ct")."""
+    assert socket is None or socket in SOCKET_ROLES, socket
+    assert json_value in JSON_VALUES, json_value
     metadata = {"doc": doc, "choices": choices, "minimum": minimum, "maximum": maximum, "above": above,
-                "below": below, "output_file": output_file}
+                "below": below, "output_file": output_file, "socket": socket, "json_value": json_value,
+                "hints": tuple(hints)}
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -57,6 +75,19 @@ def _check_value(name: str, kind: Any, value: Any) -> Any:
             return None
         (kind,) = [a for a in arguments if a is not type(None)]
         return _check_value(name, kind, value)
+    if origin in (typing.Union, types.UnionType):  # `str | list[str]`: a list, or the other type
+        lists = [a for a in arguments if typing.get_origin(a) in (list, tuple)]
+        others = [a for a in arguments if a not in lists]
+        if isinstance(value, list) and lists:
+            return _check_value(name, lists[0], value)
+        if len(others) == 1:
+            try:
+                return _check_value(name, others[0], value)
+            except SetupError:
+                if not lists:
+                    raise
+        raise SetupError(f"{CONFIG_FILE}: setting {name!r} must be {_type_name(others[0]) if others else 'a list'}"
+                         f"{' or a list of them' if lists else ''}, not {json_type(value)}.")
     if origin in (list, tuple):
         (item_kind, *_) = typing.get_args(kind) or (Any,)
         if not isinstance(value, list):
@@ -116,6 +147,26 @@ class Settings:
             for item in items:
                 _check_limits(f, item)
         self._check_output_files()
+        self._check_sockets()
+
+    def _check_sockets(self) -> None:
+        """A socket setting names sockets: a list (a case input's, one per interface) holds at least
+        one name, none empty, none twice; only a case input may be empty (its job's only image)."""
+        for name, role in self.socket_fields():
+            value = getattr(self, name)
+            names = socket_names(value)
+            if isinstance(value, (list, tuple)) and (not names or "" in names):
+                raise SetupError(f"{CONFIG_FILE}: setting {name!r} must list one socket slug per interface, none "
+                                 f"empty; found {shown(list(value))}.")
+            if len(set(names)) != len(names):
+                raise SetupError(f"{CONFIG_FILE}: setting {name!r} names a socket twice ({shown(list(value))}).")
+            if role != CASE_INPUT and not names:
+                raise SetupError(f"{CONFIG_FILE}: setting {name!r} must name the phase's output socket (its slug).")
+
+    @classmethod
+    def socket_fields(cls) -> list[tuple[str, str]]:
+        """(setting name, role) of every setting naming one of the phase's sockets."""
+        return [(f.name, f.metadata["socket"]) for f in dataclasses.fields(cls) if f.metadata.get("socket")]
 
     def _check_output_files(self) -> None:
         """Files written next to metrics.json (charts): plain relative .json names, each once."""
@@ -157,6 +208,14 @@ def _check_limits(f: dataclasses.Field, value: Any) -> None:
         bound = f.metadata.get(key)
         if bound is not None and not holds(value, bound):
             raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {value!r}; it must be {words} {bound:g}.")
+
+
+def socket_names(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The slugs a socket setting names: one (a text), none ("": the job's only image input), or
+    one per interface (a list)."""
+    if isinstance(value, str):
+        return (value,) if value else ()
+    return tuple(value)
 
 
 def _plain(value: Any) -> Any:

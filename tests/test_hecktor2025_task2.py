@@ -155,6 +155,16 @@ def test_missing_patient_and_missing_output_are_rejected(dataset, evaluate, tmp_
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
     patient, path = first_output(input_dir)
     path.unlink()
+    # A Value output (the platform's Float socket) also carries its value inline: read from there.
+    run = evaluate(CHALLENGE, input_dir, ground_truth)
+    assert run.code == 0, run.last_error_line
+    # A File output (a socket not stored in the database) has only its file.
+    jobs = json.loads((input_dir / "predictions.json").read_text())
+    for job in jobs:
+        (output,) = job["outputs"]
+        assert output["socket"]["super_kind"] == "Value"
+        output["socket"]["super_kind"], output["value"] = "File", None
+    (input_dir / "predictions.json").write_text(json.dumps(jobs))
     run = evaluate(CHALLENGE, input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
     assert run.last_error_line == f"Patient {patient}, output 'rfs': the file rfs.json is missing."

@@ -38,7 +38,7 @@ from evaluation.metrics.froc import (
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import Row, bytes_for_rows, read_csv_rows
 from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
-from evaluation.settings import Settings, setting
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 from evaluation.wsi_masks import MASK_SUFFIXES, read_mask
 
 REFERENCE_FILE = "reference.csv"
@@ -67,11 +67,12 @@ SEPARATOR_HINT = " It looks separated by semicolons; separate values with commas
 
 @dataclass(frozen=True)
 class Camelyon16Settings(Settings):
-    input_socket: str = setting("whole-slide-image", doc="input socket whose image name (without extension) "
-                                                         "is the slide")
-    likelihood_socket: str = setting("metastasis-likelihood",
+    input_socket: str | list[str] = setting("whole-slide-image", socket=CASE_INPUT,
+                                            doc="input socket whose image name (without extension) is the "
+                                                "slide (a list: one per interface of the phase)")
+    likelihood_socket: str = setting("metastasis-likelihood", socket=JSON_OUTPUT, json_value="number",
                                      doc="output socket: the slide's metastasis likelihood, a JSON number")
-    detections_socket: str = setting("metastasis-detections",
+    detections_socket: str = setting("metastasis-detections", socket=JSON_OUTPUT, json_value="points",
                                      doc="output socket: a 'Multiple points' JSON, a probability per point, "
                                          "coordinates in mm")
     froc_thresholds: str = setting("2016", choices=THRESHOLD_RULES,
@@ -229,8 +230,8 @@ class Camelyon16(Evaluation):
             found[slide] = path
         return found
 
-    def case_input_socket(self) -> str:
-        return self.settings.input_socket
+    def case_input_socket(self) -> tuple[str, ...]:
+        return socket_names(self.settings.input_socket)
 
     # ---- matching: excluded slides may be submitted, and are ignored ---------------------
 

@@ -42,7 +42,7 @@ from evaluation.reading.files import Origin
 from evaluation.reading.hdf5 import Hdf5Dataset, Hdf5File, open_hdf5
 from evaluation.reading.images import shape_text
 from evaluation.reading.values import is_finite_number, one_line_values, shown
-from evaluation.settings import Settings, setting
+from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting, socket_names
 
 VIEWS = ("long", "trans")
 VIEW_NAMES = {"long": "longitudinal", "trans": "transverse"}
@@ -75,13 +75,16 @@ class Csv2026Settings(Settings):
     plaque_index: int = setting(1, choices=(1, 2),
                                 doc="masks written as class indices 0/1/2: the index of plaque, vessel being the "
                                     "other (1: the official baseline's 1 = plaque, 2 = vessel)")
-    longitudinal_input_socket: str = setting("longitudinal-carotid-ultrasound",
-                                             doc="algorithm phase: input whose image name is the case id")
-    longitudinal_output_socket: str = setting("longitudinal-carotid-segmentation",
+    longitudinal_input_socket: str | list[str] = setting(
+        "longitudinal-carotid-ultrasound", socket=CASE_INPUT, hints=("longitudinal", "long"),
+        doc="algorithm phase: input whose image name is the case id (a list: one per interface of the phase)")
+    longitudinal_output_socket: str = setting("longitudinal-carotid-segmentation", socket=IMAGE_OUTPUT,
+                                              hints=("longitudinal", "long"),
                                               doc="algorithm phase: longitudinal segmentation image output")
-    transverse_output_socket: str = setting("transverse-carotid-segmentation",
+    transverse_output_socket: str = setting("transverse-carotid-segmentation", socket=IMAGE_OUTPUT,
+                                            hints=("transverse", "trans"),
                                             doc="algorithm phase: transverse segmentation image output")
-    risk_output_socket: str = setting("plaque-risk",
+    risk_output_socket: str = setting("plaque-risk", socket=JSON_OUTPUT,
                                       doc="algorithm phase: JSON output with the class (0/1, a boolean, or a "
                                           "probability of high risk, high when >= 0.5)")
     structure_chart_file: str = setting("", output_file=True,
@@ -369,8 +372,8 @@ class Csv2026(Evaluation):
 
     # ---- the submission ------------------------------------------------------------------
 
-    def case_input_socket(self) -> str:
-        return self.settings.longitudinal_input_socket
+    def case_input_socket(self) -> tuple[str, ...]:
+        return socket_names(self.settings.longitudinal_input_socket)
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, Path]]:
         """Predictions-file phase: one NNNN_pred.h5 per case, at any depth of the unpacked archive."""

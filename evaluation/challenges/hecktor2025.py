@@ -34,7 +34,7 @@ from evaluation.metrics.survival import concordance_index, resampled_concordance
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.reading.values import is_finite_number, shown
-from evaluation.settings import Settings, setting
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 
 PATIENT_COLUMN = "PatientID"
 PREDICTION_COLUMN = "Prediction"  # the 2022 predictions-file phase's CSV: PatientID,Prediction
@@ -49,7 +49,9 @@ EXTRA_PREDICTION_ROWS = 100
 
 @dataclass(frozen=True)
 class HecktorSettings(Settings):
-    input_socket: str = setting("ct-image", doc="input socket whose image name gives the patient id (the CT)")
+    input_socket: str | list[str] = setting("ct-image", socket=CASE_INPUT, hints=("ct",),
+                                            doc="input socket whose image name gives the patient id (the CT; a "
+                                                "list: one per interface of the phase)")
     modality_suffixes: list[str] = setting(["__CT", "_CT", "_0000"],
                                            doc="suffixes removed (the first that matches) from the CT image name "
                                                "once its extension is stripped, to get the PatientID")
@@ -61,8 +63,8 @@ class HecktorEvaluation(Evaluation):
     settings_class = HecktorSettings
     case_label = "Patient"
 
-    def case_input_socket(self) -> str:
-        return self.settings.input_socket
+    def case_input_socket(self) -> tuple[str, ...]:
+        return socket_names(self.settings.input_socket)
 
     def case_id_from_image_name(self, name: str) -> str:
         """`CHUM-001__CT.nii.gz` -> `CHUM-001` (spec: strip the extension, then a modality suffix)."""
@@ -222,7 +224,7 @@ class BootstrapTask(HecktorEvaluation):
 
 @dataclass(frozen=True)
 class Task2Settings(BootstrapSettings):
-    output_socket: str = setting("rfs", doc="output socket read: rfs.json, one number, a risk score (higher = "
+    output_socket: str = setting("rfs", socket=JSON_OUTPUT, json_value="number", doc="output socket read: rfs.json, one number, a risk score (higher = "
                                             "earlier recurrence)")
 
 
@@ -342,7 +344,7 @@ class HecktorTask2(BootstrapTask):
 
 @dataclass(frozen=True)
 class Task3Settings(BootstrapSettings):
-    output_socket: str = setting("hpv-status", doc="output socket read: hpv-status.json, a boolean (true = HPV "
+    output_socket: str = setting("hpv-status", socket=JSON_OUTPUT, json_value="bool", doc="output socket read: hpv-status.json, a boolean (true = HPV "
                                                    "positive; 1 and 0 accepted)")
 
 

@@ -33,7 +33,7 @@ from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
 from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
-from evaluation.settings import setting
+from evaluation.settings import IMAGE_OUTPUT, setting
 
 BACKGROUND, GTVP, GTVN = 0, 1, 2
 LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"
@@ -43,7 +43,7 @@ LABEL_CHECK_SLAB = 1 << 22  # voxels checked at a time in a non-uint8 mask
 
 @dataclass(frozen=True)
 class Task1Settings(HecktorSettings):
-    output_socket: str = setting("tumor-lymph-node-segmentation",
+    output_socket: str = setting("tumor-lymph-node-segmentation", socket=IMAGE_OUTPUT,
                                  doc="image output read: a label map on the CT grid (0 background, 1 GTVp, 2 GTVn)")
     geometry_tolerance: float = setting(1e-4, minimum=0.0,
                                         doc="relative tolerance on spacing, origin and direction (spec: 1e-4); the "

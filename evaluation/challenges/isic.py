@@ -28,7 +28,7 @@ from evaluation.metrics import classification, ranking
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows
 from evaluation.reading.values import SHOWN_LENGTH, finite_number, json_type, shown
-from evaluation.settings import Settings, setting
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 
 INDEX_COLUMNS = ("image", "lesion_id")  # the reference's index column, the first one present
 WEIGHT_COLUMNS = ("score_weight", "validation_weight")  # optional, default 1.0
@@ -58,10 +58,11 @@ class IsicSettings(Settings):
     malignant_categories: list[str] = setting([], doc="categories whose images are malignant, for "
                                                        "aggregate.malignant_vs_benign_auc (our definition)")
     zero_weight_images: list[str] = setting([], doc="images whose score and validation weights are forced to 0")
-    output_socket: str = setting("skin-lesion-class-confidences",
+    output_socket: str = setting("skin-lesion-class-confidences", socket=JSON_OUTPUT,
                                  doc="algorithm output: a JSON object {category: confidence in [0, 1]}")
-    input_socket: str = setting("", doc="input socket whose image name is the image id (empty: the job's only "
-                                        "image input)")
+    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
+                                            doc="input socket whose image name is the image id (empty: the job's "
+                                                "only image input; a list: one per interface of the phase)")
     roc_chart_file: str = setting("", output_file=True,
                                   doc="file (the phase's Chart output relative_path, e.g. roc-curves.json) for a "
                                       "Vega-Lite chart of the ROC curve of every category; empty: no chart")
@@ -164,8 +165,8 @@ class IsicEvaluation(Evaluation):
         log(f"Ground truth {path.name}: {len(self.table.ids)} images, categories {', '.join(categories)}.")
         return dict(zip(self.table.ids, range(len(self.table.ids))))  # {image: its row}
 
-    def case_input_socket(self) -> str | None:
-        return self.settings.input_socket or None
+    def case_input_socket(self) -> tuple[str, ...] | None:
+        return socket_names(self.settings.input_socket) or None
 
     # ---- the submission ------------------------------------------------------------------
 

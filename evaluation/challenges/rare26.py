@@ -34,7 +34,7 @@ from evaluation.metrics.resampling import (
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import finite_numbers, json_type, shown
-from evaluation.settings import Settings, setting
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 
 TARGET_RECALL = 0.9  # the metric's name says 90: not a setting
 # The negative class, compared with a frame's class lower-cased and without surrounding blanks
@@ -46,9 +46,10 @@ REPETITIONS_PER_BLOCK = 100  # resamples turned into counts at a time: bounded m
 
 @dataclass(frozen=True)
 class Rare26Settings(Settings):
-    input_socket: str = setting("stacked-barretts-esophagus-endoscopy-images",
-                                doc="input socket whose image name is the stack (case) id")
-    output_socket: str = setting("stacked-neoplastic-lesion-likelihoods",
+    input_socket: str | list[str] = setting("stacked-barretts-esophagus-endoscopy-images", socket=CASE_INPUT,
+                                            doc="input socket whose image name is the stack (case) id (a list: "
+                                                "one per interface of the phase)")
+    output_socket: str = setting("stacked-neoplastic-lesion-likelihoods", socket=JSON_OUTPUT,
                                  doc="output socket: a JSON array of one likelihood per frame")
     sampling: str = setting("image", choices=("image", "patient"),
                             doc="bootstrap scheme: 'image' (RARE26 official: all NDBE images plus neoplasia "
@@ -141,8 +142,8 @@ class Rare26(Evaluation):
             self.truth.fail(f"{where} must hold both NDBE and neoplasia frames.")
         return stacks
 
-    def case_input_socket(self) -> str:
-        return self.settings.input_socket
+    def case_input_socket(self) -> tuple[str, ...]:
+        return socket_names(self.settings.input_socket)
 
     # ---- one stack -----------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ def invalid_examples(input_dir: Path,
     transverse mask, the transverse image removed, the class as text, the class file removed;
     and a job removed from predictions.json. The sockets are those of `settings`."""
     predictions = json.loads((input_dir / "predictions.json").read_text())
-    first = min(predictions, key=lambda job: _input_name(job, settings.longitudinal_input_socket))
+    first = min(predictions, key=lambda job: _input_name(job, synthetic.first_socket(settings.longitudinal_input_socket)))
     pk = first["pk"]
     outputs = {o["socket"]["slug"]: o for o in first["outputs"]}
 
@@ -110,7 +110,7 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
         synthetic.write_output(input_dir, pk, f"{risk_slug}.json", probability)
         outputs.append(synthetic.file_output(risk_slug, f"{risk_slug}.json", kind="Anything"))
         long_name = synthetic.input_image_name(evaluation, case_id, [f"{case_id}.mha"])
-        inputs = [synthetic.image_input(settings.longitudinal_input_socket, long_name,
+        inputs = [synthetic.image_input(synthetic.first_socket(settings.longitudinal_input_socket), long_name,
                                         "images/longitudinal-carotid-ultrasound"),
                   synthetic.image_input("transverse-carotid-ultrasound", f"{strip_extension(long_name)}_transverse.mha",
                                         "images/transverse-carotid-ultrasound")]

@@ -35,16 +35,18 @@ def organizer_inputs(evaluation, patient: str) -> list[dict[str, Any]]:
     phase's modality_suffixes that gives the patient back."""
     names = [f"{patient}{suffix}.nii.gz" for suffix in evaluation.settings.modality_suffixes] + [f"{patient}.nii.gz"]
     ct_name = synthetic.input_image_name(evaluation, patient, names)
-    return image_inputs(patient, evaluation.settings.input_socket, ct_name)
+    return image_inputs(patient, synthetic.first_socket(evaluation.settings.input_socket), ct_name)
 
 
 def write_value_jobs(input_dir: Path, rng, patients, slug: str, relative_path: str, kind: str, values,
                      inputs=image_inputs) -> None:
-    """One job per patient with one JSON output; `inputs(patient)` lists the job's inputs."""
+    """One job per patient with one JSON output, a Value as the platform keeps a Float or Bool
+    socket (inline in predictions.json and written to its file); `inputs(patient)` lists the job's
+    inputs."""
     jobs = []
     for patient, value in zip(patients, values):
         pk = synthetic.job_pk(rng)
-        jobs.append(synthetic.job(pk, inputs(patient), [synthetic.file_output(slug, relative_path, kind=kind)],
+        jobs.append(synthetic.job(pk, inputs(patient), [synthetic.value_output(slug, relative_path, kind, value)],
                                   seconds=float(rng.uniform(20, 120))))
         synthetic.write_output(input_dir, pk, relative_path, value)
     order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order

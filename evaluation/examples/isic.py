@@ -153,7 +153,7 @@ def submission(evaluation_class, ground_truth_dir: Path, input_dir: Path, seed: 
         (input_dir / PREDICTIONS_FILE).write_text(predictions_csv_text(table.categories, shuffled))
         return
     settings = evaluation.settings
-    input_socket = settings.input_socket or INPUT_SOCKET
+    input_socket = synthetic.first_socket(settings.input_socket, INPUT_SOCKET)
     output_file = f"{settings.output_socket}.json"
     names = input_image_names(evaluation, table.ids, ".jpg")
     jobs = []

@@ -74,7 +74,8 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
         scores = np.where(labels == 1, rng.beta(4.0, 2.0, len(labels)), rng.beta(1.5, 5.0, len(labels))).round(3)
         pk = synthetic.job_pk(rng)
         name = synthetic.input_image_name(evaluation, stack, [f"{stack}.tiff"])
-        jobs.append(synthetic.job(pk, [synthetic.image_input(settings.input_socket, name, f"images/{settings.input_socket}")],
+        input_socket = synthetic.first_socket(settings.input_socket)
+        jobs.append(synthetic.job(pk, [synthetic.image_input(input_socket, name, f"images/{input_socket}")],
                                   [synthetic.file_output(settings.output_socket, output_file)],
                                   seconds=float(rng.uniform(20, 120))))
         synthetic.write_output(input_dir, pk, output_file, scores.tolist())

@@ -32,8 +32,24 @@ def image_input(slug: str, image_name: str, relative_path: str, pk: int = 0) -> 
 
 
 def file_output(slug: str, relative_path: str, kind: str = "Anything", pk: int = 0) -> dict[str, Any]:
+    """A JSON output the platform keeps as a file (super_kind File, `value` null): a socket whose
+    values are not stored in its database (large kinds such as Multiple points always are)."""
     return {"pk": pk, "image": None, "value": None, "file": f"https://example.invalid/{relative_path}",
             "socket": socket(slug, kind, "File", relative_path)}
+
+
+def value_output(slug: str, relative_path: str, kind: str, value: Any, pk: int = 0) -> dict[str, Any]:
+    """A JSON output the platform stores in its database (super_kind Value, the default of a Float,
+    Bool or other JSON socket): the value inline, and its file written too (write_output)."""
+    return {"pk": pk, "image": None, "file": None, "value": value, "socket": socket(slug, kind, "Value", relative_path)}
+
+
+def first_socket(value: str | list[str] | tuple[str, ...], default: str = "") -> str:
+    """The socket a synthetic job uses for a socket setting: its name, or the first of its names
+    (one per interface), or `default` when it names none."""
+    from evaluation.settings import socket_names
+
+    return (socket_names(value) or (default,))[0]
 
 
 def job(pk: str, inputs: list[dict], outputs: list[dict], seconds: float = 60.0) -> dict[str, Any]:
