@@ -15,7 +15,9 @@
 #                     truth with: python -m evaluation.examples <challenge> --ground-truth ground-truth/<challenge> --output DIR
 # --ground-truth DIR  test a ground truth you will upload on the phase rather than bake in: steps 2
 #                     and 3 use it, and step 1 (the baked-in ground-truth/<challenge>) is skipped.
-# BASE_IMAGE / PIP_INSTALL_ARGS are passed on to build.sh.
+# BASE_IMAGE / PIP_INSTALL_ARGS are passed on to build.sh. MEMORY_GIB (default 8, the platform's default
+# machine) is the evaluation machine's memory: the container gets it as a cgroup limit (--memory) and,
+# as the platform's runtime sets it, every process a data rlimit of that minus 1 GiB (--ulimit data).
 set -euo pipefail
 cd "$(dirname "$0")"
 root="$PWD"
@@ -47,6 +49,11 @@ case "$user" in
     "" | root | 0 | 0:* | root:*) die "image $image runs as root (USER '$user'); grand-challenge.org requires a non-root USER" ;;
 esac
 
+memory_gib="${MEMORY_GIB:-8}"
+[[ "$memory_gib" =~ ^[1-9][0-9]*$ ]] && [ "$memory_gib" -ge 2 ] \
+    || die "MEMORY_GIB must be a whole number of GiB, 2 or more (got '$memory_gib')"
+data_limit=$(((memory_gib - 1) * 1024 * 1024 * 1024))
+
 tmp="$(mktemp -d)"
 cleanup() {
     # Files written by the container belong to uid 1000; if we cannot delete them as ourselves,
@@ -61,19 +68,31 @@ trap cleanup EXIT
 
 # run_image <input folder> <output folder>: the restrictions of a grand-challenge.org evaluation run,
 # with the uploaded ground truth mounted where the platform puts it when $uploaded is set.
+# The memory: the machine's as a cgroup limit, and the platform's own cap, RLIMIT_DATA (the machine's
+# memory minus 1 GiB, per process, inherited by the worker processes).
+restrictions=(
+    --network none
+    --read-only --tmpfs /tmp
+    --cap-drop ALL --security-opt no-new-privileges
+    --memory "${memory_gib}g" --memory-swap "${memory_gib}g" --ulimit "data=$data_limit:$data_limit"
+    --pids-limit 256 --shm-size 128m
+)
 uploaded=""
 run_image() {
     local mounts=(-v "$1:/input:ro" -v "$2:/output")
     [ -z "$uploaded" ] || mounts+=(-v "$uploaded:/opt/ml/input/data/ground_truth:ro")
-    docker run --rm \
-        --network none \
-        --read-only --tmpfs /tmp \
-        --cap-drop ALL --security-opt no-new-privileges \
-        --memory 8g --memory-swap 8g \
-        --pids-limit 256 --shm-size 128m \
-        "${mounts[@]}" \
-        "$image"
+    docker run --rm "${restrictions[@]}" "${mounts[@]}" "$image"
 }
+
+# The data rlimit must reach the evaluation's processes, a worker process's included, as on the platform.
+limits="$(docker run --rm "${restrictions[@]}" --entrypoint python "$image" -c '
+import multiprocessing, resource
+with multiprocessing.get_context("spawn").Pool(1) as pool:
+    print(*resource.getrlimit(resource.RLIMIT_DATA), *pool.apply(resource.getrlimit, (resource.RLIMIT_DATA,)))')" \
+    || die "could not read the data rlimit inside $image"
+[ "$limits" = "$data_limit $data_limit $data_limit $data_limit" ] \
+    || die "the data rlimit inside $image is '$limits', expected $data_limit (soft and hard, main and worker process)"
+echo "Memory: cgroup ${memory_gib} GiB, data rlimit $((memory_gib - 1)) GiB ($data_limit bytes) in every process"
 
 # new_output <name>: an empty output folder the image's user (uid 1000) can write to.
 new_output() {

@@ -28,7 +28,7 @@ def missing_dependency(module, requirements="requirements.txt"):
 
 def _run(module, argv=None, requirements="requirements.txt"):
     if sys.version_info < MINIMUM_PYTHON:
-        print(f"The evaluation needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer (the image runs 3.11), "
+        print(f"The evaluation needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer (the image runs 3.14), "
               f"but {sys.executable} is Python {sys.version.split()[0]}.", file=sys.stderr)
         return EXIT_SETUP
     # One OpenBLAS thread (an explicit setting wins), set before numpy is imported: numpy starts

@@ -6,7 +6,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${EVALUATION_VENV:-$root/.venv}"
 requirements="$root/${1:-requirements.txt}"
 
-# Python 3.11, what the image runs (the bundled expected metrics were made with it): $EVALUATION_PYTHON,
+# Python 3.11 (the bundled expected metrics were made with it; the image runs 3.14 and writes the same
+# bytes, which .ci/run checks; the test dependencies are pinned for 3.11): $EVALUATION_PYTHON,
 # else python3.11, else python3 if it is 3.11 or newer.
 base=""
 for candidate in "${EVALUATION_PYTHON:-}" python3.11 python3; do

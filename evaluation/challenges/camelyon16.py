@@ -41,6 +41,12 @@ from evaluation.reading.values import finite_number, is_finite_number, json_type
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 from evaluation.wsi_masks import MASK_SUFFIXES, read_mask
 
+# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
+# included: TIFF masks (tifffile; imagecodecs decodes their LZW), .mha masks (SimpleITK), the evaluation mask
+# (cv2, cc3d). build.sh installs these alone; tests/test_image_requirements.py scores the bundled example with
+# every other package blocked.
+RUNTIME_PACKAGES = ("numpy", "SimpleITK", "tifffile", "imagecodecs", "connected-components-3d", "opencv-python-headless")
+
 REFERENCE_FILE = "reference.csv"
 MASKS_FOLDER = "masks"
 SLIDES_FILE = "slides.csv"  # predictions-file phase: image, probability per slide

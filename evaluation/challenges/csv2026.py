@@ -44,6 +44,12 @@ from evaluation.reading.images import shape_text
 from evaluation.reading.values import is_finite_number, one_line_values, shown
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting, socket_names
 
+# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
+# included: mask images (SimpleITK), NNNN_label.h5 ground truth (h5py), surface distances (cv2). build.sh
+# installs these alone; tests/test_image_requirements.py scores the bundled example with every other package
+# blocked.
+RUNTIME_PACKAGES = ("numpy", "SimpleITK", "h5py", "opencv-python-headless")
+
 VIEWS = ("long", "trans")
 VIEW_NAMES = {"long": "longitudinal", "trans": "transverse"}
 STRUCTURES = ("vessel", "plaque")

@@ -36,6 +36,11 @@ from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 
+# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
+# included: tasks 2 and 3: CSV and JSON values; scored with numpy alone. build.sh installs these alone;
+# tests/test_image_requirements.py scores the bundled example with every other package blocked.
+RUNTIME_PACKAGES = ("numpy",)
+
 PATIENT_COLUMN = "PatientID"
 PREDICTION_COLUMN = "Prediction"  # the 2022 predictions-file phase's CSV: PatientID,Prediction
 # Bootstrap rows turned into counts at a time: all of them for usual test sets (the C-index builds

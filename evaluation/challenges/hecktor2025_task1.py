@@ -35,6 +35,12 @@ from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.settings import IMAGE_OUTPUT, setting
 
+# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
+# included: NIfTI / MHA masks (SimpleITK), 26-connected lesions (cc3d), the 'hungarian' lesion matching
+# (scipy). build.sh installs these alone; tests/test_image_requirements.py scores the bundled example with
+# every other package blocked.
+RUNTIME_PACKAGES = ("numpy", "SimpleITK", "connected-components-3d", "scipy")
+
 BACKGROUND, GTVP, GTVN = 0, 1, 2
 LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"
 MASK_SUFFIXES = (".nii.gz", ".mha", ".nii", ".nrrd")  # ground truth: <PatientID>.nii.gz or .mha

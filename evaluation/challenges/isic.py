@@ -30,6 +30,11 @@ from evaluation.reading.tables import bytes_for_rows
 from evaluation.reading.values import SHOWN_LENGTH, finite_number, json_type, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 
+# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
+# included: reads CSV and JSON files; scores with numpy alone. build.sh installs these alone;
+# tests/test_image_requirements.py scores the bundled example with every other package blocked.
+RUNTIME_PACKAGES = ("numpy",)
+
 INDEX_COLUMNS = ("image", "lesion_id")  # the reference's index column, the first one present
 WEIGHT_COLUMNS = ("score_weight", "validation_weight")  # optional, default 1.0
 THRESHOLD = 0.5  # binary decisions: value > 0.5 (strictly)

@@ -36,6 +36,11 @@ from evaluation.reading.json_files import read_json
 from evaluation.reading.values import finite_numbers, json_type, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
 
+# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
+# included: reads JSON files; scores with numpy alone. build.sh installs these alone;
+# tests/test_image_requirements.py scores the bundled example with every other package blocked.
+RUNTIME_PACKAGES = ("numpy",)
+
 TARGET_RECALL = 0.9  # the metric's name says 90: not a setting
 # The negative class, compared with a frame's class lower-cased and without surrounding blanks
 # ("NDBE", " ndbe " are NDBE); any other class is neoplasia (rare26.md).
