@@ -23,7 +23,7 @@ from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_TERMINAT
 from evaluation.framework import available_challenges, default_workers, log, stop_workers
 from evaluation.launch import missing_dependency
 from evaluation.grand_challenge import (CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir,
-                                        write_charts, write_metrics)
+                                        write_outputs)
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
@@ -130,8 +130,8 @@ def run(args: argparse.Namespace, names: list[str]) -> int:
     # From here a SIGTERM waits (blocked) until the run has ended: the outputs are written whole,
     # and a run that wrote metrics.json exits 0.
     _block_sigterm()
-    write_charts(args.output, evaluation.drawn_charts)  # before metrics.json, the success marker
-    path = write_metrics(args.output, metrics, challenge.ranked_paths)
+    # The charts, then metrics.json, the success marker; a failure removes the charts again.
+    path = write_outputs(args.output, evaluation.drawn_charts, metrics, challenge.ranked_paths)
     log(f"Wrote {path} in {time.perf_counter() - started:.2f} s.")
     return EXIT_OK
 

@@ -511,11 +511,14 @@ def prepare_output(output_dir: Path) -> None:
         raise SetupError(f"The output folder {output_dir} is not writable ({error.strerror}).") from None
 
 
+_RANDOM_BYTES = 6  # of a temporary file's name, written as twice as many hex digits
+
+
 def _new_file(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
     """A new, private file with an unused random name in folder (tempfile.mkstemp's contract,
     without importing tempfile and its dependencies at every start-up)."""
     for _ in range(100):
-        path = os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        path = os.path.join(folder, f"{prefix}{os.urandom(_RANDOM_BYTES).hex()}{suffix}")
         try:
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600), path
         except FileExistsError:
@@ -532,10 +535,17 @@ def write_metrics(output_dir: Path, metrics: dict, ranked_paths: Iterable[str] =
         raise SetupError(f"metrics.json cannot be written to {output_dir} ({error.strerror}).") from None
 
 
+def _temporary_prefix(target: Path) -> str:
+    """The start of the temporary name a file is written under before it is renamed to `target`:
+    ".<stem>-", then the random hex digits and ".json" (_TEMPORARY_EXTRA characters in all more
+    than the target's own name, which output_file_problem leaves room for)."""
+    return f".{target.stem}-"
+
+
 def _write_atomically(output_dir: Path, text: str, name: str = METRICS_FILE) -> Path:
     target = output_dir / name
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = _new_file(target.parent, f".{target.stem}-", ".json")
+    fd, temporary = _new_file(target.parent, _temporary_prefix(target), ".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -553,24 +563,52 @@ def _write_atomically(output_dir: Path, text: str, name: str = METRICS_FILE) -> 
 # ---------------------------------------------------------------------------------------------
 # Charts: Vega-Lite specs the result page draws (a phase's evaluation output of kind Chart).
 
-# A Chart output's relative_path: a plain relative name (sub-folders allowed) ending in .json.
-_OUTPUT_FILE_PART = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
-MAX_OUTPUT_FILE_NAME = 255
+# A Chart output's relative_path: a plain relative name (sub-folders allowed) ending in .json,
+# each part matched whole (re.fullmatch: a pattern's `$` would also match before a final newline).
+_OUTPUT_FILE_PART = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+MAX_OUTPUT_FILE_NAME = 255  # the whole relative name
+NAME_MAX = 255  # bytes of one name in a folder (Linux file systems); the parts are ASCII
+# A file is written as ".<stem>-<random hex>.json" and renamed (_write_atomically): its temporary
+# name is this much longer than its own, and must fit NAME_MAX too.
+_TEMPORARY_EXTRA = len(".") + len("-") + 2 * _RANDOM_BYTES
 
 
 def output_file_problem(name: str) -> str | None:
     """Why `name` cannot be the relative_path of a file written next to metrics.json (None: it
     can): a plain relative name ending in .json, each part letters, digits, '.', '_' or '-'
-    (not starting with '.'), never metrics.json itself."""
-    if not name.lower().endswith(".json") or len(name) <= len(".json"):
+    (not starting with '.'), short enough for every part and the file's temporary name to fit
+    NAME_MAX, never metrics.json itself nor inside a folder named so."""
+    if not isinstance(name, str) or not name.lower().endswith(".json") or len(name) <= len(".json"):
         return "it must be a file name ending in .json"
     if len(name) > MAX_OUTPUT_FILE_NAME:
         return f"it must be at most {MAX_OUTPUT_FILE_NAME} characters long"
-    if not all(_OUTPUT_FILE_PART.match(part) for part in name.split("/")):
+    parts = name.split("/")
+    if not all(_OUTPUT_FILE_PART.fullmatch(part) for part in parts):
         return ("it must be a plain relative name (letters, digits, '.', '_', '-', sub-folders separated by '/'; "
                 "no leading '/', no '..')")
-    if name.lower() == METRICS_FILE:
-        return f"it cannot be {METRICS_FILE}, the evaluation's own output"
+    longest = NAME_MAX - _TEMPORARY_EXTRA
+    if len(parts[-1]) > longest:  # the folders' names are shorter than the whole, at most 255 (above)
+        return (f"its file name {parts[-1][:20]}... is {len(parts[-1])} characters long; at most {longest} leave room "
+                f"for the name it is written under before being renamed")
+    if parts[0].lower() == METRICS_FILE:
+        return f"it cannot be {METRICS_FILE}, the evaluation's own output, nor a file in a folder named so"
+    return None
+
+
+def output_files_collision(names: dict[str, str]) -> str | None:
+    """Why the files `names` ({what names it: relative name}, each without output_file_problem)
+    cannot all be written into one folder (None: they can): two name the same file (letter case
+    aside, as on a case-insensitive file system), or one file would be a folder of another's."""
+    seen = sorted((name.lower(), what) for what, name in names.items())
+    for (first, first_what), (second, second_what) in zip(seen, seen[1:]):
+        if first == second:
+            return (f"{first_what!r} and {second_what!r} both name the file {names[second_what]}; each chart needs a "
+                    f"file of its own")
+    for name, what in seen:
+        for other, other_what in seen:
+            if other.startswith(name + "/"):
+                return (f"{what!r} names the file {names[what]}, which {other_what!r} ({names[other_what]}) needs as "
+                        f"a folder; a chart file cannot be another's folder")
     return None
 
 
@@ -592,7 +630,28 @@ def write_chart(output_dir: Path, name: str, spec: dict) -> Path:
         raise SetupError(f"The chart {name} cannot be written to {output_dir} ({error.strerror}).") from None
 
 
-def write_charts(output_dir: Path, charts: dict[str, dict]) -> None:
-    """Every chart of a run, in file-name order, before metrics.json is written."""
-    for name in sorted(charts):
-        write_chart(output_dir, name, charts[name])
+def write_outputs(output_dir: Path, charts: dict[str, dict], metrics: dict, ranked_paths: Iterable[str] = ()) -> Path:
+    """A successful run's files: its charts, then metrics.json (the marker of success). When
+    any of them cannot be written, the charts this call wrote and the folders it made for them
+    are removed again: a failed run leaves no chart behind."""
+    metrics_json(metrics, ranked_paths)  # a value metrics.json refuses fails before any file is written
+    made: list[Path] = []  # charts written and folders created, in that order
+    try:
+        for name in sorted(charts):
+            target = output_dir / name
+            missing = [folder for folder in target.parents if len(folder.parts) > len(output_dir.parts)
+                       and not os.path.lexists(folder)]
+            made.extend(reversed(missing))  # outermost first
+            write_chart(output_dir, name, charts[name])
+            made.append(target)
+        return write_metrics(output_dir, metrics, ranked_paths)
+    except BaseException:
+        for path in reversed(made):  # files, then their folders, innermost first
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # only if empty: a file someone else put there stays
+                elif os.path.lexists(path):
+                    path.unlink()
+            except OSError:
+                pass
+        raise

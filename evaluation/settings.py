@@ -27,7 +27,7 @@ from evaluation.errors import SetupError
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import HugeNumber, json_type, shown
-from evaluation.grand_challenge import CONFIG_FILE, output_file_problem
+from evaluation.grand_challenge import CONFIG_FILE, output_file_problem, output_files_collision
 
 
 # The roles of a setting naming one of the phase's sockets (`socket=`): what `python -m
@@ -169,7 +169,8 @@ class Settings:
         return [(f.name, f.metadata["socket"]) for f in dataclasses.fields(cls) if f.metadata.get("socket")]
 
     def _check_output_files(self) -> None:
-        """Files written next to metrics.json (charts): plain relative .json names, each once."""
+        """Files written next to metrics.json (charts), checked whole before any scoring: plain
+        relative .json names that fit the file system, each once, none another's folder."""
         named: dict[str, str] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
@@ -178,10 +179,10 @@ class Settings:
             problem = output_file_problem(value)
             if problem is not None:
                 raise SetupError(f"{CONFIG_FILE}: setting {f.name!r} is {shown(value)}; {problem}.")
-            if value.lower() in named:
-                raise SetupError(f"{CONFIG_FILE}: settings {named[value.lower()]!r} and {f.name!r} both name the "
-                                 f"file {shown(value)}; each chart needs a file of its own.")
-            named[value.lower()] = f.name
+            named[f.name] = value
+        collision = output_files_collision(named)
+        if collision is not None:
+            raise SetupError(f"{CONFIG_FILE}: settings {collision}.")
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}

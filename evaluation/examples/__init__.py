@@ -6,7 +6,9 @@ the examples of one challenge module and declares them in `EXAMPLES`:
     EXAMPLES = {"rare26": Example(synthesize=synthesize, invalid_examples=invalid_examples)}
 
 - `synthesize(out_dir, seed=0, cases=None)`: a ground truth (out_dir/ground-truth) and a valid
-  submission scored against it (out_dir/input), the same bytes for the same seed;
+  submission scored against it (out_dir/input), the same bytes for the same seed; `min_cases`:
+  the fewest cases it makes an example of that the evaluation scores (with seed 0; fewer is a
+  usage error of the command);
 - `invalid_examples(input_dir)`: bad submissions bundled with the example
   (test/<challenge>/invalid/<name>/), each made from a copy of the valid one in input_dir:
   {name: {relative path: new bytes, or None to delete the file}};
@@ -15,12 +17,20 @@ the examples of one challenge module and declares them in `EXAMPLES`:
 - `invalid_for_ground_truth(ground_truth_dir, input_dir)` (optional): as `invalid_examples`, for
   a challenge whose bundled changes do not fail on every ground truth.
 
+A writer for the organizer's ground truth passes every file path it makes from a name of that
+ground truth or of its config.json (a slide, a socket) through `synthetic.checked` before it
+writes anything: no such name writes outside the submission folder.
+
 Two commands:
 
-    python -m evaluation.examples CHALLENGE --out DIR [--seed N] [--cases N]
-        a synthetic ground truth and a submission for it: DIR/ground-truth, DIR/input;
+    python -m evaluation.examples CHALLENGE --out DIR [--seed N] [--cases N] [--force]
+        a synthetic ground truth and a submission for it: DIR/ground-truth, DIR/input (a DIR
+        holding anything is refused without --force; with it, only those two are replaced);
     python -m evaluation.examples CHALLENGE --ground-truth GT --output DIR [--seed N] [--force]
         a test example for the ground truth GT, laid out as test/<challenge>/ (organizer.py).
+
+Exit codes: 0 done; 2 bad arguments or refused (one line); 3 the ground truth or its config.json
+is unusable; 4 a bug of evaluation/examples.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ class Example:
     # challenge (the organizer's own), written to input_dir as the platform lays it out.
     submission: Callable[[Path, Path, int], None] | None = None
     invalid_for_ground_truth: Callable[[Path, Path], dict[str, dict[str, bytes | None]]] | None = None
+    min_cases: int = 1  # the fewest `cases` synthesize makes a scored example of (seed 0)
 
 
 def examples() -> dict[str, Example]:
@@ -72,17 +83,15 @@ def invalid_examples(challenge: str, input_dir: Path) -> dict[str, dict[str, byt
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line on stderr, exit 1 (bad arguments)
-        self.exit(1, f"{self.prog}: {message} (see --help).\n")
+    def error(self, message: str):  # one line on stderr, exit 2 (a usage error, as every command's)
+        from evaluation.errors import EXIT_USAGE
 
-
-def _seed(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 0 or more")
-    return int(text)
+        self.exit(EXIT_USAGE, f"{self.prog}: {' '.join(message.split())} (see --help).\n")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from evaluation.cli import whole_number
+
     parser = _Parser(prog="python -m evaluation.examples",
                      description="Write a synthetic ground truth and a submission for it (--out), or a test "
                                  "example for your own ground truth (--ground-truth, --output), laid out as "
@@ -93,29 +102,34 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--ground-truth", type=Path, help="your ground truth (as ground-truth/<challenge>/ holds it)")
     parser.add_argument("--output", type=Path, help="with --ground-truth: folder to write input/, "
                                                     "expected_metrics.json and invalid/ into")
-    parser.add_argument("--seed", type=_seed, default=0, help="seed of the generated data (default: 0)")
-    parser.add_argument("--cases", type=int, default=None, help="with --out: number of cases (challenge default "
-                                                                "if omitted)")
-    parser.add_argument("--force", action="store_true", help="with --ground-truth: replace an existing input/, "
+    parser.add_argument("--seed", type=whole_number(0), default=0, help="seed of the generated data (default: 0)")
+    parser.add_argument("--cases", type=whole_number(1), default=None, help="with --out: number of cases "
+                                                                            "(challenge default if omitted)")
+    parser.add_argument("--force", action="store_true", help="with --out: write into a folder that holds files, "
+                                                             "replacing its ground-truth/ and input/; with "
+                                                             "--ground-truth: replace an existing input/, "
                                                              "expected_metrics.json and invalid/ in --output")
     args = parser.parse_args(argv)
+    from evaluation.examples.organizer import CommandError, make_organizer_example, write_synthetic_example
+
     if args.out is not None:
-        if args.output is not None or args.force:
-            parser.error("--output and --force go with --ground-truth, not --out")
+        if args.output is not None:
+            parser.error("--output goes with --ground-truth, not --out")
         known = examples()
         if args.challenge not in known:
             parser.error(f"no examples for challenge {args.challenge!r}; known: {', '.join(known)}")
-        synthesize(args.challenge, args.out, seed=args.seed, cases=args.cases)
-        print(f"wrote {args.out / 'ground-truth'} and {args.out / 'input'}")
-        return 0
-    if args.output is None:
+        fewest = known[args.challenge].min_cases
+        if args.cases is not None and args.cases < fewest:
+            parser.error(f"argument --cases: {args.challenge} needs at least {fewest} cases, not {args.cases}")
+    elif args.output is None:
         parser.error("--ground-truth needs --output (the folder for input/, expected_metrics.json and invalid/)")
-    if args.cases is not None:
+    elif args.cases is not None:
         parser.error("--cases goes with --out: the cases are those of the ground truth")
-    from evaluation.examples.organizer import CommandError, make_organizer_example
-
     try:
-        make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
+        if args.out is not None:
+            write_synthetic_example(args.challenge, args.out, seed=args.seed, cases=args.cases, force=args.force)
+        else:
+            make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
     except CommandError as error:
         sys.stdout.flush()
         print(str(error), file=sys.stderr, flush=True)

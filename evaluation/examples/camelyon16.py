@@ -66,6 +66,9 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
     settings = evaluation.settings
     rng = np.random.default_rng(seed)
     slides = sorted(evaluation.ground_truth)
+    for slide in slides:  # the names of the detections files, before anything is written
+        if evaluation.ground_truth[slide].lesion_evaluated:
+            synthetic.checked(f"{slide}.csv", f"Ground truth {REFERENCE_FILE}, the detections file of a slide")
     detections: dict[str, list[tuple[float, int, int]]] = {}
     extents = []
     for slide in slides:
@@ -142,7 +145,8 @@ def invalid_for_ground_truth(ground_truth_dir: Path, input_dir: Path) -> dict[st
 
 
 EXAMPLES = {"camelyon16": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission,
-                                  invalid_for_ground_truth=invalid_for_ground_truth)}
+                                  invalid_for_ground_truth=invalid_for_ground_truth,
+                                  min_cases=2)}  # a tumor slide and a normal one
 
 
 def _draw_lesions(rng: np.random.Generator, shape: tuple[int, int], value: int, count: int, itc: int, ring: bool):

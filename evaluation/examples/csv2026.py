@@ -87,6 +87,9 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
     per_case = (settings.baseline_time_seconds or 5.0 * len(case_ids)) / len(case_ids)
     image_slugs = (settings.longitudinal_output_socket, settings.transverse_output_socket)
     risk_slug = settings.risk_output_socket
+    for setting in ("longitudinal_output_socket", "transverse_output_socket"):  # before anything is written
+        synthetic.checked(f"images/{getattr(settings, setting)}", synthetic.setting_name(setting))
+    risk_file = synthetic.checked(f"{risk_slug}.json", synthetic.setting_name("risk_output_socket"))
     jobs = []
     for number, case_id in enumerate(case_ids):
         truth = evaluation.read_truth(evaluation.ground_truth[case_id])  # one case at a time
@@ -107,8 +110,8 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
         high_risk = bool(truth.high_risk) != (number in flipped)
         margin = float(rng.uniform(0.05, 0.45))
         probability = round(0.5 + margin if high_risk else 0.5 - margin, 3)  # high risk when >= 0.5
-        synthetic.write_output(input_dir, pk, f"{risk_slug}.json", probability)
-        outputs.append(synthetic.file_output(risk_slug, f"{risk_slug}.json", kind="Anything"))
+        synthetic.write_output(input_dir, pk, risk_file, probability)
+        outputs.append(synthetic.file_output(risk_slug, risk_file, kind="Anything"))
         long_name = synthetic.input_image_name(evaluation, case_id, [f"{case_id}.mha"])
         inputs = [synthetic.image_input(synthetic.first_socket(settings.longitudinal_input_socket), long_name,
                                         "images/longitudinal-carotid-ultrasound"),
@@ -120,7 +123,8 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
 
 
 EXAMPLES = {"csv2026": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission,
-                               invalid_for_ground_truth=invalid_for_ground_truth)}
+                               invalid_for_ground_truth=invalid_for_ground_truth,
+                               min_cases=2)}  # both risk classes
 
 
 def _input_name(job: dict, slug: str) -> str:

@@ -105,7 +105,8 @@ def submission_task2(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> 
 def write_organizer_jobs(evaluation, input_dir: Path, rng, patients, kind: str, values) -> None:
     """One job per patient of the organizer's ground truth, its value on the phase's output socket."""
     slug = evaluation.settings.output_socket
-    write_value_jobs(input_dir, rng, patients, slug, f"{slug}.json", kind, values,
+    relative = synthetic.checked(f"{slug}.json", synthetic.setting_name("output_socket"))  # before any write
+    write_value_jobs(input_dir, rng, patients, slug, relative, kind, values,
                      inputs=lambda patient: organizer_inputs(evaluation, patient))
 
 
@@ -155,10 +156,12 @@ def invalid_examples_task3(input_dir: Path, slug: str = "hpv-status") -> dict[st
 EXAMPLES = {
     "hecktor2025-task2": Example(
         synthesize=synthesize_task2, invalid_examples=invalid_examples_task2, submission=submission_task2,
+        min_cases=2,  # a comparable pair of patients
         invalid_for_ground_truth=lambda ground_truth_dir, input_dir: invalid_examples_task2(
             input_dir, output_socket(ground_truth_dir, Task2Settings))),
     "hecktor2025-task3": Example(
         synthesize=synthesize_task3, invalid_examples=invalid_examples_task3, submission=submission_task3,
+        min_cases=2,  # both classes
         invalid_for_ground_truth=lambda ground_truth_dir, input_dir: invalid_examples_task3(
             input_dir, output_socket(ground_truth_dir, Task3Settings))),
 }

@@ -54,6 +54,7 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
 
     evaluation = HecktorTask1(ground_truth_dir)  # its config.json and case-mapping.json apply
     slug = evaluation.settings.output_socket
+    relative = synthetic.checked(f"images/{slug}", synthetic.setting_name("output_socket"))  # before any write
     rng = np.random.default_rng(seed)
     jobs = []
     for number, patient in enumerate(sorted(evaluation.ground_truth)):
@@ -66,7 +67,6 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
         prediction.CopyInformation(truth)
         pk = synthetic.job_pk(rng)
         image_name = f"{synthetic.job_pk(rng)}.mha"
-        relative = f"images/{slug}"
         path = input_dir / pk / "output" / relative / image_name
         path.parent.mkdir(parents=True, exist_ok=True)
         sitk.WriteImage(prediction, str(path), useCompression=True)

@@ -154,7 +154,8 @@ def submission(evaluation_class, ground_truth_dir: Path, input_dir: Path, seed: 
         return
     settings = evaluation.settings
     input_socket = synthetic.first_socket(settings.input_socket, INPUT_SOCKET)
-    output_file = f"{settings.output_socket}.json"
+    socket = synthetic.setting_name("output_socket")
+    output_file = synthetic.checked(f"{settings.output_socket}.json", socket)  # before anything is written
     names = input_image_names(evaluation, table.ids, ".jpg")
     jobs = []
     for n in order:
@@ -163,7 +164,7 @@ def submission(evaluation_class, ground_truth_dir: Path, input_dir: Path, seed: 
                                   [synthetic.file_output(settings.output_socket, output_file)],
                                   seconds=float(rng.uniform(2, 10))))
         synthetic.write_output(input_dir, pk, output_file,
-                               {c: float(v) for c, v in zip(table.categories, data["predictions"][n])})
+                               {c: float(v) for c, v in zip(table.categories, data["predictions"][n])}, socket)
     synthetic.write_predictions(input_dir, jobs)
 
 
@@ -208,7 +209,7 @@ def submission_2019(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> N
 
 EXAMPLES = {
     Isic2018.name: Example(synthesize=synthesize_2018, invalid_examples=invalid_file_examples,
-                           submission=submission_2018),
+                           submission=submission_2018, min_cases=len(Isic2018.categories)),  # each category
     Isic2019.name: Example(synthesize=synthesize_2019, invalid_examples=invalid_algorithm_examples,
-                           submission=submission_2019),
+                           submission=submission_2019, min_cases=len(Isic2019.categories)),
 }

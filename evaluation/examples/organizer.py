@@ -13,9 +13,16 @@ ground-truth/CHALLENGE. Every run is the image's command line (`python -m evalua
 
 Safe by construction: the ground truth is only read; output inside it is refused; the three
 things above are built in a scratch folder inside DIR and replace the old ones only once all is
-done, and only with --force (any other file in DIR is left alone). Exit codes: 0 done; 1 bad
-arguments or refused; 3 the ground truth is unusable (the evaluation's own one-line reason); 4
-the generated examples are wrong (a bug of evaluation/examples).
+done, and only with --force (any other file in DIR is left alone). Every file path the
+submission writers make from a name of the ground truth or of its config.json (a slide, a socket)
+is checked as a submission's own names are, before anything is written. Exit codes: 0 done; 2
+bad arguments or refused; 3 the ground truth or its config.json is unusable (the evaluation's
+own one-line reason, or the name and the file it comes from); 4 the generated examples are wrong
+(a bug of evaluation/examples).
+
+The synthetic example (`--out DIR`, write_synthetic_example) is made the same way: in a scratch
+folder inside DIR, then DIR/ground-truth and DIR/input replace the old ones; a DIR holding
+anything is refused without --force.
 """
 
 from __future__ import annotations
@@ -35,10 +42,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EXIT_SUBMISSION, EvaluationError
+from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EXIT_SUBMISSION, EXIT_USAGE, EvaluationError
 
 INPUT, INVALID, EXPECTED_METRICS = "input", "invalid", "expected_metrics.json"
 OUTPUTS = (INPUT, INVALID, EXPECTED_METRICS)  # the only things the command writes (or removes) in DIR
+SYNTHETIC_OUTPUTS = ("ground-truth", INPUT)  # the same, for the synthetic example (--out DIR)
 EXPECTED_ERROR = "expected_error.txt"
 MISSING_CASE = "missing-case"  # the invalid submission every algorithm-job phase gets
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding the evaluation package
@@ -50,7 +58,7 @@ class CommandError(Exception):
     """One line for stderr and the exit code; raised before anything in DIR is changed, except
     for the scratch folder (removed)."""
 
-    exit_code = EXIT_SUBMISSION  # 1: bad arguments, or refused
+    exit_code = EXIT_USAGE  # 2: bad arguments, or refused
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
@@ -115,6 +123,52 @@ def make_organizer_example(challenge: str, ground_truth: Path, output: Path, see
                   invalid_changes=invalid, force=force)
 
 
+def write_synthetic_example(challenge: str, out: Path, seed: int = 0, cases: int | None = None,
+                            force: bool = False) -> None:
+    """The synthetic example (evaluation.examples.synthesize) in out/ground-truth and out/input,
+    built in a scratch folder inside `out` and moved in at the end. An `out` holding anything is
+    refused unless `force`; then only those two are replaced, nothing else in `out` touched."""
+    from evaluation.examples import synthesize
+
+    out = Path(os.path.abspath(out))
+    if os.path.lexists(out) and not out.is_dir():
+        raise CommandError(f"The output {out} is not a folder.")
+    try:
+        held = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
+    except OSError as error:
+        raise CommandError(f"The output folder {out} cannot be read ({error.strerror}).") from None
+    if held and not force:
+        raise CommandError(f"{out} is not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
+                           f"choose an empty or new folder, or rerun with --force to replace its "
+                           f"{' and '.join(name + '/' for name in SYNTHETIC_OUTPUTS)} (nothing else in it is touched).")
+    with output_folder(out) as scratch:
+        generated(lambda: synthesize(challenge, scratch, seed=seed, cases=cases), "Writing the synthetic example")
+        for name in SYNTHETIC_OUTPUTS:  # only now: a failure above leaves the previous ones as they were
+            remove(out / name)
+            os.replace(scratch / name, out / name)
+    say(f"wrote {out / 'ground-truth'} and {out / INPUT}")
+
+
+@contextlib.contextmanager
+def output_folder(output: Path):
+    """A scratch folder inside `output` (made if missing), removed at the end, and `output`
+    with the folders made for it too if they are left empty (a failure leaves no trace)."""
+    made = [folder for folder in (output, *output.parents) if not os.path.lexists(folder)]  # innermost first
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".example-in-progress-", dir=output))
+    except OSError as error:
+        raise CommandError(f"The output folder {output} cannot be written ({error.strerror}).") from None
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        for folder in made:
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
+
+
 def checked_ground_truth(challenge_class, ground_truth: Path) -> Path:
     """The ground-truth folder the evaluation reads (GT, or GT/<challenge>/ as the image looks
     into), validated by constructing the challenge's Evaluation on it: its config.json and
@@ -140,18 +194,11 @@ def write_example(challenge: str, ground_truth: Path, output: Path, write_submis
     in at the end; existing OUTPUTS are refused unless `force`."""
     ground_truth, output = Path(os.path.abspath(ground_truth)), Path(os.path.abspath(output))
     check_places(ground_truth, output, force)
-    created = not os.path.lexists(output)
-    output.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".example-in-progress-", dir=output))
-    try:
+    with output_folder(output) as scratch:
         build(challenge, ground_truth, scratch, write_submission, invalid_changes)
         for name in OUTPUTS:  # only now: a failure above leaves the previous example as it was
             remove(output / name)
             os.replace(scratch / name, output / name)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if created and not any(output.iterdir()):  # failed: leave no trace
-            output.rmdir()
     say(f"Done. The whole metrics.json is {output / EXPECTED_METRICS}; the valid submission {output / INPUT}; the "
         f"invalid ones, each with its expected_error.txt, {output / INVALID}.")
 
@@ -206,7 +253,7 @@ def build(challenge: str, ground_truth: Path, scratch: Path, write_submission: C
     (scratch / EXPECTED_METRICS).write_bytes(run.metrics)
     show_ranked_values(json.loads(run.metrics), available_challenges()[challenge].ranked_paths)
 
-    changes = generated(lambda: invalid_changes(input_dir), "Making the invalid submissions")
+    changes = generated(lambda: checked_changes(invalid_changes(input_dir)), "Making the invalid submissions")
     (scratch / INVALID).mkdir()
     for name, edits in sorted(changes.items()):
         case = scratch / INVALID / name
@@ -230,12 +277,25 @@ def generated(make: Callable[[], Any], what: str) -> Any:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             return make()
     except EvaluationError as error:
-        say(printed.getvalue().rstrip())
+        if printed.getvalue().strip():
+            say(printed.getvalue().rstrip())
         raise GroundTruthError(f"{what} stopped on the ground truth: {error.message}") from None
     except Exception as error:
         say(printed.getvalue().rstrip())
         traceback.print_exc(file=sys.stdout)
         raise ExamplesBug(f"{what} failed, a bug of evaluation/examples: {type(error).__name__}: {error}") from None
+
+
+def checked_changes(changes: Changes) -> Changes:
+    """The invalid submissions' names and the paths they change, checked as the valid one's
+    (synthetic.checked): some are made from names of the ground truth."""
+    from evaluation.examples import synthetic
+
+    for name, edits in changes.items():
+        synthetic.checked(name, "The name of an invalid submission")
+        for relative in edits:
+            synthetic.checked(relative, f"The invalid submission {name}")
+    return changes
 
 
 def apply_changes(input_dir: Path, edits: dict[str, bytes | None]) -> None:

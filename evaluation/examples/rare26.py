@@ -67,7 +67,8 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
     evaluation = Rare26(ground_truth_dir)  # its config.json and case-mapping.json apply
     settings = evaluation.settings
     rng = np.random.default_rng(seed)
-    output_file = f"{settings.output_socket}.json"
+    socket = synthetic.setting_name("output_socket")
+    output_file = synthetic.checked(f"{settings.output_socket}.json", socket)  # before anything is written
     jobs = []
     for stack in sorted(evaluation.ground_truth):
         labels = evaluation.ground_truth[stack].labels
@@ -78,7 +79,7 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
         jobs.append(synthetic.job(pk, [synthetic.image_input(input_socket, name, f"images/{input_socket}")],
                                   [synthetic.file_output(settings.output_socket, output_file)],
                                   seconds=float(rng.uniform(20, 120))))
-        synthetic.write_output(input_dir, pk, output_file, scores.tolist())
+        synthetic.write_output(input_dir, pk, output_file, scores.tolist(), socket)
     order = rng.permutation(len(jobs))  # the platform lists jobs in no particular order
     synthetic.write_predictions(input_dir, [jobs[i] for i in order])
 

@@ -16,6 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.errors import SetupError
+from evaluation.grand_challenge import CONFIG_FILE
+from evaluation.reading.files import Origin
+
 
 def job_pk(rng: np.random.Generator) -> str:
     """A UUID4-shaped job pk, reproducible from the generator."""
@@ -78,8 +82,25 @@ def write_json(path: Path, content: Any, indent: int | None = None) -> None:
     path.write_text(json.dumps(content, indent=indent) + "\n", encoding="utf-8")
 
 
-def write_output(input_dir: Path, pk: str, relative_path: str, content: Any) -> None:
-    write_json(input_dir / pk / "output" / relative_path, content)
+def checked(relative: str, what: str) -> str:
+    """`relative`, a path below the submission folder made from a name the organizer's ground
+    truth or config.json gives (a slide, a socket), checked as a submission's own names are
+    (Origin.check_parts: not absolute, no '..', no NUL or backslash, not over-long), touching no
+    file: the writers check every such name before they write anything, so none writes outside
+    the submission folder. A bad one is SetupError (exit 3), its message starting with `what`
+    (the file, and the setting or row the name comes from)."""
+    Origin(Path("."), SetupError, "the submission folder").check_parts(relative, what=what)
+    return relative
+
+
+def setting_name(setting: str) -> str:
+    """How `checked` names a name taken from a setting of the phase's config.json."""
+    return f"{CONFIG_FILE}, setting {setting!r}"
+
+
+def write_output(input_dir: Path, pk: str, relative_path: str, content: Any,
+                 what: str = "An output file of the submission") -> None:
+    write_json(input_dir / pk / "output" / checked(relative_path, what), content)
 
 
 def write_predictions(input_dir: Path, jobs: list[dict]) -> None:
