@@ -96,6 +96,13 @@ def failure(error: BaseException) -> tuple[int, str]:
     if isinstance(error, EvaluationError):
         return error.exit_code, one_line(f"The evaluation could not run, through no fault of the submission: "
                                          f"{error.message} (please tell the challenge organizers).")
+    if isinstance(error, MemoryError):
+        # The platform caps each process's data segment (RLIMIT_DATA) at the machine's memory less
+        # 1 GiB: an allocation over it raises here instead of the kernel killing the run (exit 137).
+        # Decoding is bounded by the ground truth's shapes, so this is the machine, not the submission.
+        return EXIT_SETUP, one_line("The evaluation ran out of memory under this machine's limit, through no fault "
+                                    "of the submission (please tell the challenge organizers: the phase needs a "
+                                    "larger memory limit, or fewer workers).")
     return EXIT_INTERNAL, one_line(f"Internal error of the evaluation, not caused by the submission: "
                                    f"{type(error).__name__}: {error} (please tell the challenge organizers).")
 

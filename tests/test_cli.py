@@ -239,6 +239,26 @@ def test_internal_error_exit_4_traceback_first(rare26, capsys, monkeypatch, work
     assert "in broken" in stderr  # the trace reaches our code, for the organizers
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_out_of_memory_is_the_machine_exit_3(rare26, capsys, monkeypatch, workers):
+    """An allocation over the process's memory limit (the platform's RLIMIT_DATA) raises MemoryError:
+    exit 3 with one line for the organizers, not a participant's fault and not an internal error."""
+    import numpy as np
+
+    gt, inp, out = rare26
+
+    def greedy(self, case, prediction, ground_truth):
+        return np.ones(1 << 62, dtype=np.uint8)  # a real allocation no machine grants
+
+    monkeypatch.setattr(Rare26, "score_case", greedy)
+    code, _, stderr = run_main(capsys, *args(gt, inp, out, "--workers", workers))
+    assert code == 3
+    assert not (out / "metrics.json").exists()
+    line = last_line(stderr)
+    assert_one_sentence(line)
+    assert line.startswith("The evaluation ran out of memory") and "no fault of the submission" in line
+
+
 def test_non_finite_ranked_value_exit_4_and_no_metrics(rare26, capsys, monkeypatch):
     gt, inp, out = rare26
     original = Rare26.score_aggregates
