@@ -2,6 +2,12 @@
 it, and its statistics against the plain way: re-running the container on every resample.
 
     .venv/bin/python -m benchmarks.leaderboard [--only NAME]... [--repeats 3] [--quick] [--profile]
+    .venv/bin/python -m benchmarks.leaderboard --many-teams [TEAMS] [--repeats 1] [--quick]
+
+--many-teams: the scale case alone. 1,000 team folders (40 distinct HECKTOR task 2 submissions,
+the rest linked to them) x 500 patients, the whole command with 1000 resamples on 1 and 2
+workers; prints the wall time and the peak memory of the main process and of its largest worker,
+judged against 2 GiB.
 
 | challenge | submissions | cases (synthetic) |
 |---|---|---|
@@ -363,13 +369,64 @@ def mib(value: float) -> str:
     return f"{value / 2**20:.0f}" if value else "-"
 
 
+MANY_TEAMS = 1000  # the issue's scale: hundreds of teams, memory must not grow with their square
+MANY_CASES = 500
+MANY_DISTINCT = 40  # distinct submissions written; the other team folders link to them (a written one
+# is 6.5 MB and 1.6 s for 500 HECKTOR task 2 patients); ties do not change what the statistics hold
+MANY_TARGET_BYTES = 2 * 2**30
+
+
+def many_teams(teams: int, cases: int, distinct: int, repeats: int) -> int:
+    """hecktor2025-task2, `teams` team folders x `cases` patients, the whole command (1000
+    resamples, 1 and 2 workers): wall seconds and the peak memory of the main process and of its
+    largest worker, judged against 2 GiB for the process tree's largest. Returns 1 when missed."""
+    challenge = "hecktor2025-task2"
+    failed = 0
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        started = time.perf_counter()
+        example_ground_truth(challenge)(root / "data", Size(teams, cases))
+        ground_truth = root / "data" / "ground-truth"
+        written = write_submissions(challenge, ground_truth, root / "written", min(distinct, teams))
+        folders = []
+        for k in range(teams):
+            link = root / "teams" / f"team-{k:04d}"
+            link.parent.mkdir(exist_ok=True)
+            link.symlink_to(written[k % len(written)])
+            folders.append(link)
+        print(f"{challenge}: {teams} teams ({len(written)} distinct submissions) x {cases} patients written in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+        for repeat in range(repeats):
+            for workers in (1, 2):
+                output = root / f"output-{workers}"
+                shutil.rmtree(output, ignore_errors=True)
+                measured = run_leaderboard([sys.executable, "-m", "evaluation.leaderboard", challenge,
+                                            *map(str, folders), "--ground-truth", str(ground_truth), "--output",
+                                            str(output), "--workers", str(workers)], interval=0.05)
+                peak = max(measured.main_peak_bytes, measured.worker_peak_bytes)
+                met = peak <= MANY_TARGET_BYTES
+                failed |= not met
+                print(f"  --workers {workers}: {measured.seconds:.0f} s wall ({measured.statistics_and_report_seconds:.0f} "
+                      f"s statistics and report), peak memory {mib(measured.main_peak_bytes)} MiB main / "
+                      f"{mib(measured.worker_peak_bytes)} MiB largest worker: target <= 2 GiB "
+                      f"{'MET' if met else 'NOT MET'}; ranking.json {mib((output / 'ranking.json').stat().st_size)} MiB",
+                      flush=True)
+    return int(failed)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=None, help="a challenge (repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command and of the statistics (medians)")
     parser.add_argument("--quick", action="store_true", help="small inputs: checks that everything runs")
     parser.add_argument("--profile", action="store_true", help="print the statistics' heaviest functions")
+    parser.add_argument("--many-teams", type=int, nargs="?", const=MANY_TEAMS, default=None, metavar="TEAMS",
+                        help=f"only the scale case: TEAMS (default {MANY_TEAMS}) HECKTOR task 2 teams x {MANY_CASES} "
+                             f"patients, the whole command's peak memory against 2 GiB")
     args = parser.parse_args(argv)
+    if args.many_teams is not None:
+        sys.exit(many_teams(args.many_teams, 20 if args.quick else MANY_CASES, 4 if args.quick else MANY_DISTINCT,
+                            args.repeats))
     known = {s.name: s for s in SETUPS}
     unknown = sorted(set(args.only or ()) - set(known))
     if unknown:
