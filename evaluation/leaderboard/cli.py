@@ -194,18 +194,35 @@ CHARTS = "charts"
 MANIFEST = ".leaderboard-outputs.json"  # what the last run wrote: the only files a later run may delete
 
 
-def write_text(path: Path, text: str) -> Path:
+def write_json(path: Path, document: Any) -> Path:
+    """document_json(document) written as write_text writes, streamed: with indentation, json
+    builds the text from millions of small pieces (1,000 teams: a million pairwise entries), and
+    the whole list of them would be held at once."""
+    def write(handle) -> None:
+        json.dump(document, handle, indent=2, ensure_ascii=True, allow_nan=False)
+        handle.write("\n")
+
+    return write_text(path, write)
+
+
+def write_text(path: Path, text) -> Path:
     """The whole file or none: written beside it under a temporary name, then renamed; a failed
-    write (no space left, say) removes the temporary file and is exit 3 in one line."""
+    write (no space left, say) removes the temporary file and is exit 3 in one line. `text` is
+    the text, or a function writing it to the open file."""
     temporary = path.with_name(f".{path.name}.partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            if callable(text):
+                text(handle)
+            else:
+                handle.write(text)
         os.replace(temporary, path)
-    except OSError as error:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             temporary.unlink()
+        if not isinstance(error, OSError):
+            raise
         raise SetupError(f"{path} could not be written ({error.strerror or error}).") from None
     return path
 
@@ -344,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         raise SetupError(f"The report could not be written to {args.output} ({error.strerror or error}).") from None
     _remove_stale(args.output, previous, written)
-    path = write_text(args.output / "ranking.json", document_json(ranking))  # last: the success marker
+    path = write_json(args.output / "ranking.json", ranking)  # last: the success marker
     log(f"Wrote {path} ({len(documents)} ranked, {len(excluded)} excluded) in {time.perf_counter() - started:.1f} s.")
     return EXIT_OK
 
@@ -428,11 +445,14 @@ def _with_distributions(ranking: dict[str, Any], distributions: dict[str, dict[s
     rank-stability chart); ranking.json keeps the documented keys only."""
     if ranking["statistics"] is None:
         return ranking
-    copy = json.loads(json.dumps(ranking))
+    # Copies of the dicts on the way to each submission's statistics only: the pairwise tables (a
+    # million entries for 1,000 teams) are shared, not copied.
+    boards = dict(ranking["statistics"]["leaderboards"])
     for board, shares in distributions.items():
+        boards[board] = dict(boards[board])
         for name, distribution in shares.items():
-            copy["statistics"]["leaderboards"][board][name]["rank_distribution"] = distribution
-    return copy
+            boards[board][name] = {**boards[board][name], "rank_distribution": distribution}
+    return {**ranking, "statistics": {**ranking["statistics"], "leaderboards": boards}}
 
 
 def main(argv: list[str] | None = None) -> int:
