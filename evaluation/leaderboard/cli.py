@@ -356,6 +356,7 @@ def run(args: argparse.Namespace) -> int:
     if evaluation is not None:
         for name, outcome in outcomes.items():
             curves[name] = evaluation.ranking_curves(outcome.results, outcome.metrics)
+    log(f"Writing the report ({args.output / 'report.html'} and its charts).")
     try:
         written += report_module.write_report(args.output, _with_distributions(ranking, distributions), curves)
     except OSError as error:

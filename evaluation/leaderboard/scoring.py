@@ -274,19 +274,24 @@ def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
 
 def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: list[tuple[str, Path]],
                       workers: int = 1, scheduler: str | None = None) -> list[Outcome]:
-    """Each submission's Outcome, in the order given, its metrics computed as the container does."""
-    outcomes = [prepare(evaluation, name, path) for name, path in submissions]
+    """Each submission's Outcome, in the order given, its metrics computed as the container does.
+    A submission is matched with the ground truth when its turn comes, not all of them up front:
+    the cases of 1,000 submissions x 500 patients held at once took a gigabyte."""
+    outcomes = [Outcome(name, path) for name, path in submissions]
     plan: list[tuple[int, int]] = []  # per unit: (submission index, number of cases)
 
     def units() -> Iterator[list[Case]]:
         for index, outcome in enumerate(outcomes):
-            if outcome.error is None:
+            prepared = prepare(evaluation, outcome.name, outcome.input_dir)
+            outcome.cases, outcome.exit_code, outcome.error = prepared.cases, prepared.exit_code, prepared.error
+            if outcome.error is not None:
+                log(f"Invalid {outcome.name} (exit {outcome.exit_code}, excluded before scoring).")
+            else:
                 for unit in _units(evaluation, outcome.cases):
                     plan.append((index, len(unit)))
                     yield unit
 
-    total_cases = sum(len(o.cases) for o in outcomes if o.error is None)
-    log(f"Scoring {total_cases} case(s) of {sum(o.error is None for o in outcomes)} submission(s).")
+    log(f"Scoring {len(outcomes)} submission(s).")
     scored: dict[int, list[tuple]] = {}
     done_cases = done_submissions = 0
     if not evaluation.cases_in_workers and (workers > 1 or scheduler is not None):
@@ -308,7 +313,7 @@ def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: 
             if len(scored[index]) == len(outcome.cases):
                 _finish(evaluation, outcome, scored.pop(index))
                 done_submissions += 1
-                done = f"{done_submissions} submission(s), {done_cases} of {total_cases} case(s) done."
+                done = f"{done_submissions} of {len(outcomes)} submission(s), {done_cases} case(s) done."
                 if outcome.error is None:
                     log(f"Scored {outcome.name}: {done}")
                 else:
