@@ -2,6 +2,13 @@
 it, and its statistics against the plain way: re-running the container on every resample.
 
     .venv/bin/python -m benchmarks.leaderboard [--only NAME]... [--repeats 3] [--quick] [--profile]
+    .venv/bin/python -m benchmarks.leaderboard --many-teams [TEAMS] [--repeats 1] [--quick]
+
+--many-teams: the scale case alone. 1,000 team folders (40 distinct HECKTOR task 2 submissions,
+the rest linked to them) x 500 patients, the whole command with 1000 resamples on 1 and 2
+workers; prints the wall time and the peak memory of the main process up to the report (scoring,
+ranking, statistics, CSV) and of its largest worker, judged against 2 GiB, and the peak with the
+report. --until-report stops each command when the report starts (its charts are report.py's).
 
 | challenge | submissions | cases (synthetic) |
 |---|---|---|
@@ -125,9 +132,10 @@ class LeaderboardRun:
     main_peak_bytes: int  # the command's own process (VmHWM)
     worker_peak_bytes: int  # the largest of its descendants (0: none started)
     statistics_and_report_seconds: float  # from the log: "Statistics:" to "Wrote"
+    before_report_peak_bytes: int = 0  # the main process's VmHWM when "Writing the report" arrived
 
 
-def run_leaderboard(command: list[str], interval: float = 0.01) -> LeaderboardRun:
+def run_leaderboard(command: list[str], interval: float = 0.01, until_report: bool = False) -> LeaderboardRun:
     """The command as a user waits for it: wall time, CPU of the process tree (RUSAGE_CHILDREN:
     its workers are waited for), each process's peak memory (/proc VmHWM, sampled), and the
     arrival time of each progress line."""
@@ -149,20 +157,38 @@ def run_leaderboard(command: list[str], interval: float = 0.01) -> LeaderboardRu
     stderr_lines: list[str] = []
     reader = threading.Thread(target=lambda: stderr_lines.extend(process.stderr))
     reader.start()
-    lines = [(time.perf_counter(), line) for line in process.stdout]  # the command flushes each line
+    lines, before_report = [], 0
+    for line in process.stdout:  # the command flushes each line
+        lines.append((time.perf_counter(), line))
+        if line.startswith("Writing the report"):
+            before_report = _own_peak_bytes(process.pid)
+            if until_report:  # the report's charts are measured on their own: stop here
+                process.terminate()
+                lines.append((time.perf_counter(), "Wrote (stopped at the report)\n"))
+                break
     process.wait()
     seconds = time.perf_counter() - started
     sampler.join()
     reader.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if process.returncode != 0:
+    if process.returncode != 0 and not (until_report and before_report):
         last = stderr_lines[-1].strip() if stderr_lines else "(no message)"
         raise SystemExit(f"{' '.join(command[2:5])} ... failed with exit {process.returncode}: {last}")
     stats_start = next(t for t, line in lines if line.startswith("Statistics:"))
     wrote = next(t for t, line in lines if line.startswith("Wrote "))
     workers = [peak for pid, peak in high_water.items() if pid != process.pid]
     return LeaderboardRun(seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-                      high_water.get(process.pid, 0), max(workers, default=0), wrote - stats_start)
+                          high_water.get(process.pid, 0), max(workers, default=0), wrote - stats_start, before_report)
+
+
+def _own_peak_bytes(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 # ---- the statistics alone, in this process ---------------------------------------------------------
@@ -363,13 +389,71 @@ def mib(value: float) -> str:
     return f"{value / 2**20:.0f}" if value else "-"
 
 
+MANY_TEAMS = 1000  # the issue's scale: hundreds of teams, memory must not grow with their square
+MANY_CASES = 500
+MANY_DISTINCT = 40  # distinct submissions written; the other team folders link to them (a written one
+# is 6.5 MB and 1.6 s for 500 HECKTOR task 2 patients); ties do not change what the statistics hold
+MANY_TARGET_BYTES = 2 * 2**30
+
+
+def many_teams(teams: int, cases: int, distinct: int, repeats: int, until_report: bool = False) -> int:
+    """hecktor2025-task2, `teams` team folders x `cases` patients, the whole command (1000
+    resamples, 1 and 2 workers): wall seconds and the peak memory of the main process and of its
+    largest worker, judged against 2 GiB for the process tree's largest. Returns 1 when missed."""
+    challenge = "hecktor2025-task2"
+    failed = 0
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        started = time.perf_counter()
+        example_ground_truth(challenge)(root / "data", Size(teams, cases))
+        ground_truth = root / "data" / "ground-truth"
+        written = write_submissions(challenge, ground_truth, root / "written", min(distinct, teams))
+        folders = []
+        for k in range(teams):
+            link = root / "teams" / f"team-{k:04d}"
+            link.parent.mkdir(exist_ok=True)
+            link.symlink_to(written[k % len(written)])
+            folders.append(link)
+        print(f"{challenge}: {teams} teams ({len(written)} distinct submissions) x {cases} patients written in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+        for repeat in range(repeats):
+            for workers in (1, 2):
+                output = root / f"output-{workers}"
+                shutil.rmtree(output, ignore_errors=True)
+                measured = run_leaderboard([sys.executable, "-m", "evaluation.leaderboard", challenge,
+                                            *map(str, folders), "--ground-truth", str(ground_truth), "--output",
+                                            str(output), "--workers", str(workers)], interval=0.05,
+                                           until_report=until_report)
+                # judged up to the report: its charts (report.py) are measured on their own
+                peak = max(measured.before_report_peak_bytes, measured.worker_peak_bytes)
+                met = peak <= MANY_TARGET_BYTES
+                failed |= not met
+                print(f"  --workers {workers}: {measured.seconds:.0f} s wall ({measured.statistics_and_report_seconds:.0f} "
+                      f"s statistics and report); peak memory up to the report (scoring, ranking, statistics, "
+                      f"CSV): {mib(measured.before_report_peak_bytes)} MiB main, "
+                      f"{mib(measured.worker_peak_bytes)} MiB largest worker: target <= 2 GiB "
+                      f"{'MET' if met else 'NOT MET'}; with the report: "
+                      f"{'not run (--until-report)' if until_report else mib(measured.main_peak_bytes) + ' MiB; '}"
+                      + ("" if until_report else f"ranking.json {mib((output / 'ranking.json').stat().st_size)} MiB"),
+                      flush=True)
+    return int(failed)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=None, help="a challenge (repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each command and of the statistics (medians)")
     parser.add_argument("--quick", action="store_true", help="small inputs: checks that everything runs")
     parser.add_argument("--profile", action="store_true", help="print the statistics' heaviest functions")
+    parser.add_argument("--many-teams", type=int, nargs="?", const=MANY_TEAMS, default=None, metavar="TEAMS",
+                        help=f"only the scale case: TEAMS (default {MANY_TEAMS}) HECKTOR task 2 teams x {MANY_CASES} "
+                             f"patients, the whole command's peak memory against 2 GiB")
+    parser.add_argument("--until-report", action="store_true",
+                        help="with --many-teams: stop each command when it starts the report (its charts)")
     args = parser.parse_args(argv)
+    if args.many_teams is not None:
+        sys.exit(many_teams(args.many_teams, 20 if args.quick else MANY_CASES, 4 if args.quick else MANY_DISTINCT,
+                            args.repeats, args.until_report))
     known = {s.name: s for s in SETUPS}
     unknown = sorted(set(args.only or ()) - set(known))
     if unknown:

@@ -53,7 +53,14 @@ def _comparisons(values: np.ndarray, order: str) -> tuple[np.ndarray, np.ndarray
     a, b = values[..., :, None], values[..., None, :]
     undefined_a, undefined_b = np.isnan(a), np.isnan(b)
     with np.errstate(invalid="ignore"):
-        close = np.abs(a - b) <= TIE_RELATIVE * np.maximum(np.abs(a), np.abs(b))
+        # |a - b| <= TIE_RELATIVE * max(|a|, |b|), each float array made once and reused in place:
+        # hundreds of submissions make these (..., n, n) arrays the statistics' largest
+        distance = np.subtract(a, b)
+        np.abs(distance, out=distance)
+        scale = np.maximum(np.abs(a), np.abs(b))
+        np.multiply(scale, TIE_RELATIVE, out=scale)
+        close = distance <= scale
+        del distance, scale
         tied = np.where(undefined_a | undefined_b, undefined_a & undefined_b, close | (a == b))
         better = ~tied & (undefined_b | (~undefined_a & (a > b)))
     return better, tied

@@ -47,9 +47,32 @@ if [ ! -f "$stamp" ] || ! cmp -s "$stamp" <(cat "$root"/requirements*.txt); then
         next="$root/$included"; files+=("$next")
     done
     total="$(cat "${files[@]}" | sed 's/#.*//' | grep -c '==' || true)"
-    echo "Installing the pinned packages of $(basename "$requirements") into $venv (first run, or the pins changed: $total packages to fetch and install, up to a few minutes)"
-    "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps --progress-bar off -r "$requirements" 2>&1 \
-        | awk -v total="$total" '
+    # The pins not installed at their version yet (another requirements file may have installed
+    # them all already: then nothing is fetched, and the message must not say otherwise).
+    missing="$("$venv/bin/python" - "${files[@]}" <<'PY'
+import re, sys
+from importlib import metadata
+count = 0
+for name in sys.argv[1:]:
+    for line in open(name, encoding="utf-8"):
+        pin = line.split("#")[0].split(";")[0].strip()
+        if "==" not in pin:
+            continue
+        package, version = (part.strip() for part in pin.split("==", 1))
+        try:
+            count += metadata.version(re.sub(r"\[.*\]", "", package)) != version
+        except metadata.PackageNotFoundError:
+            count += 1
+print(count)
+PY
+)"
+    if [ "$missing" = 0 ]; then
+        echo "The $total pinned packages of $(basename "$requirements") are installed in $venv already"
+    else
+        echo "Installing the pinned packages of $(basename "$requirements") into $venv ($missing of $total not installed at their pinned version: up to a few minutes)"
+    fi
+    [ "$missing" = 0 ] || "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps --progress-bar off -r "$requirements" 2>&1 \
+        | awk -v total="$missing" '
             /^Collecting / { n++; name = $2; printf "  [%d/%d] %s", n, total, name; pending = 1; next }
             /^Processing / { n++; name = $2; sub(/.*\//, "", name); printf "  [%d/%d] %s (local file)\n", n, total, name; fflush(); next }
             /^WARNING: Location .* is ignored/ { next }

@@ -81,9 +81,15 @@ def test_the_ranking_is_the_official_rule_with_competition_ranks(task2):
         assert entry["values"]["aggregates.c_index"] == metrics["aggregates"]["c_index"]
     with open(output / "ranking-c_index.csv", newline="") as handle:
         rows = list(csv.reader(handle))
-    assert rows[0] == ["rank", "submission", "aggregates.c_index"]
-    assert [(int(r[0]), r[1], float(r[2])) for r in rows[1:]] == \
-        [(e["rank"], e["submission"], e["values"]["aggregates.c_index"]) for e in board["entries"]]
+    assert rows[0] == ["rank", "submission", "aggregates.c_index", "aggregates.c_index 95% CI low",
+                       "aggregates.c_index 95% CI high", "exit_code", "error"]
+    ranked, excluded = rows[1:len(board["entries"]) + 1], rows[len(board["entries"]) + 1:]
+    statistics = ranking["statistics"]["leaderboards"]["c_index"]
+    assert [(int(r[0]), r[1], float(r[2]), [float(r[3]), float(r[4])], r[5:]) for r in ranked] == \
+        [(e["rank"], e["submission"], e["values"]["aggregates.c_index"],
+          statistics[e["submission"]]["value_ci"]["aggregates.c_index"], ["", ""]) for e in board["entries"]]
+    assert excluded and [r[:5] + [int(r[5]), r[6]] for r in excluded] == \
+        [["", e["submission"], "", "", "", e["exit_code"], e["error"]] for e in ranking["excluded"]]
 
 
 def test_statistics_are_complete_and_consistent(task2):

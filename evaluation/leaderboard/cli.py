@@ -12,10 +12,12 @@ error, 3 for a ground-truth or setup problem; an invalid submission is excluded,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
 import os
+import stat
 import sys
 import time
 import traceback
@@ -29,7 +31,7 @@ from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, SetupError
 from evaluation.final_ranking import TIE_METHODS
 from evaluation.framework import default_workers, log
 from evaluation.grand_challenge import (BAKED_GROUND_TRUTH_DIR, METRICS_FILE, UPLOADED_GROUND_TRUTH_DIR, metrics_json,
-                                        resolve_ground_truth_dir)
+                                        resolve_ground_truth_dir, value_at_path)
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth
 RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submissions in statistics
@@ -116,21 +118,69 @@ def named_submissions(paths: list[Path], metrics_mode: bool) -> list[tuple[str, 
     return sorted(named.items())
 
 
-def read_metrics_file(challenge: str, path: Path) -> dict[str, Any]:
+MAX_METRICS_BYTES = 64 * 2**20  # a metrics.json is kilobytes; more is not one (and must not fill the memory)
+
+
+def read_metrics_file(challenge: str, path: Path, ranked_paths: tuple[str, ...] = ()) -> dict[str, Any]:
     """A metrics.json of --metrics mode, or ValueError saying why it cannot be ranked."""
     file = path / METRICS_FILE if path.is_dir() else path
     try:
-        document = json.loads(file.read_text(encoding="utf-8"))
+        with open(file, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ValueError(f"{file} is not a regular file")
+            data = handle.read(MAX_METRICS_BYTES + 1)
+        if len(data) > MAX_METRICS_BYTES:
+            raise ValueError(f"{file} is larger than {MAX_METRICS_BYTES // 2**20} MiB, too large for a metrics.json")
+        document = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{file} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise ValueError(f"{file} cannot be read as JSON ({error})") from None
+    except ValueError as error:  # ours above, or an integer longer than Python converts
+        raise ValueError(str(error) if str(error).startswith(str(file)) else
+                         f"{file} cannot be read as JSON ({error})") from None
     if not isinstance(document, dict):
         raise ValueError(f"{file} is not a JSON object")
     written_by = (document.get("evaluation") or {}).get("challenge") if isinstance(document.get("evaluation"), dict) else None
     if written_by is not None and written_by != challenge:
         raise ValueError(f"{file} was written by the {written_by} evaluation, not {challenge}")
+    for ranked in ranked_paths:
+        value = value_at_path(document, ranked)
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                float(value)
+            except OverflowError:
+                raise ValueError(f"{file}: {ranked} is an integer of {len(str(abs(value)))} digits, too large to "
+                                 f"rank as a number") from None
     return document
+
+
+def check_output(output: Path, inputs: list[tuple[str, Path]]) -> None:
+    """Before anything is written: --output is a folder (or can be one), apart from every input
+    (neither equal to, inside nor containing the ground truth or a submission), and none of the
+    paths the command writes through is a link (nothing outside --output is written or deleted)."""
+    if os.path.lexists(output) and not output.is_dir():
+        raise UsageError(f"--output {output} exists and is not a folder: give a folder.")
+    resolved = Path(os.path.realpath(output))
+    for what, path in inputs:
+        other = Path(os.path.realpath(path))
+        if resolved == other or other in resolved.parents:
+            raise UsageError(f"--output {output} is {'' if resolved == other else 'inside '}{what} ({path}): give a "
+                             f"folder apart from the inputs.")
+        if resolved in other.parents:
+            raise UsageError(f"--output {output} contains {what} ({path}): give a folder apart from the inputs.")
+    links = [output / name for name in (CHARTS, "submissions", "report.html", MANIFEST)]
+    for folder in (output / CHARTS, output / "submissions"):
+        if folder.is_dir() and not folder.is_symlink():
+            links += sorted(folder.iterdir())
+    for path in links:
+        if path.is_symlink():
+            raise UsageError(f"{path} is a link: the final ranking writes only inside --output {output}; remove the "
+                             f"link or give another --output.")
+
+
+def _team_folder(path: Path, metrics_mode: bool) -> Path:
+    return path.parent if metrics_mode and not path.is_dir() else path
 
 
 # ---- outputs ------------------------------------------------------------------------------------
@@ -140,25 +190,81 @@ def document_json(document: Any) -> str:
     return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
 
 
-def write_text(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+CHARTS = "charts"
+MANIFEST = ".leaderboard-outputs.json"  # what the last run wrote: the only files a later run may delete
+
+
+def write_json(path: Path, document: Any) -> Path:
+    """document_json(document) written as write_text writes, streamed: with indentation, json
+    builds the text from millions of small pieces (1,000 teams: a million pairwise entries), and
+    the whole list of them would be held at once."""
+    def write(handle) -> None:
+        json.dump(document, handle, indent=2, ensure_ascii=True, allow_nan=False)
+        handle.write("\n")
+
+    return write_text(path, write)
+
+
+def write_text(path: Path, text) -> Path:
+    """The whole file or none: written beside it under a temporary name, then renamed; a failed
+    write (no space left, say) removes the temporary file and is exit 3 in one line. `text` is
+    the text, or a function writing it to the open file."""
     temporary = path.with_name(f".{path.name}.partial")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temporary, "w", encoding="utf-8") as handle:
+            if callable(text):
+                text(handle)
+            else:
+                handle.write(text)
+        os.replace(temporary, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        if not isinstance(error, OSError):
+            raise
+        raise SetupError(f"{path} could not be written ({error.strerror or error}).") from None
     return path
 
 
-def ranking_csv(leaderboard: dict[str, Any]) -> str:
-    """rank,submission,<value columns>,<partial ranks>: the leaderboard's table for people."""
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV injection rule
+
+
+def text_cell(text: Any) -> str:
+    """A text cell a spreadsheet shows as text, never runs as a formula: a leading =, +, -, @, tab
+    or carriage return gets a single quote before it (a team folder named "=1+2", say)."""
+    text = str(text)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _number_cell(value: Any) -> str:
+    return "" if value is None else repr(value)
+
+
+def ranking_csv(leaderboard: dict[str, Any], statistics: dict[str, Any] | None = None,
+                excluded: list[dict[str, Any]] = ()) -> str:
+    """rank,submission,<value columns>,<partial ranks>,<each value's 95% interval>,exit_code,error:
+    the leaderboard's table for people, then the excluded submissions (no rank; their exit code
+    and line). Text cells are neutralised against formula injection; numbers stay numbers."""
     entries = leaderboard["entries"]
     values = list(dict.fromkeys(path for entry in entries for path in entry["values"]))
     partial = list(dict.fromkeys(name for entry in entries for name in entry["partial_ranks"]))
+    board = ((statistics or {}).get("leaderboards") or {}).get(leaderboard["name"]) or {}
+    intervals = [(path, bound) for path in values for bound in ("low", "high")]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["rank", "submission", *values, *partial])
+    writer.writerow([text_cell(c) for c in ["rank", "submission", *values, *partial,
+                                            *(f"{path} 95% CI {bound}" for path, bound in intervals),
+                                            "exit_code", "error"]])
     for entry in entries:
         cells = [entry["values"].get(p) for p in values] + [entry["partial_ranks"].get(p) for p in partial]
-        writer.writerow([entry["rank"], entry["submission"], *("" if c is None else repr(c) for c in cells)])
+        value_ci = (board.get(entry["submission"]) or {}).get("value_ci") or {}
+        bounds = [(value_ci.get(path) or [None, None])[bound == "high"] for path, bound in intervals]
+        writer.writerow([entry["rank"], text_cell(entry["submission"]), *map(_number_cell, cells),
+                         *map(_number_cell, bounds), "", ""])
+    for item in excluded:
+        writer.writerow(["", text_cell(item["submission"]), *[""] * (len(values) + len(partial) + len(intervals)),
+                         _number_cell(item["exit_code"]), text_cell(item["error"])])
     return buffer.getvalue()
 
 
@@ -173,11 +279,24 @@ def run(args: argparse.Namespace) -> int:
     if not challenge.final_rankings:
         raise SetupError(f"{args.challenge} declares no final ranking rule.")
     submissions = named_submissions(args.submissions, args.metrics)
+    ground_truth_dir = None if args.metrics else _ground_truth_dir(args.ground_truth, args.challenge)
+    inputs = [(f"the submission {name}", _team_folder(path, args.metrics)) for name, path in submissions]
+    if ground_truth_dir is not None:
+        inputs.insert(0, ("the ground-truth folder", ground_truth_dir))
+    check_output(args.output, inputs)
     report_module = _report_module()  # before any scoring: a missing library must not waste the run
+    if args.scheduler is not None and not args.metrics:
+        from evaluation.leaderboard.scoring import probe_scheduler
+
+        probe_scheduler(args.scheduler)
     log(f"evaluation {__version__}: final ranking of {len(submissions)} submission(s) for {challenge.title}")
-    args.output.mkdir(parents=True, exist_ok=True)
-    for stale in sorted((args.output / "charts").glob("*.vl.json")):
-        stale.unlink()  # an earlier run's charts: this run's report writes its own
+    try:
+        args.output.mkdir(parents=True, exist_ok=True)
+        (args.output / "ranking.json").unlink(missing_ok=True)  # an earlier run's marker: a failed run leaves none
+    except OSError as error:
+        raise SetupError(f"The output folder {args.output} cannot be used ({error.strerror or error}).") from None
+    previous = _previous_outputs(args.output)
+    written: list[Path] = []
     notes: list[str] = []
     excluded: list[dict[str, Any]] = []
     documents: dict[str, dict[str, Any]] = {}
@@ -186,15 +305,15 @@ def run(args: argparse.Namespace) -> int:
     workers = 1
 
     if args.metrics:
+        ranked_paths = tuple(dict.fromkeys(path for rule in challenge.final_rankings for path in rule.paths))
         for name, path in submissions:
             try:
-                documents[name] = read_metrics_file(args.challenge, path)
+                documents[name] = read_metrics_file(args.challenge, path, ranked_paths)
             except ValueError as error:
                 excluded.append({"submission": name, "exit_code": None, "error": str(error)})
     else:
         from evaluation.leaderboard.scoring import ChallengeSpec, score_submissions
 
-        ground_truth_dir = _ground_truth_dir(args.ground_truth, args.challenge)
         settings = challenge.settings_class.from_ground_truth(ground_truth_dir)
         log(f"Ground truth: {ground_truth_dir}")
         evaluation = challenge(ground_truth_dir, settings)
@@ -204,11 +323,9 @@ def run(args: argparse.Namespace) -> int:
             folder = args.output / "submissions" / outcome.name
             if outcome.metrics is None:
                 excluded.append({"submission": outcome.name, "exit_code": outcome.exit_code, "error": outcome.error})
-                if (folder / METRICS_FILE).is_file():
-                    (folder / METRICS_FILE).unlink()  # an earlier run's: this one has none
                 log(f"Excluded {outcome.name} (exit {outcome.exit_code}): {outcome.error}")
                 continue
-            write_text(folder / METRICS_FILE, metrics_json(outcome.metrics, challenge.ranked_paths))
+            written.append(write_text(folder / METRICS_FILE, metrics_json(outcome.metrics, challenge.ranked_paths)))
             documents[outcome.name] = outcome.metrics
             outcomes[outcome.name] = outcome
 
@@ -233,7 +350,8 @@ def run(args: argparse.Namespace) -> int:
     ranking = {"challenge": args.challenge, "leaderboards": leaderboards, "statistics": statistics,
                "excluded": excluded, "notes": notes}
     for leaderboard in leaderboards:
-        write_text(args.output / f"ranking-{leaderboard['name']}.csv", ranking_csv(leaderboard))
+        written.append(write_text(args.output / f"ranking-{leaderboard['name']}.csv",
+                                  ranking_csv(leaderboard, statistics, excluded)))
     curves = {}
     if evaluation is not None:
         for name, outcome in outcomes.items():
@@ -241,10 +359,42 @@ def run(args: argparse.Namespace) -> int:
     # Columns titled as the leaderboards declare them (this phase's settings first, when scored).
     declared = (*(challenge.phase_leaderboards(settings) if evaluation is not None else ()), *challenge.leaderboards)
     titles = {**challenge.value_titles, **report_module.column_titles(declared)}
-    report_module.write_report(args.output, _with_distributions(ranking, distributions), curves, titles)
-    path = write_text(args.output / "ranking.json", document_json(ranking))  # last: the success marker
+    log(f"Writing the report ({args.output / 'report.html'} and its charts).")
+    # Each file whole or not at all (write_text): a full disk leaves no half-written chart or page.
+    written += report_module.write_report(args.output, _with_distributions(ranking, distributions), curves, titles,
+                                          write=write_text)
+    _remove_stale(args.output, previous, written)
+    path = write_json(args.output / "ranking.json", ranking)  # last: the success marker
     log(f"Wrote {path} ({len(documents)} ranked, {len(excluded)} excluded) in {time.perf_counter() - started:.1f} s.")
     return EXIT_OK
+
+
+def _previous_outputs(output: Path) -> list[str]:
+    """What the last run in this folder wrote (its manifest), as relative paths; [] without one."""
+    try:
+        listed = json.loads((output / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return []
+    return [item for item in listed if isinstance(item, str)] if isinstance(listed, list) else []
+
+
+def _remove_stale(output: Path, previous: list[str], written: list[Path]) -> None:
+    """Deletes what the last run wrote and this one did not (a chart of a team now excluded, an
+    excluded team's metrics.json), then records what this run wrote. Only regular files named in
+    the last manifest, inside --output and of the kinds the command writes, are ever deleted."""
+    now = sorted({path.relative_to(output).as_posix() for path in written} | {"ranking.json"})
+    for relative in sorted(set(previous) - set(now)):
+        parts = Path(relative).parts
+        ours = (len(parts) == 2 and parts[0] == CHARTS and parts[1].endswith(".vl.json")) or \
+               (len(parts) == 3 and parts[0] == "submissions" and parts[2] == METRICS_FILE) or \
+               (len(parts) == 1 and parts[0].startswith("ranking-") and parts[0].endswith(".csv"))
+        path = output / relative
+        if not ours or ".." in parts or any(p.is_symlink() for p in [path, *list(path.parents)[: len(parts) - 1]]):
+            continue
+        if path.is_file():
+            path.unlink()
+            log(f"Removed {path}: written by the previous run in {output}, not by this one.")
+    write_text(output / MANIFEST, document_json(now))
 
 
 def _ground_truth_dir(explicit: Path | None, challenge: str) -> Path:
@@ -298,11 +448,14 @@ def _with_distributions(ranking: dict[str, Any], distributions: dict[str, dict[s
     rank-stability chart); ranking.json keeps the documented keys only."""
     if ranking["statistics"] is None:
         return ranking
-    copy = json.loads(json.dumps(ranking))
+    # Copies of the dicts on the way to each submission's statistics only: the pairwise tables (a
+    # million entries for 1,000 teams) are shared, not copied.
+    boards = dict(ranking["statistics"]["leaderboards"])
     for board, shares in distributions.items():
+        boards[board] = dict(boards[board])
         for name, distribution in shares.items():
-            copy["statistics"]["leaderboards"][board][name]["rank_distribution"] = distribution
-    return copy
+            boards[board][name] = {**boards[board][name], "rank_distribution": distribution}
+    return {**ranking, "statistics": {**ranking["statistics"], "leaderboards": boards}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,10 +464,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.challenge not in names:
         parser.error(f"unknown challenge {args.challenge!r}; known challenges: {', '.join(names)}")
+    from evaluation.leaderboard.scoring import GroundTruthFault
+
     try:
         return run(args)
     except UsageError as error:
         parser.error(str(error))
+    except GroundTruthFault as fault:
+        sys.stdout.flush()
+        print(fault.line.replace("through no fault of the submission", "through no fault of the submissions"),
+              file=sys.stderr, flush=True)
+        return fault.exit_code
     except ModuleNotFoundError as error:
         if not error.name or error.name.partition(".")[0] == "evaluation":
             raise

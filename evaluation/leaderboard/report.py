@@ -56,7 +56,7 @@ import math
 import re
 import textwrap
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 PLOTTED_DIGITS = 6  # significant digits of a number drawn in a chart
 ROW_STEP = 20  # pixels per submission along a nominal axis
@@ -521,11 +521,17 @@ def report_html(ranking: dict, svgs: dict[str, str], titles: dict[str, str] | No
     return "\n".join(parts) + "\n"
 
 
+def _write_file(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]],
-                 titles: dict[str, str] | None = None) -> list[Path]:
-    """Writes output_dir/charts/<name>.vl.json (Vega-Lite 5.1.0 specs) and output_dir/report.html;
-    returns the written paths (the charts in page order, then the page). `titles`: the
-    leaderboard columns' titles by metrics.json path (`column_titles`)."""
+                 titles: dict[str, str] | None = None, write: Callable[[Path, str], Any] = _write_file) -> list[Path]:
+    """Writes output_dir/charts/<name>.vl.json (Vega-Lite 5.1.0 specs) and output_dir/report.html
+    with `write(path, text)` (the command's writes each file whole or not at all); returns the
+    written paths (the charts in page order, then the page). `titles`: the leaderboard columns'
+    titles by metrics.json path (`column_titles`)."""
     output_dir = Path(output_dir)
     specs = chart_specs(ranking, curves or {}, titles)
     written = []
@@ -533,13 +539,13 @@ def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]],
         (output_dir / "charts").mkdir(parents=True, exist_ok=True)
     for name, spec in specs.items():
         path = output_dir / "charts" / f"{name}.vl.json"
-        path.write_text(spec_text(spec), encoding="utf-8")
+        write(path, spec_text(spec))
         written.append(path)
     # The page renders the very dict written to the file.
     svgs = {name: rendered_svg(name, spec) for name, spec in specs.items()}
     page = output_dir / "report.html"
     output_dir.mkdir(parents=True, exist_ok=True)
-    page.write_text(report_html(ranking, svgs, titles), encoding="utf-8")
+    write(page, report_html(ranking, svgs, titles))
     written.append(page)
     return written
 

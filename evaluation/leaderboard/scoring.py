@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from evaluation.cli import failure
-from evaluation.errors import EXIT_INTERNAL
+from evaluation.cli import failure, one_line
+from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
 from evaluation.settings import Settings
@@ -40,6 +40,28 @@ class ChallengeSpec:
         import json
 
         return json.dumps([self.challenge, self.ground_truth_dir, self.settings.as_dict()], sort_keys=True)
+
+
+class GroundTruthFault(Exception):
+    """The ground truth (or the organizer's configuration) failed while scoring: not any
+    submission's fault, so the whole final ranking stops with this exit code and line rather
+    than excluding every team."""
+
+    def __init__(self, exit_code: int, line: str):
+        super().__init__(line)
+        self.exit_code, self.line = exit_code, line
+
+
+def _ground_truth_failure(case: Case, error: BaseException) -> tuple[int, str]:
+    """(exit code, line) of an error raised while reading a case's ground truth: exit 3 whatever
+    the error's kind (a corrupt label file is the organizer's to fix), 4 for a bug of ours."""
+    code, line = failure(error)
+    if code == EXIT_INTERNAL or code == EXIT_SETUP:
+        return code, line
+    message = error.message if isinstance(error, EvaluationError) else str(error)
+    return EXIT_SETUP, one_line(f"The evaluation could not run, through no fault of the submission: the ground truth "
+                                f"of case {case.case_id} cannot be used: {message} (please tell the challenge "
+                                f"organizers).")
 
 
 @dataclass
@@ -77,12 +99,24 @@ def _evaluation_for(spec: ChallengeSpec) -> Evaluation:
 
 def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
     """Scores consecutive cases of one submission: [("ok", result)] per case, stopping at the
-    first failure, given as ("error", exit code, last stderr line, traceback or "")."""
+    first failure, given as ("error", exit code, last stderr line, traceback or ""), or as
+    ("fatal", ...) when the case's ground truth cannot be read (no submission's fault)."""
     evaluation = _evaluation_for(spec)
     scored: list[tuple] = []
+    split = type(evaluation).score_one is Evaluation.score_one  # else the challenge reads its truth its own way
     for case in cases:
         try:
-            scored.append(("ok", evaluation.score_one(case)))
+            if not split:
+                scored.append(("ok", evaluation.score_one(case)))
+                continue
+            try:
+                truth = evaluation.case_truth(case)
+            except Exception as error:
+                code, line = _ground_truth_failure(case, error)
+                scored.append(("fatal", code, line, traceback.format_exc() if code == EXIT_INTERNAL else ""))
+                break
+            # Evaluation.score_one, its ground truth read above
+            scored.append(("ok", evaluation.score_case(case, evaluation.load_prediction(case, truth), truth)))
         except Exception as error:  # the container's handling: exit code and one line
             code, line = failure(error)
             scored.append(("error", code, line, traceback.format_exc() if code == EXIT_INTERNAL else ""))
@@ -126,9 +160,7 @@ class Runner:
 
     def __enter__(self) -> "Runner":
         if self.scheduler is not None:
-            from distributed import Client
-
-            self._client = Client(self.scheduler, timeout=30)
+            self._client = connect(self.scheduler)
             threads = sum(self._client.nthreads().values())
             log(f"Dask cluster {self.scheduler}: {len(self._client.nthreads())} worker(s), {threads} thread(s).")
             self.window = max(4, 4 * threads)
@@ -178,13 +210,54 @@ class Runner:
     def _result(self, future) -> list[tuple]:
         from concurrent.futures.process import BrokenProcessPool
 
+        from evaluation.errors import SetupError
+
         try:
             return future.result()
         except BrokenProcessPool:
-            from evaluation.errors import SetupError
-
             raise SetupError("A scoring process died, most likely killed for exceeding the memory limit; "
                              "rerun with fewer --workers.") from None
+        except Exception as error:
+            if self._client is None or type(error).__module__.partition(".")[0] != "distributed":
+                raise
+            # KilledWorker: the unit's workers died more often than its retries; a lost scheduler
+            raise SetupError(f"The Dask cluster {self.scheduler} could not run a unit of work "
+                             f"({type(error).__name__}: {error}); check its workers and rerun.") from None
+
+
+def probe_scheduler(address: str, timeout: float = 30) -> None:
+    """SetupError in one line, at once, when nothing listens at a tcp:// scheduler address (before
+    any scoring: a final ranking must not fail at its end for a typo)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from evaluation.errors import SetupError
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if parts.scheme in ("tcp", "") and host:
+        try:
+            socket.create_connection((host, port or 8786), timeout=timeout).close()
+        except OSError as error:
+            raise SetupError(f"No Dask scheduler answers at {address} ({error.strerror or error}); start one "
+                             f"(dask scheduler) or check --scheduler.") from None
+
+
+def connect(address: str, timeout: float = 30):
+    """A Dask client of the scheduler at `address`, or SetupError in one line: nothing listens
+    there, or the scheduler does not answer in time."""
+    from distributed import Client
+
+    from evaluation.errors import SetupError
+
+    probe_scheduler(address, timeout)
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, ValueError, TypeError) as error:
+        raise SetupError(f"No Dask scheduler could be reached at {address} ({error}); check --scheduler.") from None
 
 
 def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
@@ -192,7 +265,7 @@ def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
     outcome = Outcome(name, input_dir)
     try:
         outcome.cases = evaluation.cases(input_dir)
-    except Exception as error:
+    except Exception as error:  # exit 3 here is this folder's predictions.json (the platform's input): excluded
         outcome.exit_code, outcome.error = failure(error)
         if outcome.exit_code == EXIT_INTERNAL:
             traceback.print_exc()
@@ -201,19 +274,24 @@ def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
 
 def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: list[tuple[str, Path]],
                       workers: int = 1, scheduler: str | None = None) -> list[Outcome]:
-    """Each submission's Outcome, in the order given, its metrics computed as the container does."""
-    outcomes = [prepare(evaluation, name, path) for name, path in submissions]
+    """Each submission's Outcome, in the order given, its metrics computed as the container does.
+    A submission is matched with the ground truth when its turn comes, not all of them up front:
+    the cases of 1,000 submissions x 500 patients held at once took a gigabyte."""
+    outcomes = [Outcome(name, path) for name, path in submissions]
     plan: list[tuple[int, int]] = []  # per unit: (submission index, number of cases)
 
     def units() -> Iterator[list[Case]]:
         for index, outcome in enumerate(outcomes):
-            if outcome.error is None:
+            prepared = prepare(evaluation, outcome.name, outcome.input_dir)
+            outcome.cases, outcome.exit_code, outcome.error = prepared.cases, prepared.exit_code, prepared.error
+            if outcome.error is not None:
+                log(f"Invalid {outcome.name} (exit {outcome.exit_code}, excluded before scoring).")
+            else:
                 for unit in _units(evaluation, outcome.cases):
                     plan.append((index, len(unit)))
                     yield unit
 
-    total_cases = sum(len(o.cases) for o in outcomes if o.error is None)
-    log(f"Scoring {total_cases} case(s) of {sum(o.error is None for o in outcomes)} submission(s).")
+    log(f"Scoring {len(outcomes)} submission(s).")
     scored: dict[int, list[tuple]] = {}
     done_cases = done_submissions = 0
     if not evaluation.cases_in_workers and (workers > 1 or scheduler is not None):
@@ -222,6 +300,11 @@ def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: 
     with Runner(spec, evaluation, workers, scheduler) as runner:
         for unit_index, unit_scored in enumerate(runner.run(units())):
             index, size = plan[unit_index]
+            for item in unit_scored:
+                if item[0] == "fatal":
+                    if item[3]:
+                        log(item[3])
+                    raise GroundTruthFault(item[1], item[2])
             scored.setdefault(index, []).extend(unit_scored)
             # a failed case ends its unit early: count the unit's cases as done all the same
             scored[index].extend([("skipped",)] * (size - len(unit_scored)))
@@ -230,8 +313,11 @@ def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: 
             if len(scored[index]) == len(outcome.cases):
                 _finish(evaluation, outcome, scored.pop(index))
                 done_submissions += 1
-                log(f"Scored {outcome.name}: {done_submissions} submission(s), {done_cases} of {total_cases} "
-                    f"case(s) done.")
+                done = f"{done_submissions} of {len(outcomes)} submission(s), {done_cases} case(s) done."
+                if outcome.error is None:
+                    log(f"Scored {outcome.name}: {done}")
+                else:
+                    log(f"Invalid {outcome.name} (exit {outcome.exit_code}, excluded): {done}")
     return outcomes
 
 
@@ -249,6 +335,18 @@ def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> No
     results = {case.case_id: item[1] for case, item in zip(outcome.cases, scored)}
     try:
         metrics = evaluation.metrics(results)
+    except EvaluationError as error:
+        code, line = failure(error)
+        if code == EXIT_SETUP:  # the aggregates refuse the ground truth (one class only, say): no team's fault
+            raise GroundTruthFault(code, line) from None
+        outcome.exit_code, outcome.error, outcome.cases = code, line, []
+        return
+    except Exception as error:
+        outcome.exit_code, outcome.error = failure(error)
+        traceback.print_exc()
+        outcome.cases = []
+        return
+    try:
         metrics_json(metrics, evaluation.ranked_paths)  # the container's check: a ranked value must be a number
     except Exception as error:
         outcome.exit_code, outcome.error = failure(error)

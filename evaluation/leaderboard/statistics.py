@@ -22,7 +22,8 @@ from evaluation.final_ranking import FinalRanking
 from evaluation.leaderboard.standings import Standing, json_number
 
 CI_PERCENTS = (2.5, 97.5)
-PAIR_CELLS = 10_000_000  # resamples x submissions^2 compared at a time: memory flat for hundreds of submissions
+PAIR_CELLS = 4_000_000  # resamples x submissions^2 compared at a time: memory flat for hundreds of submissions
+# (a few float arrays of this many cells at once: ~150 MB)
 
 
 def _blocks(resamples: int, n: int) -> list[slice]:
@@ -52,17 +53,21 @@ def holm_rejections(p_values: np.ndarray, alpha: float) -> np.ndarray:
 
 def kendall_tau_b(ranks: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of each row of `ranks` (resamples x n) with `reference` (n,), as
-    scipy.stats.kendalltau computes it; NaN where a ranking is constant."""
+    scipy.stats.kendalltau computes it; NaN where a ranking is constant. Counted over all ordered
+    pairs and halved (sign(x_i - x_j) * sign(y_i - y_j) is symmetric): no copy of the upper
+    triangle, whose index arrays alone are n^2 integers."""
     ranks = np.asarray(ranks, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
     n = ranks.shape[-1]
-    upper = np.triu_indices(n, k=1)
-    sx = np.sign(ranks[:, :, None] - ranks[:, None, :])[:, upper[0], upper[1]]
-    sy = np.sign(reference[:, None] - reference[None, :])[upper]
-    pairs = len(upper[0])
-    tied_x = (sx == 0).sum(axis=1)
-    tied_y = int((sy == 0).sum())
+    sx = np.subtract(ranks[:, :, None], ranks[:, None, :])
+    np.sign(sx, out=sx)
+    sy = np.sign(reference[:, None] - reference[None, :])
+    pairs = n * (n - 1) // 2
+    tied_x = ((sx == 0).sum(axis=(1, 2)) - n) // 2  # the diagonal is no pair
+    tied_y = (int((sy == 0).sum()) - n) // 2
+    concordance = np.einsum("rij,ij->r", sx, sy) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (sx * sy).sum(axis=1) / np.sqrt((pairs - tied_x) * float(pairs - tied_y))
+        return concordance / np.sqrt((pairs - tied_x) * float(pairs - tied_y))
 
 
 def _interval(values: np.ndarray) -> list | None:
