@@ -20,7 +20,9 @@ Two commands:
     python -m evaluation.examples CHALLENGE --out DIR [--seed N] [--cases N]
         a synthetic ground truth and a submission for it: DIR/ground-truth, DIR/input;
     python -m evaluation.examples CHALLENGE --ground-truth GT --output DIR [--seed N] [--force]
-        a test example for the ground truth GT, laid out as test/<challenge>/ (organizer.py).
+        a test example for the ground truth GT, laid out as test/<challenge>/ (organizer.py);
+        when DIR has a leaderboard/ (the bundled test/<challenge>/), its example teams of the
+        final ranking are rewritten for GT too (leaderboard_teams.py).
 """
 
 from __future__ import annotations
@@ -114,8 +116,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--cases goes with --out: the cases are those of the ground truth")
     from evaluation.examples.organizer import CommandError, make_organizer_example
 
+    # A bundled example folder (test/<challenge>/) also holds the final ranking's example teams:
+    # they belong to the ground truth too, so they are rewritten with the rest (leaderboard_teams).
+    leaderboard = args.output / "leaderboard"
     try:
+        if leaderboard.is_dir() and not args.force:
+            raise CommandError(f"{args.output} already holds leaderboard/; rerun with --force to replace it.")
         make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
+        if leaderboard.is_dir():
+            from evaluation.examples.leaderboard_teams import write_leaderboard
+            from evaluation.grand_challenge import resolve_ground_truth_dir
+
+            ground_truth = resolve_ground_truth_dir(args.ground_truth, args.challenge)  # checked just above
+            write_leaderboard(args.challenge, leaderboard, ground_truth, args.output)
     except CommandError as error:
         sys.stdout.flush()
         print(str(error), file=sys.stderr, flush=True)
