@@ -51,6 +51,7 @@ import numpy as np
 import pytest
 
 from tests import hostile_files as hf
+from tests.bundled import is_bundled
 from tests.cli_runs import limit_data
 from tests.hostile_files import ROOT, SECRET_MARK, Submission
 
@@ -88,13 +89,6 @@ def add(case_id: str, key: str, build: Callable[[Path], Submission], **options) 
     if options.get("slow") and "timeout" not in options:
         options["timeout"] = SLOW_TIMEOUT
     SPECS[case_id] = Spec(case_id, key, build, **options)
-
-
-FIRST = {  # the first case of each example by case id: cases are read in that order
-    "rare26": "rare26_stack_0000", "isic2019": "ISIC_0025231", "csv2026": "0001",
-    "hecktor2025-task1": "CHUM-017", "hecktor2025-task2": "CHUM-017", "hecktor2025-task3": "CHUM-017",
-    "camelyon16": "Test_001",
-}
 
 
 # ---- checks -------------------------------------------------------------------------------
@@ -247,7 +241,8 @@ def _json_case(family: str, mutation: str):
 
     def build(case_dir: Path) -> Submission:
         sub = _open(case_dir, key, phase)
-        path = sub.output_path(FIRST[key], slug)
+        # the first case by id (cases are read in that order), whatever example the organizer made
+        path = sub.output_path(sub.case_ids()[0], slug)
         JSON_MUTATIONS[mutation](path, json.loads(path.read_text()), sub, gt_file)
         return sub
     return build
@@ -1136,7 +1131,12 @@ def problems_of(spec: Spec, result: Result, sub: Submission | None, expected: di
         if "metrics.json" in result.output_listing:
             problems.append("metrics.json was written (or left) in --output")
         want_line = expand(expected.get("line", ""), sub)
-        if "line" in expected and result.last_line != want_line:
+        # The recorded lines quote the bundled synthetic data; on an organizer's own ground truth
+        # (tests/bundled.py) the exit code and the rest are checked, the line must be one line.
+        if not is_bundled(spec.key) and "line" in expected:
+            if not result.last_line or "Traceback" in result.stderr:
+                problems.append(f"no one-line message: {result.last_line!r}")
+        elif "line" in expected and result.last_line != want_line:
             problems.append(f"last stderr line:\n    found:    {result.last_line!r}\n    expected: {want_line!r}")
     elif result.metrics is None:
         problems.append("no readable metrics.json after exit 0")

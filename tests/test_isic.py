@@ -596,7 +596,9 @@ def test_examples_regenerate_the_bundled_files(challenge, tmp_path):
     """evaluation/examples/isic.py writes the bundled ground truth, submission and invalid
     submissions byte for byte (the generators moved out of the scoring module unchanged)."""
     from evaluation.examples.isic import EXAMPLES
+    from tests.bundled import skip_unless_bundled
 
+    skip_unless_bundled(challenge)
     example = EXAMPLES[challenge]
     example.synthesize(tmp_path, seed=0)
 

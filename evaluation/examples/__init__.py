@@ -27,7 +27,9 @@ Two commands:
         a synthetic ground truth and a submission for it: DIR/ground-truth, DIR/input (a DIR
         holding anything is refused without --force; with it, only those two are replaced);
     python -m evaluation.examples CHALLENGE --ground-truth GT --output DIR [--seed N] [--force]
-        a test example for the ground truth GT, laid out as test/<challenge>/ (organizer.py).
+        a test example for the ground truth GT, laid out as test/<challenge>/ (organizer.py);
+        when DIR has a leaderboard/ (the bundled test/<challenge>/), its example teams of the
+        final ranking are rewritten for GT too (leaderboard_teams.py).
 
 Exit codes: 0 done; 2 bad arguments or refused (one line); 3 the ground truth or its config.json
 is unusable; 4 a bug of evaluation/examples.
@@ -129,7 +131,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.out is not None:
             write_synthetic_example(args.challenge, args.out, seed=args.seed, cases=args.cases, force=args.force)
         else:
+            # A bundled example folder (test/<challenge>/) also holds the final ranking's example
+            # teams: they belong to the ground truth too, so they are rewritten with the rest.
+            leaderboard = args.output / "leaderboard"
+            if leaderboard.is_dir() and not args.force:
+                raise CommandError(f"{args.output} already holds leaderboard/; rerun with --force to replace it.")
             make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
+            if leaderboard.is_dir():
+                from evaluation.examples.leaderboard_teams import write_leaderboard
+                from evaluation.grand_challenge import resolve_ground_truth_dir
+
+                ground_truth = resolve_ground_truth_dir(args.ground_truth, args.challenge)  # checked just above
+                write_leaderboard(args.challenge, leaderboard, ground_truth, args.output)
     except CommandError as error:
         sys.stdout.flush()
         print(str(error), file=sys.stderr, flush=True)

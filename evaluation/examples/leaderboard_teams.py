@@ -1,0 +1,155 @@
+"""The bundled example submissions of the final ranking: test/<challenge>/leaderboard/, one folder
+per team, each laid out exactly like test/<challenge>/input/ (a container's /input):
+
+    team-a   Example.submission(ground truth, seed LINEUPS[challenge].seeds[0])
+    team-b   the same with seeds[1]
+    team-c   a byte copy of <example>/input/ (the bundled example submission)
+    team-d   a byte copy of team-b: tied with it at every ranked value
+    team-x   a byte copy of <example>/invalid/<LINEUPS[challenge].invalid>/input/: exits 1,
+             so the final ranking lists it under `excluded`
+
+Written by scripts/make_leaderboard_examples.py for the bundled ground truth, and by the examples
+command (`python -m evaluation.examples CHALLENGE --ground-truth GT --output test/CHALLENGE
+--force`) for an organizer's own, whenever the output folder has a leaderboard/. The seeds were
+picked once so that the ranked values of team-a, team-b and team-c clearly differ on the bundled
+ground truth; when they do not on another one, the next seed pairs (SPARE_SEEDS) are tried. The
+same ground truth and example write the same bytes. Every team is scored by the evaluation's
+command line: the valid ones must exit 0, team-x must exit 1 with its expected_error.txt line.
+The folders are built in a scratch folder beside the target and moved in once every check passed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluation.examples.organizer import ExamplesBug, generated, run_evaluation
+
+LEADERBOARD = "leaderboard"  # test/<challenge>/leaderboard/<team>/
+SEEDED_TEAMS = ("team-a", "team-b")  # Example.submission with the lineup's seeds
+EXAMPLE_TEAM = "team-c"  # the bundled example submission
+TIED_TEAM, TIED_WITH = "team-d", "team-b"  # a byte copy: the tie
+INVALID_TEAM = "team-x"  # a bundled invalid submission: excluded from the ranking
+SPARE_SEEDS = tuple((100 + 2 * k, 101 + 2 * k) for k in range(8))  # when the lineup's seeds make no ranking
+
+
+@dataclass(frozen=True)
+class Lineup:
+    seeds: tuple[int, int]  # team-a, team-b
+    invalid: str  # the folder of test/<challenge>/invalid/ team-x copies
+
+
+LINEUPS = {
+    "camelyon16": Lineup(seeds=(4, 0), invalid="coordinate-outside-slide"),
+    "csv2026": Lineup(seeds=(3, 0), invalid="malformed-class"),
+    "hecktor2025-task1": Lineup(seeds=(0, 7), invalid="stray-label"),
+    "hecktor2025-task2": Lineup(seeds=(0, 1), invalid="nan-risk"),
+    "hecktor2025-task3": Lineup(seeds=(11, 1), invalid="half-status"),
+    "isic2018": Lineup(seeds=(7, 4), invalid="missing-image"),
+    "isic2019": Lineup(seeds=(0, 1), invalid="missing-category"),
+    "rare26": Lineup(seeds=(8, 3), invalid="wrong-length"),
+}
+
+# The metrics.json paths each challenge's official final ranking reads, primary key first
+# (csv2026 ranks score_without_time only when no submission has timing).
+RANKED_PATHS = {
+    "camelyon16": ("aggregates.slide_auc", "aggregates.froc_score"),
+    "csv2026": ("aggregates.score_total", "aggregates.score_without_time"),
+    "hecktor2025-task1": ("aggregates.gtvp_dsc_mean", "aggregates.gtvn_dsc_agg", "aggregates.gtvn_f1_agg"),
+    "hecktor2025-task2": ("aggregates.c_index",),
+    "hecktor2025-task3": ("aggregates.balanced_accuracy", "aggregates.specificity"),
+    "isic2018": ("aggregate.balanced_accuracy", "aggregate.auc"),
+    "isic2019": ("aggregate.balanced_accuracy", "aggregate.auc"),
+    "rare26": ("Score",),
+}
+
+TEAMS = (*SEEDED_TEAMS, EXAMPLE_TEAM, TIED_TEAM, INVALID_TEAM)
+
+
+class NoRanking(ExamplesBug):
+    """The valid teams' primary values do not make a ranking."""
+
+
+def write_teams(challenge: str, folder: Path, ground_truth: Path, example: Path, seeds: tuple[int, int]) -> None:
+    """Every team's submission folder in `folder` (which must exist and be empty)."""
+    from evaluation import examples
+
+    submission = examples.example(challenge).submission
+    for team, seed in zip(SEEDED_TEAMS, seeds):
+        (folder / team).mkdir()
+        generated(lambda: submission(ground_truth, folder / team, seed), f"Writing {challenge} {team} (seed {seed})")
+    shutil.copytree(example / "input", folder / EXAMPLE_TEAM)
+    shutil.copytree(folder / TIED_WITH, folder / TIED_TEAM)
+    shutil.copytree(invalid_example(challenge, example) / "input", folder / INVALID_TEAM)
+
+
+def invalid_example(challenge: str, example: Path) -> Path:
+    found = example / "invalid" / LINEUPS[challenge].invalid
+    if not (found / "input").is_dir():
+        raise ExamplesBug(f"{challenge}: {found} has no input/ for team-x (LINEUPS[{challenge!r}].invalid)")
+    return found
+
+
+def ranked_values(challenge: str, metrics: bytes) -> dict[str, float | None]:
+    from evaluation.grand_challenge import value_at_path
+
+    document = json.loads(metrics)
+    return {path: value_at_path(document, path) for path in RANKED_PATHS[challenge]}
+
+
+def checked_scores(challenge: str, folder: Path, ground_truth: Path, example: Path) -> dict[str, dict]:
+    """Each valid team's ranked values; ExamplesBug unless every valid team exits 0 and team-x
+    exits 1 with the line its invalid submission expects; NoRanking unless team-a, team-b and
+    team-c have three distinct finite primary values."""
+    values = {}
+    for team in TEAMS:
+        run = run_evaluation(challenge, folder / team, ground_truth)
+        if team == INVALID_TEAM:
+            expected = invalid_example(challenge, example) / "expected_error.txt"
+            if run.code != 1 or run.metrics is not None or run.last_error_line != expected.read_text().strip():
+                raise ExamplesBug(f"{challenge} {team} exited {run.code}, not 1 with the line of {expected}: "
+                                  f"{run.last_error_line or 'no message'}")
+            print(f"  {team}: excluded (exit 1): {run.last_error_line}", flush=True)
+            continue
+        if run.code != 0 or run.metrics is None:
+            raise ExamplesBug(f"{challenge} {team} exited {run.code}: {run.last_error_line or 'no message'}")
+        values[team] = ranked_values(challenge, run.metrics)
+        shown = ", ".join(f"{path} = {value}" for path, value in values[team].items())
+        print(f"  {team}: {shown}", flush=True)
+    primary = [values[team][RANKED_PATHS[challenge][0]] for team in values]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in primary) or len(set(primary)) < 3:
+        raise NoRanking(f"{challenge}: the teams' {RANKED_PATHS[challenge][0]} values {primary} do not make a "
+                        f"ranking (three distinct finite values expected)")
+    return values
+
+
+def write_leaderboard(challenge: str, target: Path, ground_truth: Path, example: Path) -> None:
+    """test/<challenge>/leaderboard/ (`target`, replaced if present) for this ground truth and the
+    example folder holding input/ and invalid/: the lineup's seeds, else the first SPARE_SEEDS
+    pair that makes a ranking."""
+    print(f"{challenge}: writing {', '.join(TEAMS)} in {target} and scoring them ...", flush=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tried = []
+    for seeds in (LINEUPS[challenge].seeds, *SPARE_SEEDS):
+        scratch = Path(tempfile.mkdtemp(prefix=".leaderboard-in-progress-", dir=target.parent))
+        try:
+            write_teams(challenge, scratch, ground_truth, example, seeds)
+            try:
+                checked_scores(challenge, scratch, ground_truth, example)
+            except NoRanking as error:
+                tried.append(seeds)
+                print(f"  {error}; trying other seeds", flush=True)
+                continue
+            if target.exists():
+                shutil.rmtree(target)
+            scratch.rename(target)
+            print(f"  wrote {target}", flush=True)
+            return
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    raise NoRanking(f"{challenge}: no seeds of {tried} give team-a, team-b and team-c distinct "
+                    f"{RANKED_PATHS[challenge][0]} values on this ground truth")
