@@ -215,6 +215,11 @@ def test_pyramid_without_level5_is_a_setup_error(tmp_path):
 # ---- ground-truth problems: exit 3 -------------------------------------------------------------
 
 
+def append_row(path, row):
+    with open(path, "a") as handle:
+        handle.write(row + "\n")
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda gt: (gt / "reference.csv").write_text("image,type\n" + "".join(f"Test_00{n},Tumor\n" for n in (1, 3, 5, 7))),
      "must hold both tumor and normal slides"),
@@ -224,6 +229,10 @@ def test_pyramid_without_level5_is_a_setup_error(tmp_path):
     (lambda gt: shutil.copy(gt / "masks" / "Test_003.tif", gt / "masks" / "Test_002.tif"),
      "slide Test_002 is Normal in reference.csv but has a tumor mask Test_002.tif"),
     (lambda gt: (gt / "config.json").write_text('{"pixel_size_um": 0}'), "'pixel_size_um' is 0.0"),
+    # A slide's name names the participant's files: one leaving the folder is the ground truth's fault.
+    (lambda gt: append_row(gt / "reference.csv", "../../../../X,Normal"), ": the path ../../../../X leaves the"),
+    (lambda gt: append_row(gt / "reference.csv", "/tmp/X,Normal"), ": the path /tmp/X leaves the"),
+    (lambda gt: append_row(gt / "reference.csv", "sub/X,Normal"), ": the slide name sub/X is not a plain file name."),
 ])
 def test_ground_truth_problems_are_setup_errors(data, evaluate, change, message):
     input_dir, ground_truth = data

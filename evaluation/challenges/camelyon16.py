@@ -191,6 +191,12 @@ class Camelyon16(Evaluation):
                 raise SetupError(f"Ground truth {REFERENCE_FILE}, row {row.line}: expected an image name and a type "
                                  f"Tumor or Normal.")
             slide, kind = strip_extension(row.cells[0]), row.cells[1].lower()
+            # A slide's name names the participant's files too (slides.csv rows, detections files):
+            # one that is not a plain file name is the ground truth's fault, never the submission's.
+            where = f"Ground truth {REFERENCE_FILE}, row {row.line}"
+            self.truth.check_parts(slide, what=where)
+            if "/" in slide or slide in (".", ".."):
+                raise SetupError(f"{where}: the slide name {shown_path(slide)} is not a plain file name.")
             if slide in slides:
                 raise SetupError(f"Ground truth {REFERENCE_FILE}: slide {slide} is listed twice.")
             if slide in excluded:
