@@ -258,3 +258,24 @@ def fuzzed_submissions(seed: int, count: int) -> list[bytes]:
 def values_digest(values) -> str:
     """Digest of accepted confidences (rows sorted by image, columns in category order)."""
     return hashlib.sha256(np.ascontiguousarray(values, dtype=np.float64).tobytes()).hexdigest()[:16]
+
+
+# Runs inside the reference's environment: its own reading and checks of a submission (what its
+# command line does before scoring), on every fuzzed file; prints one outcome per line.
+REFERENCE_READER = """
+import io, sys, warnings, hashlib
+import numpy as np
+warnings.filterwarnings("ignore")
+from isic_challenge_scoring.load_csv import parse_csv, parse_truth_csv, validate_rows
+truth_text = open(sys.argv[1]).read()
+for path in sys.argv[2:]:
+    truth, _ = parse_truth_csv(io.StringIO(truth_text))
+    try:
+        with open(path) as stream:
+            predictions = parse_csv(stream, truth.columns)
+        validate_rows(truth, predictions)
+        values = predictions.sort_index().to_numpy(dtype=np.float64)
+        print("ok " + hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()[:16])
+    except Exception as error:
+        print("error " + " ".join(str(error).split()))
+"""

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.isic_reference import (  # noqa: E402
-    FIXTURES, PARITY_CASES, REFERENCE_STEPS, REFERENCE_VERSION, REJECTION_CASES, fuzzed_submissions, inputs_digest,
-    parity_inputs, reference_cli, rejection_truth, run_reference,
+    FIXTURES, PARITY_CASES, REFERENCE_READER, REFERENCE_STEPS, REFERENCE_VERSION, REJECTION_CASES, fuzzed_submissions,
+    inputs_digest, parity_inputs, reference_cli, rejection_truth, run_reference,
 )
 
 
@@ -42,25 +42,6 @@ FUZZ_SEED, FUZZ_COUNT = 1, 600
 INPUTS = FIXTURES.parent / "parity_inputs.json.gz"  # tests/test_isic_parity.py reads it
 NO_AVX512 = "AVX512_ICL AVX512_SPR X86_V4"  # NumPy's names of its AVX-512 code paths (NumPy >= 2.4)
 
-# Runs inside the reference's environment: its own reading and checks of a submission (what its
-# command line does before scoring), on every fuzzed file; prints one outcome per line.
-REFERENCE_READER = """
-import io, sys, warnings, hashlib
-import numpy as np
-warnings.filterwarnings("ignore")
-from isic_challenge_scoring.load_csv import parse_csv, parse_truth_csv, validate_rows
-truth_text = open(sys.argv[1]).read()
-for path in sys.argv[2:]:
-    truth, _ = parse_truth_csv(io.StringIO(truth_text))
-    try:
-        with open(path) as stream:
-            predictions = parse_csv(stream, truth.columns)
-        validate_rows(truth, predictions)
-        values = predictions.sort_index().to_numpy(dtype=np.float64)
-        print("ok " + hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()[:16])
-    except Exception as error:
-        print("error " + " ".join(str(error).split()))
-"""
 
 
 def fuzz_outcomes(scratch: Path) -> list[str]:

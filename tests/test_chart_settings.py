@@ -16,6 +16,7 @@ import pytest
 
 from evaluation.framework import available_challenges
 from evaluation.grand_challenge import NAME_MAX, output_file_problem
+from tests.test_charts import ground_truth_with
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW = {"camelyon16", "csv2026", "hecktor2025-task1"}  # image challenges: a scored run takes seconds
@@ -35,15 +36,6 @@ LONGEST = NAME_MAX - 14  # ".<stem>-<12 hex digits>.json", the temporary name, m
 
 def slow(cases):
     return [pytest.param(*case, marks=pytest.mark.slow) if case[0] in SLOW else case for case in cases]
-
-
-def ground_truth_with(directory: Path, challenge: str, settings: dict) -> Path:
-    copy = directory / f"ground-truth-{challenge}"
-    shutil.copytree(ROOT / "ground-truth" / challenge, copy)
-    config = copy / "config.json"
-    bundled = json.loads(config.read_text()) if config.exists() else {}
-    config.write_text(json.dumps({**bundled, **settings}))
-    return copy
 
 
 def files_in(folder: Path) -> list[str]:

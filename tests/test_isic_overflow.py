@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from benchmarks.isic_reference import (
-    REFERENCE_STEPS, REJECTION_CATEGORIES, REJECTION_IMAGES, reference_cli, rejection_truth, values_digest,
+    REFERENCE_READER, REFERENCE_STEPS, REJECTION_CATEGORIES, REJECTION_IMAGES, reference_cli, rejection_truth,
+    values_digest,
 )
 from evaluation import isic_csv
 from evaluation.challenges.isic import read_predictions_csv
@@ -156,24 +157,6 @@ def test_a_column_is_typed_per_block_of_rows_as_pandas_does():
     assert isic_csv.TEXT not in isic_csv.parse_numbers(["0.5"] + ["1"] * (block - 2) + ["50000000000000000000e-20"],
                                                        width)[1]
 
-
-REFERENCE_READER = """
-import io, sys, warnings, hashlib
-import numpy as np
-warnings.filterwarnings("ignore")
-from isic_challenge_scoring.load_csv import parse_csv, parse_truth_csv, validate_rows
-truth_text = open(sys.argv[1]).read()
-for path in sys.argv[2:]:
-    truth, _ = parse_truth_csv(io.StringIO(truth_text))
-    try:
-        with open(path) as stream:
-            predictions = parse_csv(stream, truth.columns)
-        validate_rows(truth, predictions)
-        values = predictions.sort_index().to_numpy(dtype=np.float64)
-        print("ok " + hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()[:16])
-    except Exception as error:
-        print("error " + " ".join(str(error).split()))
-"""
 
 LIVE = pytest.mark.skipif(reference_cli() is None, reason="the reference environment is missing (make it with "
                                                             "scripts/isic_reference_env.sh; needs Python >= 3.13)")
