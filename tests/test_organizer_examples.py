@@ -526,9 +526,10 @@ def test_camelyon16_normal_slide_named_as_a_path_exits_3(kind, tmp_path):
     done = command("camelyon16", "--ground-truth", ground_truth, "--output", output)
     assert done.returncode == 3
     line = assert_one_line(done.stderr)
-    assert line == ("Writing the valid submission stopped on the ground truth: Ground truth reference.csv, the "
-                    f"detections file of a slide: the path {shown_path(value + '.csv')} leaves the submission folder; "
-                    f"only plain relative paths are allowed.")
+    # Refused as the evaluation refuses it, when the ground truth is checked, before anything is written.
+    row = reference.read_text().splitlines().index(f"{value},Normal") + 1
+    assert line == (f"The ground truth in {ground_truth} cannot be used: Ground truth reference.csv, row {row}: the "
+                    f"path {shown_path(value)} leaves the ground-truth folder; only plain relative paths are allowed.")
     assert files_outside(tmp_path, ground_truth) == ["absolute/X.csv"]
     assert (tmp_path / "absolute" / "X.csv").read_text() == "mine\n"
     assert not (tmp_path / "a").exists()
