@@ -297,7 +297,7 @@ def lzf_unpacked_length(data: bytes, limit: int) -> int:
     end, at, out = len(data), 0, 0
     while at < end:
         control = data[at]
-        if control < 32:
+        if control < 32:  # literal run
             out += control + 1
             at += control + 2
             if out > limit:
@@ -305,21 +305,23 @@ def lzf_unpacked_length(data: bytes, limit: int) -> int:
             if at > end:
                 raise ValueError("its last literal run is cut short")
             continue
-        length = control >> 5
-        if length == 7:
+        if control < 224:  # back-reference of 3 to 8 bytes: control, offset
+            if at + 1 >= end:
+                raise ValueError("its last back-reference is cut short")
+            length = (control >> 5) + 2
+            back = (control & 31) << 8 | data[at + 1]  # the distance, less 1
+            at += 2
+        else:  # back-reference of 9 to 264 bytes: control, extra length, offset
             if at + 2 >= end:
                 raise ValueError("its last back-reference is cut short")
-            length += data[at + 1]
-            at += 1
-        elif at + 1 >= end:
-            raise ValueError("its last back-reference is cut short")
-        distance = ((control & 31) << 8 | data[at + 1]) + 1
-        at += 2
-        if out + length + 2 > limit:
+            length = data[at + 1] + 9
+            back = (control & 31) << 8 | data[at + 2]
+            at += 3
+        if out + length > limit:
             return limit + 1
-        if distance > out:
-            raise ValueError(f"a back-reference points {_bytes(distance - out)} before its start")
-        out += length + 2
+        if back >= out:
+            raise ValueError(f"a back-reference points {_bytes(back + 1 - out)} before its start")
+        out += length
     return out
 
 
