@@ -401,18 +401,47 @@ def zlib_bomb(total: int, block: int = 1 << 24) -> bytes:
     return first + steady * (total // block - 1) + b"\x03\x00" + struct.pack(">I", (total % 65521) << 16 | 1)
 
 
-def h5_write_chunk(path: Path, name: str, stream: bytes, filtered: bool = True) -> None:
-    """Dataset `name` of the HDF5 file at `path` rewritten as chunked (half its rows a chunk; gzip
-    unless not `filtered`) with its first chunk's stored bytes replaced by `stream`, the others
-    the dataset's own values."""
+def h5_write_chunk(path: Path, name: str, stream: bytes, filtered: bool = True, compression: str = "gzip") -> None:
+    """Dataset `name` of the HDF5 file at `path` rewritten as chunked (half its rows a chunk;
+    `compression` unless not `filtered`) with its first chunk's stored bytes replaced by `stream`,
+    the others the dataset's own values."""
     import h5py
 
     with h5py.File(path, "a") as handle:
         data = handle[name][()]
         del handle[name]
         chunks = (max(1, data.shape[0] // 2),) + data.shape[1:]
-        dataset = handle.create_dataset(name, data=data, chunks=chunks, compression="gzip" if filtered else None)
+        dataset = handle.create_dataset(name, data=data, chunks=chunks, compression=compression if filtered else None)
         dataset.id.write_direct_chunk((0,) * data.ndim, stream)
+
+
+def h5_recompress(path: Path, compression: str | None) -> None:
+    """Every dataset of more than one value in the HDF5 file at `path` rewritten by h5py with
+    `compression` ("lzf", "gzip", None), its values unchanged."""
+    import h5py
+
+    with h5py.File(path, "a") as handle:
+        for name in list(handle):
+            data = handle[name][()]
+            if data.size > 1:
+                del handle[name]
+                handle.create_dataset(name, data=data, compression=compression)
+
+
+def lzf_of_value(count: int, value: int = 1) -> bytes:
+    """An LZF stream (h5py's compression="lzf") of `count` bytes of `value`: one literal, then
+    back-references of at most 264 bytes at distance 1."""
+    stream, left = bytearray([0, value]), count - 1
+    while left:
+        length = min(left, 264)
+        if length == 1:
+            stream += bytes([0, value])
+        elif length < 9:
+            stream += bytes([(length - 2) << 5, 0])
+        else:
+            stream += bytes([0xE0, length - 9, 0])
+        left -= length
+    return bytes(stream)
 
 
 # ---------------------------------------------------------------------------------------------

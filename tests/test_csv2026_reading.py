@@ -444,3 +444,54 @@ def test_a_3_gib_chunk_bomb_is_refused_within_the_memory_of_a_valid_run(file_dat
         assert (code, last) == (3, organizers("Ground truth: " + message.format("label", stored)))
     assert not (tmp_path / "bomb" / "metrics.json").exists()
     assert peak < valid_peak + 100, (peak, valid_peak)
+
+
+# ---- LZF (h5py's compression="lzf"): scored as the official h5py reading scores it -------------
+
+
+@pytest.mark.parametrize("side", ["submission", "ground truth", "both"])
+def test_lzf_masks_score_exactly_as_gzip_and_uncompressed_ones(file_data, tmp_path, side):
+    """Every mask rewritten by h5py with compression="lzf", with gzip and uncompressed: the same
+    metrics.json, byte for byte (the official scorer reads them all with h5py)."""
+    from tests.hostile_files import h5_recompress
+
+    written = {}
+    for compression in ("lzf", "gzip", None):
+        input_dir, ground_truth = copy_data(file_data, tmp_path / str(compression))
+        files = ([] if side == "ground truth" else sorted(input_dir.rglob("*.h5"))) + \
+            ([] if side == "submission" else sorted(ground_truth.glob("*.h5")))
+        for path in files:
+            h5_recompress(path, compression)
+        with h5py.File(files[0], "r") as f:
+            assert f["long_mask" if "long_mask" in f else "pred_long"].compression == compression
+        run = run_command_line("csv2026", input_dir, ground_truth, tmp_path / f"out-{compression}", "--workers", 1)
+        assert run.code == 0, run.stderr
+        written[compression] = (run.output / "metrics.json").read_bytes()
+    assert written["lzf"] == written["gzip"] == written[None]
+
+
+@pytest.mark.parametrize("side", ["submission", "ground truth"])
+@pytest.mark.parametrize("stream, end", [
+    (b"\x00\x00" + b"\xe0\xff", "is not a valid LZF stream (its last back-reference is cut short)."),
+    (b"\x00\x00\xe0\xff\x00", "inflates to 265 bytes of its 6144."),
+    (b"\x00\x00" + b"\xe0\xff\x00" * 30, "inflates to more than its 6144 bytes."),
+    (b"\x00\x00\xe0\xff\x01", "is not a valid LZF stream (a back-reference points 1 byte before its start)."),
+], ids=["truncated", "short", "long", "bad-back-reference"])
+def test_a_damaged_lzf_chunk_is_refused_the_same_way_every_run(file_data, tmp_path, side, stream, end):
+    """A mask written by h5py with compression="lzf", its first chunk (48 x 128) replaced by a
+    damaged stream: exit 1 in a submission, 3 in the ground truth, the same line every run."""
+    from tests.hostile_files import h5_write_chunk
+
+    input_dir, ground_truth = copy_data(file_data, tmp_path)
+    path = pred_file(input_dir) if side == "submission" else ground_truth / "0001_label.h5"
+    h5_write_chunk(path, "long_mask", stream, compression="lzf")
+    name = "0001_pred.h5" if side == "submission" else "0001_label.h5"
+    message = f"long_mask in {name} is corrupt: its chunk at (0, 0) {end}"
+    runs = [run_command_line("csv2026", input_dir, ground_truth, tmp_path / f"out-{n}", "--workers", 1)
+            for n in range(2)]
+    for run in runs:
+        if side == "submission":
+            assert_refused(run, 1, "Case 0001, longitudinal mask: " + message)
+        else:
+            assert_refused(run, 3, organizers("Ground truth: " + message))
+    assert runs[0].stderr == runs[1].stderr

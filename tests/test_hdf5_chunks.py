@@ -13,6 +13,7 @@ from evaluation.errors import SubmissionError
 from evaluation.reading import hdf5
 from evaluation.reading.files import Origin
 from evaluation.reading.hdf5 import open_hdf5, read_deflated_chunks
+from tests.hostile_files import lzf_of_value
 
 
 def library_read(path, key):
@@ -201,18 +202,22 @@ def test_a_gzip_chunk_skipped_by_its_filter_mask_must_hold_the_chunk(tmp_path):
 
 
 def test_other_filters_are_refused_with_their_name(tmp_path):
-    """LZF and scale-offset cannot be checked here (their output length is the library's to
-    trust): refused, naming the filter and what to use instead."""
+    """Scale-offset, n-bit and szip cannot be checked here (their output length is the library's
+    to trust): refused, naming the filter and what to use instead."""
     path = tmp_path / "0001_pred.h5"
     with h5py.File(path, "w") as handle:
-        handle.create_dataset("lzf", data=np.ones((128, 128), np.uint8), chunks=(64, 128), compression="lzf")
         handle.create_dataset("scaled", data=np.ones((128, 128), np.uint8), chunks=(64, 128), scaleoffset=0)
-    for key, name in (("lzf", "LZF"), ("scaled", "scale-offset")):
+        plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        plist.set_chunk((64, 128))
+        plist.set_filter(h5py.h5z.FILTER_NBIT)
+        h5py.h5d.create(handle.id, b"nbit", h5py.h5t.STD_U8LE, h5py.h5s.create_simple((128, 128)), plist)
+        handle["nbit"][...] = np.ones((128, 128), np.uint8)
+    for key, name in (("scaled", "scale-offset"), ("nbit", "n-bit")):
         with pytest.raises(SubmissionError) as refused:
             ours(path, key)
         assert str(refused.value) == (f"Case 0001, mask: {key} in 0001_pred.h5 is compressed with the {name} filter, "
-                                      f"which is not read here; write it with gzip compression (with or without "
-                                      f"shuffle and fletcher32) or uncompressed.")
+                                      f"which is not read here; write it with gzip or LZF compression (with or "
+                                      f"without shuffle and fletcher32) or uncompressed.")
 
 
 def test_chunks_far_larger_than_the_dataset_are_refused(tmp_path):
@@ -267,3 +272,275 @@ def test_the_store_of_inflated_chunks_stays_bounded(tmp_path, monkeypatch):
                                   compression="gzip")
         assert np.array_equal(ours(path, "mask"), library_read(path, "mask"))
         assert len(hdf5._INFLATED) * 8192 <= 64 * 8192
+
+
+# ---- LZF (h5py's compression="lzf"): each stream walked to its length before the library reads --
+
+
+def reference_unlzf(stream: bytes) -> bytes | None:
+    """The whole output of an LZF stream, unpacked byte by byte from the format's definition (a
+    control byte below 32: that many + 1 literal bytes; else a back-reference of (control >> 5)
+    + 2 bytes, 7 taking an extra length byte, at distance ((control & 31) << 8 | next byte) + 1);
+    None where liblzf fails (a token cut short, a reference before the start)."""
+    out, at = bytearray(), 0
+    while at < len(stream):
+        control = stream[at]
+        at += 1
+        if control < 32:
+            if at + control + 1 > len(stream):
+                return None
+            out += stream[at:at + control + 1]
+            at += control + 1
+            continue
+        length = control >> 5
+        if length == 7:
+            if at >= len(stream):
+                return None
+            length += stream[at]
+            at += 1
+        if at >= len(stream):
+            return None
+        start = len(out) - (((control & 31) << 8 | stream[at]) + 1)
+        at += 1
+        if start < 0:
+            return None
+        for i in range(length + 2):
+            out.append(out[start + i])
+    return bytes(out)
+
+
+def lzf_chunks(path, key):
+    """[(offset, filter mask, stored bytes)] of a dataset written by h5py."""
+    with h5py.File(path, "r") as handle:
+        dataset = handle[key].id
+        infos = [dataset.get_chunk_info(i) for i in range(dataset.get_num_chunks())]
+        return [(info.chunk_offset, info.filter_mask, dataset.read_direct_chunk(info.chunk_offset)[1])
+                for info in infos]
+
+
+def test_the_lzf_walk_gives_the_length_h5py_streams_unpack_to(tmp_path):
+    """Every chunk h5py writes with compression="lzf" (masks, rising values, zeros) walks to the
+    length the reference unpacks it to: its chunk's; chunks that did not compress were stored raw,
+    the filter marked skipped (h5py's filter is optional), and are not walked."""
+    rng = np.random.default_rng(11)
+    path = tmp_path / "lzf.h5"
+    arrays = {"blobs": blobs(rng, (300, 260), np.uint8), "wide": blobs(rng, (200, 200), np.int16),
+              "zeros": np.zeros((256, 256), np.uint8), "ramp": np.arange(256 * 256, dtype=np.int32).reshape(256, 256),
+              "noise": rng.integers(0, 256, (128, 128), dtype=np.uint8)}
+    with h5py.File(path, "w") as handle:
+        for key, data in arrays.items():
+            handle.create_dataset(key, data=data, chunks=(64, 128), compression="lzf")
+    skipped = 0
+    for key, data in arrays.items():
+        chunk_bytes = 64 * 128 * data.dtype.itemsize
+        for offset, filter_mask, stream in lzf_chunks(path, key):
+            if filter_mask:
+                assert len(stream) == chunk_bytes, key
+                skipped += 1
+                continue
+            assert len(reference_unlzf(stream)) == chunk_bytes
+            assert hdf5.lzf_unpacked_length(stream, chunk_bytes) == chunk_bytes, (key, offset)
+            assert hdf5.lzf_unpacked_length(stream, chunk_bytes - 1) == chunk_bytes  # past the limit: limit + 1
+        assert ours(path, key).tobytes() == library_read(path, key).tobytes() == data.tobytes(), key
+    assert skipped == 2  # the noise: stored raw
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_lzf_walk_agrees_with_unpacking_on_damaged_streams(tmp_path, seed):
+    """Streams h5py wrote, damaged at random (bytes changed, cut, appended): the walk refuses
+    exactly those the reference cannot unpack and gives the length of every other one, never
+    walking past the limit."""
+    rng = np.random.default_rng(seed)
+    path = tmp_path / "lzf.h5"
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset("mask", data=blobs(rng, (256, 256), np.uint8), chunks=(64, 64), compression="lzf")
+    streams = [stream for _, filter_mask, stream in lzf_chunks(path, "mask") if not filter_mask]
+    seen = {"refused": 0, "walked": 0}
+    for _ in range(400):
+        stream = bytearray(streams[int(rng.integers(len(streams)))])
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(len(stream)))
+            kind = rng.integers(3)
+            if kind == 0:
+                stream[at] = int(rng.integers(256))
+            elif kind == 1:
+                del stream[at:]
+                stream = stream or bytearray(b"\x00")
+            else:
+                stream += rng.bytes(int(rng.integers(1, 5)))
+        expected = reference_unlzf(bytes(stream))
+        if expected is None:
+            with pytest.raises(ValueError):
+                hdf5.lzf_unpacked_length(bytes(stream), 1 << 20)
+            seen["refused"] += 1
+        else:
+            assert hdf5.lzf_unpacked_length(bytes(stream), 1 << 20) == len(expected)
+            limit = int(rng.integers(1, len(expected) + 1))
+            assert hdf5.lzf_unpacked_length(bytes(stream), limit) == (len(expected) if len(expected) <= limit
+                                                                       else limit + 1)
+            seen["walked"] += 1
+    assert seen["refused"] > 50 and seen["walked"] > 50, seen
+
+
+@pytest.mark.parametrize("options", [{}, {"shuffle": True}, {"fletcher32": True}, {"shuffle": True, "fletcher32": True}],
+                         ids=["lzf", "shuffle", "fletcher32", "shuffle-fletcher32"])
+@pytest.mark.parametrize("dtype", [np.uint8, bool, ">i2", np.float32])
+def test_lzf_datasets_read_as_the_library_reads_them(tmp_path, options, dtype):
+    """compression="lzf", alone or with shuffle and fletcher32, mask-like and incompressible
+    chunks (stored raw), chunks never written (the fill value): the library's own read, whole."""
+    rng = np.random.default_rng(7)
+    data = blobs(rng, (200, 300), np.uint8).astype(dtype)
+    data[:64, :128] = rng.integers(0, 2 if dtype is bool else 100, (64, 128)).astype(dtype)  # does not compress
+    path = tmp_path / "0001_pred.h5"
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset("mask", data=data, chunks=(64, 128), compression="lzf", **options)
+        partial = handle.create_dataset("partial", shape=(200, 300), dtype=dtype, chunks=(64, 128),
+                                        compression="lzf", fillvalue=1, **options)
+        partial[64:128, 128:256] = data[64:128, 128:256]
+    for key in ("mask", "partial"):
+        expected = library_read(path, key)
+        assert ours(path, key, (200, 300)).tobytes() == expected.tobytes(), key
+    assert library_read(path, "mask").tobytes() == data.tobytes()
+
+
+def write_lzf_chunk(path, stream, dtype=np.uint8, fletcher32=False):
+    """A 128 x 128 LZF dataset in chunks of 64 x 128 (8192 bytes) whose chunk at (64, 0) is the
+    given bytes, written as they are (fletcher32: the checksum h5py's filter would add)."""
+    with h5py.File(path, "w") as handle:
+        dataset = handle.create_dataset("mask", data=np.ones((128, 128), dtype), chunks=(64, 128), compression="lzf",
+                                        fletcher32=fletcher32)
+        if fletcher32:
+            stream += bytes(4)
+        dataset.id.write_direct_chunk((64, 0), stream)
+
+
+LZF_DAMAGED = {  # damage -> (the stream at (64, 0), the refusal's end)
+    "short": (lzf_of_value(8092), "is corrupt: its chunk at (64, 0) inflates to 8092 bytes of its 8192."),
+    "one byte": (b"\x00\x01", "is corrupt: its chunk at (64, 0) inflates to 1 byte of its 8192."),
+    "long": (lzf_of_value(8292), "is corrupt: its chunk at (64, 0) inflates to more than its 8192 bytes."),
+    "far too long": (lzf_of_value(8192) + b"\xe0\xff\x00" * 2000,  # 520 kB from 6 kB: within the stored bound
+                     "is corrupt: its chunk at (64, 0) inflates to more than its 8192 bytes."),
+    "cut in a reference": (lzf_of_value(8192)[:-1],
+                           "is corrupt: its chunk at (64, 0) is not a valid LZF stream (its last back-reference is "
+                           "cut short)."),
+    "cut in a long reference": (lzf_of_value(8191 - 264) + b"\xe0\xff",
+                                "is corrupt: its chunk at (64, 0) is not a valid LZF stream (its last back-reference "
+                                "is cut short)."),
+    "cut in a literal run": (lzf_of_value(8000) + b"\x1f" + bytes(20),
+                             "is corrupt: its chunk at (64, 0) is not a valid LZF stream (its last literal run is cut "
+                             "short)."),
+    "reference before the start": (b"\x00\x01\xe0\xff\x05" + lzf_of_value(8192 - 265)[2:],
+                                   "is corrupt: its chunk at (64, 0) is not a valid LZF stream (a back-reference "
+                                   "points 5 bytes before its start)."),
+    "reference from nothing": (b"\x20\x00" + lzf_of_value(8189),
+                               "is corrupt: its chunk at (64, 0) is not a valid LZF stream (a back-reference points 1 "
+                               "byte before its start)."),
+}
+
+
+def test_the_damaged_lzf_streams_are_what_they_claim():
+    assert reference_unlzf(lzf_of_value(8192)) == b"\x01" * 8192
+    for damage, (stream, _) in LZF_DAMAGED.items():
+        unpacked = reference_unlzf(stream)
+        if damage in ("short", "one byte", "long", "far too long"):
+            assert unpacked == b"\x01" * {"short": 8092, "one byte": 1, "long": 8292}.get(damage, 8192 + 2000 * 264)
+        else:
+            assert unpacked is None, damage
+
+
+@pytest.mark.parametrize("fletcher32", [False, True], ids=["lzf", "lzf-fletcher32"])
+@pytest.mark.parametrize("dtype", [np.uint8, bool])
+@pytest.mark.parametrize("damage", list(LZF_DAMAGED))
+def test_an_lzf_chunk_that_does_not_unpack_to_its_size_is_refused(tmp_path, damage, dtype, fletcher32):
+    """Short: the library leaves the rest of the chunk's buffer (heap memory) in the mask; long:
+    it grows its buffer until the stream fits; cut or referring before its start: liblzf fails.
+    All refused before the library reads, the same line every time."""
+    stream, message = LZF_DAMAGED[damage]
+    path = tmp_path / "0001_pred.h5"
+    write_lzf_chunk(path, stream, dtype, fletcher32)
+    if damage not in ("short", "one byte", "long", "far too long") and not fletcher32:
+        with pytest.raises(OSError):  # the library cannot read it either
+            library_read(path, "mask")
+    for _ in range(3):
+        with pytest.raises(SubmissionError) as refused:
+            ours(path, "mask")
+        assert str(refused.value) == f"Case 0001, mask: mask in 0001_pred.h5 {message}"
+    if not fletcher32:  # the same file with a valid stream there reads (a checksum of zeros: the library refuses it)
+        path = tmp_path / "valid" / "0001_pred.h5"
+        path.parent.mkdir()
+        write_lzf_chunk(path, lzf_of_value(8192, 2) if dtype is np.uint8 else lzf_of_value(8192), dtype)
+        assert ours(path, "mask").tobytes() == library_read(path, "mask").tobytes()
+        assert (ours(path, "mask")[64:] == (2 if dtype is np.uint8 else True)).all()
+
+
+def test_an_lzf_chunk_stored_raw_must_hold_the_chunk(tmp_path):
+    """h5py's LZF filter stores a chunk that does not compress as it is, the filter marked
+    skipped: read raw, its stored size checked like any unfiltered chunk."""
+    path = tmp_path / "0001_pred.h5"
+    with h5py.File(path, "w") as handle:
+        dataset = handle.create_dataset("mask", data=np.ones((128, 128), np.uint8), chunks=(64, 128),
+                                        compression="lzf")
+        dataset.id.write_direct_chunk((64, 0), b"\x02" * 8192, filter_mask=1)
+    assert ours(path, "mask").tobytes() == library_read(path, "mask").tobytes()
+    assert (ours(path, "mask")[64:] == 2).all()
+    with h5py.File(path, "a") as handle:
+        handle["mask"].id.write_direct_chunk((64, 0), b"\x02" * 10, filter_mask=1)
+    with pytest.raises(SubmissionError, match=r"its chunk at \(64, 0\) stores 10 bytes of its 8192\.$"):
+        ours(path, "mask")
+
+
+def test_an_lzf_buffer_larger_than_the_chunk_is_refused(tmp_path):
+    """The LZF filter's third parameter is the buffer the library takes to unpack each chunk
+    (h5py writes the chunk's size): one of 1 GiB in the file is refused before any read."""
+    import struct
+
+    path = tmp_path / "0001_pred.h5"
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset("mask", data=np.ones((128, 128), np.uint8), chunks=(64, 128), compression="lzf")
+        assert handle["mask"].id.get_create_plist().get_filter(0)[2][2] == 8192
+    content = path.read_bytes()
+    values = struct.pack("<3I", 4, 261, 8192)
+    assert content.count(values) == 1
+    path.write_bytes(content.replace(values, struct.pack("<3I", 4, 261, 1 << 30)))
+    with pytest.raises(SubmissionError) as refused:
+        ours(path, "mask")
+    assert str(refused.value) == ("Case 0001, mask: mask in 0001_pred.h5 is corrupt: its LZF filter unpacks each chunk "
+                                  "into 1073741824 bytes, more than its 8192.")
+
+
+def test_two_compressions_are_refused(tmp_path):
+    """Two compressions, written with the low-level interface (h5py's compression option takes
+    one): what the first one wrote has a length only unpacking the second one tells; refused
+    by name, though the library reads them."""
+    data = blobs(np.random.default_rng(4), (128, 128), np.uint8)
+    path = tmp_path / "0001_pred.h5"
+    pairs = {"lzf_gzip": ("lzf", "gzip"), "gzip_lzf": ("gzip", "lzf"), "gzip_gzip": ("gzip", "gzip")}
+    with h5py.File(path, "w") as handle:
+        for key, names in pairs.items():
+            plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            plist.set_chunk((64, 128))
+            for name in names:  # in the order written
+                if name == "gzip":
+                    plist.set_deflate(4)
+                else:
+                    plist.set_filter(h5py.h5z.FILTER_LZF, h5py.h5z.FLAG_OPTIONAL)
+            h5py.h5d.create(handle.id, key.encode(), h5py.h5t.STD_U8LE, h5py.h5s.create_simple((128, 128)), plist)
+            handle[key][...] = data
+    for key, (first, second) in pairs.items():
+        assert library_read(path, key).tobytes() == data.tobytes()
+        with pytest.raises(SubmissionError) as refused:
+            ours(path, key)
+        assert str(refused.value) == (f"Case 0001, mask: {key} in 0001_pred.h5 is compressed twice ({first.upper()}, "
+                                      f"then {second.upper()}), which is not read here; write it with one "
+                                      f"compression.".replace("GZIP", "gzip"))
+
+
+def test_the_store_of_checked_chunks_stays_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(hdf5, "CHECKED_BYTES", 4096)
+    rng = np.random.default_rng(8)
+    for number in range(6):
+        path = tmp_path / f"{number}.h5"
+        with h5py.File(path, "w") as handle:
+            handle.create_dataset("mask", data=blobs(rng, (256, 256), np.uint8), chunks=(64, 128), compression="lzf")
+        assert np.array_equal(ours(path, "mask"), library_read(path, "mask"))
+        assert 0 < hdf5._CHECKED_SIZE[0] == sum(len(key[0]) for key in hdf5._CHECKED) <= 4096

@@ -670,6 +670,10 @@ H5_CHUNK_MUTATIONS: dict[str, Callable[[Path, str], Any]] = {
     "chunk-inflates-short": lambda p, d: hf.h5_write_chunk(p, d, __import__("zlib").compress(b"\0")),
     "chunk-unfiltered-1-byte": lambda p, d: hf.h5_write_chunk(p, d, b"\0", filtered=False),
     "chunk-bomb-3gib": lambda p, d: hf.h5_write_chunk(p, d, hf.zlib_bomb(3 << 30)),
+    # h5py's compression="lzf": a stream cut inside a token, one referring to before its start.
+    "lzf-chunk-cut-short": lambda p, d: hf.h5_write_chunk(p, d, b"\x00\x00\xe0\xff", compression="lzf"),
+    "lzf-chunk-reference-before-start": lambda p, d: hf.h5_write_chunk(p, d, b"\x00\x00\xe0\xff\x01",
+                                                                       compression="lzf"),
 }
 
 
@@ -687,6 +691,17 @@ for _family, (_key, *_) in H5_FAMILIES.items():
     for _mutation, _mutate in H5_CHUNK_MUTATIONS.items():
         for _side in ("submission", "ground-truth"):
             add(f"{_family}-{_side}-{_mutation}", _key, _h5_chunk_case(_family, _side, _mutate))
+
+# Every mask written by h5py with compression="lzf" (the official scorer reads them with h5py):
+# scored as the example.
+add("csv2026-h5-submission-lzf", "csv2026",
+    _h5_case(lambda s, p: [hf.h5_recompress(f, "lzf") for f in sorted(s.input.rglob("*.h5"))]),
+    checks=(same_metrics_as_example("csv2026", only="aggregates",
+                                    exclude=("score_total", "score_time", "processing_time_seconds")),))
+add("csv2026-h5-ground-truth-lzf", "csv2026",
+    _h5_case(lambda s, p: [hf.h5_recompress(f, "lzf") for f in sorted(s.own_ground_truth().glob("*.h5"))]),
+    checks=(same_metrics_as_example("csv2026", only="aggregates",
+                                    exclude=("score_total", "score_time", "processing_time_seconds")),))
 
 # ---- CSV predictions files ----------------------------------------------------------------
 

@@ -16,9 +16,10 @@ memory) in the array, one that inflates long is inflated whole (a few MiB can in
 and where nothing was written with no fill value it leaves the caller's buffer as it was. So
 before the library reads a dataset, every stored chunk is checked (check_stored_data): on the
 grid, a stored size an unfiltered chunk or a compressed one can have, filters whose output length
-is known here (gzip, shuffle, fletcher32; others refused by name), each stream inflated one at a
-time, never past its chunk, to exactly the chunk; a chunk grid of at most 4 times the dataset
-(plus 1 MiB); a fill value for what was never written. The fast path (read_deflated_chunks)
+is known here (gzip, LZF, shuffle, fletcher32; others refused by name), each stream inflated one
+at a time, never past its chunk, to exactly the chunk (an LZF stream is walked token by token
+without being unpacked: lzf_unpacked_length); a chunk grid of at most 4 times the dataset (plus
+1 MiB); a fill value for what was never written. The fast path (read_deflated_chunks)
 checks the same of the chunks it inflates itself. Memory stays a small multiple of the shape.
 """
 
@@ -202,8 +203,10 @@ class ChunkProblem(Exception):
 
 
 # Filters whose output length is known without the library: inflating (checked to give exactly
-# the chunk), shuffling (same length) and fletcher32 (a 4-byte checksum, which the library checks).
-_DEFLATE, _SHUFFLE, _FLETCHER32 = 1, 2, 3
+# the chunk), LZF (h5py's filter, its stream walked to the length it unpacks to), shuffling (same
+# length) and fletcher32 (a 4-byte checksum, which the library checks).
+_DEFLATE, _SHUFFLE, _FLETCHER32, _LZF = 1, 2, 3, 32000
+_READ = (_DEFLATE, _SHUFFLE, _FLETCHER32, _LZF)
 _FILTER_NAMES = {_DEFLATE: "gzip (deflate)", _SHUFFLE: "shuffle", _FLETCHER32: "fletcher32", 4: "szip", 5: "n-bit",
                  6: "scale-offset", 32000: "LZF"}
 
@@ -242,11 +245,15 @@ def _check_stored(info, chunk: tuple[int, ...], chunk_bytes: int, shape: tuple[i
     if len(offset) != len(shape) or any(o < 0 or o >= n or o % c for o, n, c in zip(offset, shape, chunk)):
         raise ChunkProblem(f"is corrupt: it stores a chunk at {_at(offset)}, outside its shape {shape_text(shape)} or "
                            f"off its grid of {shape_text(chunk)} chunks")
-    unknown = [code for code in applied if code not in (_DEFLATE, _SHUFFLE, _FLETCHER32)]
+    unknown = [code for code in applied if code not in _READ]
     if unknown:
         name = _FILTER_NAMES.get(unknown[0], f"filter {unknown[0]}")
         raise ChunkProblem(f"is compressed with the {name} filter, which is not read here; write it with gzip "
-                           f"compression (with or without shuffle and fletcher32) or uncompressed")
+                           f"or LZF compression (with or without shuffle and fletcher32) or uncompressed")
+    compressors = [code for code in applied if code in (_DEFLATE, _LZF)]
+    if len(compressors) > 1:  # the first one's stream has a length only the second one's output tells
+        names = ", then ".join("LZF" if code == _LZF else "gzip" for code in compressors)
+        raise ChunkProblem(f"is compressed twice ({names}), which is not read here; write it with one compression")
     size = int(info.size)
     if not applied and size != chunk_bytes:
         raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} stores {_bytes(size)}"
@@ -277,21 +284,114 @@ def inflate_exactly(data: bytes, size: int, offset) -> bytes:
     return raw
 
 
+def lzf_unpacked_length(data: bytes, limit: int) -> int:
+    """The number of bytes the LZF stream `data` unpacks to (liblzf's format, as h5py's filter
+    writes it), found by walking its tokens without unpacking them; `limit` + 1 as soon as the
+    output would pass `limit`, so the work is at most one step per stored byte. Raises
+    ValueError, naming the fault, for a stream that ends inside a token or a back-reference to
+    before the start of the output (liblzf refuses both; it would read past its input otherwise).
+
+    A control byte below 32 is a literal run of itself + 1 bytes; any other is a back-reference
+    of length (control >> 5) + 2 (a length of 7 adds the next byte to it) at a distance of
+    ((control & 31) << 8 | the byte after) + 1 bytes back into the output."""
+    end, at, out = len(data), 0, 0
+    while at < end:
+        control = data[at]
+        if control < 32:  # literal run
+            out += control + 1
+            at += control + 2
+            if out > limit:
+                return limit + 1
+            if at > end:
+                raise ValueError("its last literal run is cut short")
+            continue
+        if control < 224:  # back-reference of 3 to 8 bytes: control, offset
+            if at + 1 >= end:
+                raise ValueError("its last back-reference is cut short")
+            length = (control >> 5) + 2
+            back = (control & 31) << 8 | data[at + 1]  # the distance, less 1
+            at += 2
+        else:  # back-reference of 9 to 264 bytes: control, extra length, offset
+            if at + 2 >= end:
+                raise ValueError("its last back-reference is cut short")
+            length = data[at + 1] + 9
+            back = (control & 31) << 8 | data[at + 2]
+            at += 3
+        if out + length > limit:
+            return limit + 1
+        if back >= out:
+            raise ValueError(f"a back-reference points {_bytes(back + 1 - out)} before its start")
+        out += length
+    return out
+
+
+def unpack_lzf_length(data: bytes, size: int, offset) -> int:
+    """The length an LZF chunk unpacks to, which must be exactly `size` (never walked past it)."""
+    try:
+        length = lzf_unpacked_length(data, size)
+    except ValueError as fault:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} is not a valid LZF stream ({fault})") from None
+    if length > size:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} inflates to more than its {size} bytes")
+    if length < size:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} inflates to {_bytes(length)} of its {size}")
+    return length
+
+
 def _unfilter_length(data: bytes, applied: list[int], chunk_bytes: int, offset) -> None:
     """Undoes the filters of a chunk as far as lengths go (the library runs them last written
     first): each inflation must give exactly what the filters read after it expect, ending with
-    the chunk's bytes."""
+    the chunk's bytes. An LZF stream is only walked: its length is known after it, not its bytes
+    (_check_stored refuses a second compression)."""
+    length = len(data)
     for at in range(len(applied) - 1, -1, -1):
         code = applied[at]
         if code == _FLETCHER32:
-            if len(data) < 4:
-                raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} stores {_bytes(len(data))}, fewer than "
+            if length < 4:
+                raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} stores {_bytes(length)}, fewer than "
                                    f"its checksum takes")
-            data = data[:-4]  # the library compares the checksum
+            length -= 4  # the library compares the checksum
+            data = data[:-4] if data is not None else None
         elif code == _DEFLATE:
             data = inflate_exactly(data, chunk_bytes + 4 * applied[:at].count(_FLETCHER32), offset)
-    if len(data) != chunk_bytes:
-        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} unpacks to {_bytes(len(data))} of its {chunk_bytes}")
+            length = len(data)
+        elif code == _LZF:
+            length = unpack_lzf_length(data, chunk_bytes + 4 * applied[:at].count(_FLETCHER32), offset)
+            data = None
+    if length != chunk_bytes:
+        raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} unpacks to {_bytes(length)} of its {chunk_bytes}")
+
+
+def _check_lzf_buffer(create, chunk_bytes: int) -> None:
+    """h5py's LZF filter unpacks each chunk into a buffer of the size its third parameter gives
+    (h5py writes the chunk's size there), growing it by the stored size while too small: a
+    larger one is refused, as memory the library would take per chunk that no chunk needs."""
+    for i in range(create.get_nfilters()):
+        code, _, values, _ = create.get_filter(i)
+        if code == _LZF and len(values) >= 3 and values[2] > chunk_bytes + 4 * _fletchers_before(create, i):
+            raise ChunkProblem(f"is corrupt: its LZF filter unpacks each chunk into {_bytes(int(values[2]))}, more "
+                               f"than its {chunk_bytes}")
+
+
+def _fletchers_before(create, index: int) -> int:
+    return sum(create.get_filter(i)[0] == _FLETCHER32 for i in range(index))
+
+
+# Stored chunks found to unpack to exactly their chunk, kept from dataset to dataset (a mask's
+# all-background chunk is the same bytes in every file): (stored bytes, filters applied, chunk
+# bytes), at most this many stored bytes, the store emptied when full.
+CHECKED_BYTES = 1 << 20
+_CHECKED: set[tuple[bytes, tuple[int, ...], int]] = set()
+_CHECKED_SIZE = [0]
+
+
+def _remember_checked(key: tuple[bytes, tuple[int, ...], int]) -> None:
+    if _CHECKED_SIZE[0] + len(key[0]) > CHECKED_BYTES:
+        _CHECKED.clear()
+        _CHECKED_SIZE[0] = 0
+    if len(key[0]) <= CHECKED_BYTES:
+        _CHECKED.add(key)
+        _CHECKED_SIZE[0] += len(key[0])
 
 
 def check_stored_data(dataset_id, create, shape: tuple[int, ...]) -> None:
@@ -309,13 +409,22 @@ def check_stored_data(dataset_id, create, shape: tuple[int, ...]) -> None:
         dataset_id.chunk_iter(stored.append)
         if len(stored) > count:
             raise ChunkProblem(f"is corrupt: it stores {len(stored)} chunks; its grid has {count}")
+        _check_lzf_buffer(create, chunk_bytes)
+        codes = [create.get_filter(i)[0] for i in range(create.get_nfilters())]
+        applied_of: dict[int, tuple[int, ...]] = {}  # filter mask -> the filters applied
         for info in stored:
-            _check_stored(info, chunk, chunk_bytes, shape, _applied_filters(create, info.filter_mask))
-        for info in stored:
-            applied = _applied_filters(create, info.filter_mask)
-            if applied:
-                filter_mask, data = dataset_id.read_direct_chunk(info.chunk_offset)
-                _unfilter_length(data, applied, chunk_bytes, info.chunk_offset)
+            mask = info.filter_mask
+            if mask not in applied_of:
+                applied_of[mask] = tuple(code for i, code in enumerate(codes) if not mask & (1 << i))
+            _check_stored(info, chunk, chunk_bytes, shape, list(applied_of[mask]))
+        filtered = [info for info in stored if applied_of[info.filter_mask]]
+        limit = 2 * int(np.prod(shape, dtype=np.float64)) * itemsize + (1 << 20)
+        for info, data in zip(filtered, _stored_chunks(dataset_id, filtered, limit) if filtered else ()):
+            applied = applied_of[info.filter_mask]
+            key = (data, applied, chunk_bytes)
+            if key not in _CHECKED:
+                _unfilter_length(data, list(applied), chunk_bytes, info.chunk_offset)
+                _remember_checked(key)
         complete = len({tuple(info.chunk_offset) for info in stored}) == count
     elif layout == h5py.h5d.CONTIGUOUS:
         complete = dataset_id.get_storage_size() >= int(np.prod(shape, dtype=np.float64)) * itemsize
