@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = {"gzip": (), "lzf-submission": ("input",), "lzf-both": ("input", "ground-truth")}
 
 
-def recompress(path: Path, compression: str) -> None:
-    """Every dataset of more than one value rewritten by h5py with `compression`."""
+def recompress(path: Path, compression: str | None) -> None:
+    """Every dataset of more than one value in the HDF5 file at `path` rewritten by h5py with
+    `compression` ("lzf", "gzip", None), its values unchanged."""
     with h5py.File(path, "a") as handle:
         for name in list(handle):
             data = handle[name][()]

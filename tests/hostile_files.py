@@ -416,16 +416,11 @@ def h5_write_chunk(path: Path, name: str, stream: bytes, filtered: bool = True, 
 
 
 def h5_recompress(path: Path, compression: str | None) -> None:
-    """Every dataset of more than one value in the HDF5 file at `path` rewritten by h5py with
-    `compression` ("lzf", "gzip", None), its values unchanged."""
-    import h5py
+    """The benchmark's rewrite (benchmarks/csv2026_compression.py): every dataset of more than one
+    value rewritten by h5py with `compression`."""
+    from benchmarks.csv2026_compression import recompress
 
-    with h5py.File(path, "a") as handle:
-        for name in list(handle):
-            data = handle[name][()]
-            if data.size > 1:
-                del handle[name]
-                handle.create_dataset(name, data=data, compression=compression)
+    recompress(path, compression)
 
 
 def lzf_of_value(count: int, value: int = 1) -> bytes:

@@ -219,19 +219,25 @@ def test_bad_workers_env_exit_3(rare26, capsys, monkeypatch):
     assert code == 3 and "EVALUATION_WORKERS" in last_line(stderr)
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_internal_error_exit_4_traceback_first(rare26, capsys, monkeypatch, workers):
+def run_with_score_case(rare26, capsys, monkeypatch, workers, score_case):
+    """The CLI run with Rare26.score_case replaced: (exit code, last stderr line, stderr); no
+    metrics.json is written and the last line is one sentence."""
     gt, inp, out = rare26
-
-    def broken(self, case, prediction, ground_truth):
-        raise KeyError("frame_index")
-
-    monkeypatch.setattr(Rare26, "score_case", broken)
+    monkeypatch.setattr(Rare26, "score_case", score_case)
     code, _, stderr = run_main(capsys, *args(gt, inp, out, "--workers", workers))
-    assert code == 4
     assert not (out / "metrics.json").exists()
     line = last_line(stderr)
     assert_one_sentence(line)
+    return code, line, stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_internal_error_exit_4_traceback_first(rare26, capsys, monkeypatch, workers):
+    def broken(self, case, prediction, ground_truth):
+        raise KeyError("frame_index")
+
+    code, line, stderr = run_with_score_case(rare26, capsys, monkeypatch, workers, broken)
+    assert code == 4
     assert line.startswith("Internal error of the evaluation, not caused by the submission: KeyError")
     assert "frame_index" in line and "organizers" in line
     assert "Traceback (most recent call last)" in stderr
@@ -245,17 +251,11 @@ def test_out_of_memory_is_the_machine_exit_3(rare26, capsys, monkeypatch, worker
     exit 3 with one line for the organizers, not a participant's fault and not an internal error."""
     import numpy as np
 
-    gt, inp, out = rare26
-
     def greedy(self, case, prediction, ground_truth):
         return np.ones(1 << 62, dtype=np.uint8)  # a real allocation no machine grants
 
-    monkeypatch.setattr(Rare26, "score_case", greedy)
-    code, _, stderr = run_main(capsys, *args(gt, inp, out, "--workers", workers))
+    code, line, _ = run_with_score_case(rare26, capsys, monkeypatch, workers, greedy)
     assert code == 3
-    assert not (out / "metrics.json").exists()
-    line = last_line(stderr)
-    assert_one_sentence(line)
     assert line.startswith("The evaluation ran out of memory") and "no fault of the submission" in line
 
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import rankdata
+
+from tests.dask_cluster import dask_cluster as start_dask_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
@@ -185,33 +185,8 @@ def test_a_bad_ground_truth_is_exit_3(tmp_path):
 @pytest.fixture
 def dask_cluster(tmp_path):
     """A scheduler and two single-threaded worker processes, as an organizer would start them."""
-    scheduler_file = tmp_path / "scheduler.json"
-    processes = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                   "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
-                                  cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for _ in range(2):
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
-                 "--nworkers", "1", "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
-                cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        address = json.loads(scheduler_file.read_text())["address"]
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=120)
+    with start_dask_cluster(tmp_path, ROOT, ENV) as (address, _):
         yield address
-    finally:
-        for process in reversed(processes):
-            process.send_signal(signal.SIGINT)
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 def test_a_dask_cluster_gives_the_same_bytes_as_one_and_two_workers(dask_cluster, tmp_path):

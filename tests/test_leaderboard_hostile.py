@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.dask_cluster import dask_cluster as start_dask_cluster
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
 TASK2 = "hecktor2025-task2"
@@ -300,35 +302,9 @@ def test_no_space_left_is_exit_3_and_leaves_no_partial_file(tiny_disk, pages_nee
 @pytest.fixture
 def dask_cluster(tmp_path):
     """A scheduler and two single-threaded worker processes without nannies, so that killing a
-    worker's process kills the worker (a nanny would restart it)."""
-    scheduler_file = tmp_path / "scheduler.json"
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": ROOT, "env": ENV}
-    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)], **quiet)
-    workers = []
-    try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for _ in range(2):
-            workers.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
-                 "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"], **quiet))
-        address = json.loads(scheduler_file.read_text())["address"]
-        from distributed import Client
-
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=120)
-        yield address, workers
-    finally:
-        for process in [*workers, scheduler]:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-        for process in [*workers, scheduler]:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    worker's process kills the worker."""
+    with start_dask_cluster(tmp_path, ROOT, ENV, nanny=False) as cluster:
+        yield cluster
 
 
 def test_a_worker_killed_mid_run_gives_the_same_bytes_or_one_line(dask_cluster, tmp_path):
