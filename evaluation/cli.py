@@ -149,7 +149,7 @@ STOPPED = ("The evaluation was stopped (SIGTERM, most likely the phase's time li
 
 def _on_sigterm(signum, frame) -> None:
     """The platform's time limit: stop the workers now, then unwind the main thread (outputs
-    being written are removed on the way: see grand_challenge._write_atomically)."""
+    being written are removed on the way: see grand_challenge.write_atomically)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the unwinding is not interrupted again
     stop_workers()
     raise Terminated()

@@ -116,9 +116,12 @@ class Evaluation:
         raise NotImplementedError
 
     def case_input_socket(self) -> str | tuple[str, ...] | None:
-        """The input socket whose image name is the case id (None: the job's only image). A
-        phase with several interfaces names one socket per interface, in order: a job's case id
-        comes from the first of them it has."""
+        """The input socket whose image name is the case id (None: the job's only image): what
+        the setting declared with socket=CASE_INPUT names. A phase with several interfaces names
+        one socket per interface, in order: a job's case id comes from the first of them it has."""
+        for name, role in self.settings_class.socket_fields():
+            if role == CASE_INPUT:
+                return socket_names(getattr(self.settings, name)) or None
         return None
 
     def case_id_from_image_name(self, name: str) -> str:
@@ -303,9 +306,12 @@ class Evaluation:
         return drawn
 
     def score_one(self, case: Case) -> Any:
-        ground_truth = self.case_truth(case)
-        prediction = self.load_prediction(case, ground_truth)
-        return self.score_case(case, prediction, ground_truth)
+        return self.score_against(case, self.case_truth(case))
+
+    def score_against(self, case: Case, ground_truth: Any) -> Any:
+        """The case scored once its ground truth is read (the final ranking reads it apart, so that
+        a ground truth that cannot be read is told from a bad prediction)."""
+        return self.score_case(case, self.load_prediction(case, ground_truth), ground_truth)
 
     def workers_for(self, cases: int, requested: int) -> int:
         """How many worker processes pay for this many cases (1: all in this process), logged

@@ -530,7 +530,7 @@ def write_metrics(output_dir: Path, metrics: dict, ranked_paths: Iterable[str] =
     """Write metrics.json atomically: a reader sees the whole file or none."""
     text = metrics_json(metrics, ranked_paths)
     try:
-        return _write_atomically(output_dir, text)
+        return write_atomically(output_dir, text)
     except OSError as error:
         raise SetupError(f"metrics.json cannot be written to {output_dir} ({error.strerror}).") from None
 
@@ -542,7 +542,9 @@ def _temporary_prefix(target: Path) -> str:
     return f".{target.stem}-"
 
 
-def _write_atomically(output_dir: Path, text: str, name: str = METRICS_FILE) -> Path:
+def write_atomically(output_dir: Path, text: str, name: str = METRICS_FILE) -> Path:
+    """`text` written to output_dir/name whole or not at all: under a new private temporary name
+    beside it, then renamed over it (OSError when that fails, the temporary file removed)."""
     target = output_dir / name
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = _new_file(target.parent, _temporary_prefix(target), ".json")
@@ -568,7 +570,7 @@ def _write_atomically(output_dir: Path, text: str, name: str = METRICS_FILE) -> 
 _OUTPUT_FILE_PART = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 MAX_OUTPUT_FILE_NAME = 255  # the whole relative name
 NAME_MAX = 255  # bytes of one name in a folder (Linux file systems); the parts are ASCII
-# A file is written as ".<stem>-<random hex>.json" and renamed (_write_atomically): its temporary
+# A file is written as ".<stem>-<random hex>.json" and renamed (write_atomically): its temporary
 # name is this much longer than its own, and must fit NAME_MAX too.
 _TEMPORARY_EXTRA = len(".") + len("-") + 2 * _RANDOM_BYTES
 
@@ -625,7 +627,7 @@ def write_chart(output_dir: Path, name: str, spec: dict) -> Path:
         raise SetupError(f"The chart file name {shown(name)} cannot be used: {problem}.")
     text = chart_json(spec)
     try:
-        return _write_atomically(output_dir, text, name)
+        return write_atomically(output_dir, text, name)
     except OSError as error:
         raise SetupError(f"The chart {name} cannot be written to {output_dir} ({error.strerror}).") from None
 

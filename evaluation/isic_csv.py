@@ -235,8 +235,8 @@ def parse_numbers(tokens: list[str], width: int | None = None) -> tuple[np.ndarr
 # mixed a value above int64 with NA tokens (then even the NA tokens stay text). So
 # 50000000000000000000e-20 is 0.5 after a row of 0.5, and text after a row of 1 or as the
 # first value. pandas infers types per block of rows (pandas_block_rows), each on its own.
-# tests/test_isic_plain.py (test_overflowing_integer_parts_*) checks this against pandas and,
-# where its environment exists, against the reference scorer.
+# tests/test_isic_overflow.py checks this on generated files against pandas and, where its
+# environment exists, against the reference scorer.
 
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 _LEADING_DIGITS = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]*)(.*)\Z", re.DOTALL)

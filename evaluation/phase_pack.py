@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
 import re
 import zipfile
 from dataclasses import dataclass
@@ -29,10 +28,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evaluation.errors import SetupError, id_list
-from evaluation.grand_challenge import CONFIG_FILE, MAX_PREDICTIONS_BYTES
+from evaluation.grand_challenge import CONFIG_FILE, MAX_PREDICTIONS_BYTES, write_atomically
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, socket_names
+from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, socket_names
 
 PACK_PREDICTIONS = PurePosixPath("example_evaluation_method", "test", "input", "predictions.json")
 _MISSING = object()
@@ -259,13 +258,8 @@ def configure_from_pack(challenge_class, ground_truth_dir: Path, pack: Path) -> 
         updated[name] = value
     settings_class.from_mapping(updated)
     old = settings.as_dict()
-    content = json.dumps(updated, indent=2) + "\n"
-    temporary = path.with_name(f".{CONFIG_FILE}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(content, encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomically(ground_truth_dir, json.dumps(updated, indent=2) + "\n", CONFIG_FILE)
     except OSError as error:
-        if temporary.exists():
-            temporary.unlink()
         raise SetupError(f"{path} cannot be written ({error.strerror}).") from None
     return path, matched, {name: old[name] for name in matched}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import shutil
 from pathlib import Path
 
 import pytest

@@ -17,7 +17,7 @@ import pytest
 
 from evaluation.errors import SetupError
 from evaluation.framework import available_challenges
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT
+from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT
 from tests.cli_runs import DROP_ENV, ROOT
 from tests.phase_packs import (
     IMAGE_KINDS,

@@ -38,7 +38,7 @@ from evaluation.metrics.froc import (
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import Row, bytes_for_rows, read_csv_rows
 from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 from evaluation.wsi_masks import MASK_SUFFIXES, read_mask
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
@@ -241,9 +241,6 @@ class Camelyon16(Evaluation):
                 raise SetupError(f"Ground truth: slide {slide} has two masks ({found[slide].name}, {path.name}).")
             found[slide] = path
         return found
-
-    def case_input_socket(self) -> tuple[str, ...]:
-        return socket_names(self.settings.input_socket)
 
     # ---- matching: excluded slides may be submitted, and are ignored ---------------------
 

@@ -42,7 +42,7 @@ from evaluation.reading.files import Origin
 from evaluation.reading.hdf5 import Hdf5Dataset, Hdf5File, open_hdf5
 from evaluation.reading.images import shape_text
 from evaluation.reading.values import is_finite_number, one_line_values, shown
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting, socket_names
+from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
 # included: mask images (SimpleITK), NNNN_label.h5 ground truth (h5py), surface distances (cv2). build.sh
@@ -377,9 +377,6 @@ class Csv2026(Evaluation):
         return int(value)
 
     # ---- the submission ------------------------------------------------------------------
-
-    def case_input_socket(self) -> tuple[str, ...]:
-        return socket_names(self.settings.longitudinal_input_socket)
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, Path]]:
         """Predictions-file phase: one NNNN_pred.h5 per case, at any depth of the unpacked archive."""

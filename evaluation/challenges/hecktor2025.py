@@ -34,7 +34,7 @@ from evaluation.metrics.survival import concordance_index, resampled_concordance
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.reading.values import is_finite_number, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
 # included: tasks 2 and 3: CSV and JSON values; scored with numpy alone. build.sh installs these alone;
@@ -67,9 +67,6 @@ class HecktorEvaluation(Evaluation):
 
     settings_class = HecktorSettings
     case_label = "Patient"
-
-    def case_input_socket(self) -> tuple[str, ...]:
-        return socket_names(self.settings.input_socket)
 
     def case_id_from_image_name(self, name: str) -> str:
         """`CHUM-001__CT.nii.gz` -> `CHUM-001` (spec: strip the extension, then a modality suffix)."""
@@ -229,8 +226,9 @@ class BootstrapTask(HecktorEvaluation):
 
 @dataclass(frozen=True)
 class Task2Settings(BootstrapSettings):
-    output_socket: str = setting("rfs", socket=JSON_OUTPUT, json_value="number", doc="output socket read: rfs.json, one number, a risk score (higher = "
-                                            "earlier recurrence)")
+    output_socket: str = setting("rfs", socket=JSON_OUTPUT, json_value="number",
+                                 doc="output socket read: rfs.json, one number, a risk score (higher = earlier "
+                                     "recurrence)")
 
 
 def interval_columns(what: str, key: str, level: float) -> tuple[Column, Column]:
@@ -349,8 +347,9 @@ class HecktorTask2(BootstrapTask):
 
 @dataclass(frozen=True)
 class Task3Settings(BootstrapSettings):
-    output_socket: str = setting("hpv-status", socket=JSON_OUTPUT, json_value="bool", doc="output socket read: hpv-status.json, a boolean (true = HPV "
-                                                   "positive; 1 and 0 accepted)")
+    output_socket: str = setting("hpv-status", socket=JSON_OUTPUT, json_value="bool",
+                                 doc="output socket read: hpv-status.json, a boolean (true = HPV positive; 1 and 0 "
+                                     "accepted)")
 
 
 # The predictions CSV's spellings of the HPV status (compared in lower case).

@@ -28,7 +28,7 @@ from evaluation.metrics import classification, ranking
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows
 from evaluation.reading.values import SHOWN_LENGTH, finite_number, json_type, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
 # included: reads CSV and JSON files; scores with numpy alone. build.sh installs these alone;
@@ -169,9 +169,6 @@ class IsicEvaluation(Evaluation):
         check_truth_scorable(self.table)
         log(f"Ground truth {path.name}: {len(self.table.ids)} images, categories {', '.join(categories)}.")
         return dict(zip(self.table.ids, range(len(self.table.ids))))  # {image: its row}
-
-    def case_input_socket(self) -> tuple[str, ...] | None:
-        return socket_names(self.settings.input_socket) or None
 
     # ---- the submission ------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from evaluation.metrics.resampling import (
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import finite_numbers, json_type, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting, socket_names
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
 # included: reads JSON files; scores with numpy alone. build.sh installs these alone;
@@ -146,9 +146,6 @@ class Rare26(Evaluation):
         if all_labels.all() or not all_labels.any():
             self.truth.fail(f"{where} must hold both NDBE and neoplasia frames.")
         return stacks
-
-    def case_input_socket(self) -> tuple[str, ...]:
-        return socket_names(self.settings.input_socket)
 
     # ---- one stack -----------------------------------------------------------------------
 

@@ -115,8 +115,7 @@ def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
                 code, line = _ground_truth_failure(case, error)
                 scored.append(("fatal", code, line, traceback.format_exc() if code == EXIT_INTERNAL else ""))
                 break
-            # Evaluation.score_one, its ground truth read above
-            scored.append(("ok", evaluation.score_case(case, evaluation.load_prediction(case, truth), truth)))
+            scored.append(("ok", evaluation.score_against(case, truth)))
         except Exception as error:  # the container's handling: exit code and one line
             code, line = failure(error)
             scored.append(("error", code, line, traceback.format_exc() if code == EXIT_INTERNAL else ""))
