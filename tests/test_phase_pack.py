@@ -310,6 +310,28 @@ def test_every_case_socket_setting_takes_one_name_or_one_per_interface(challenge
                 cls.from_mapping({f.name: ""})
 
 
+@pytest.mark.parametrize("challenge", sorted(CHALLENGES))
+def test_an_empty_case_socket_is_the_jobs_only_image(challenge, evaluate, tmp_path):
+    """An empty case-input setting names no socket: a job's case is its only image input (the
+    settings rule, for every challenge), the same scores as naming the socket; jobs with several
+    image inputs are the configuration's fault (exit 3)."""
+    input_dir, ground_truth = algorithm_example(challenge, tmp_path)
+    named = evaluate(challenge, input_dir, ground_truth)
+    assert named.code == 0
+    (case_input,) = [f.name for f in socket_fields(challenge) if f.metadata["socket"] == CASE_INPUT]
+    write_config(ground_truth, {**read_config(ground_truth), case_input: ""})
+    images = {sum(v["image"] is not None for v in job["inputs"])
+              for job in json.loads((input_dir / "predictions.json").read_text())}
+    run_ = evaluate(challenge, input_dir, ground_truth)
+    if images == {1}:
+        assert run_.code == 0, run_.last_error_line
+        without_settings = [{k: v for k, v in r.metrics.items() if k != "settings"} for r in (named, run_)]
+        assert without_settings[0] == without_settings[1]
+    else:
+        assert (run_.code, run_.wrote_metrics) == (3, False)
+        assert "image inputs: the challenge must name the socket" in run_.last_error_line
+
+
 # ---- the bundled predictions.json files as the platform writes them ----------------------------
 
 BUNDLED = sorted(ROOT.glob("test/*/**/predictions.json"))

@@ -75,7 +75,8 @@ SEPARATOR_HINT = " It looks separated by semicolons; separate values with commas
 class Camelyon16Settings(Settings):
     input_socket: str | list[str] = setting("whole-slide-image", socket=CASE_INPUT,
                                             doc="input socket whose image name (without extension) is the "
-                                                "slide (a list: one per interface of the phase)")
+                                                "slide (empty: the job's only image input; a list: one per "
+                                                "interface of the phase)")
     likelihood_socket: str = setting("metastasis-likelihood", socket=JSON_OUTPUT, json_value="number",
                                      doc="output socket: the slide's metastasis likelihood, a JSON number")
     detections_socket: str = setting("metastasis-detections", socket=JSON_OUTPUT, json_value="points",

@@ -83,7 +83,8 @@ class Csv2026Settings(Settings):
                                     "other (1: the official baseline's 1 = plaque, 2 = vessel)")
     longitudinal_input_socket: str | list[str] = setting(
         "longitudinal-carotid-ultrasound", socket=CASE_INPUT, hints=("longitudinal", "long"),
-        doc="algorithm phase: input whose image name is the case id (a list: one per interface of the phase)")
+        doc="algorithm phase: input whose image name is the case id (empty: the job's only image input; a "
+            "list: one per interface of the phase)")
     longitudinal_output_socket: str = setting("longitudinal-carotid-segmentation", socket=IMAGE_OUTPUT,
                                               hints=("longitudinal", "long"),
                                               doc="algorithm phase: longitudinal segmentation image output")

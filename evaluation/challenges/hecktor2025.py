@@ -56,7 +56,8 @@ EXTRA_PREDICTION_ROWS = 100
 class HecktorSettings(Settings):
     input_socket: str | list[str] = setting("ct-image", socket=CASE_INPUT, hints=("ct",),
                                             doc="input socket whose image name gives the patient id (the CT; a "
-                                                "list: one per interface of the phase)")
+                                                "list: one per interface of the phase; empty: the job's only "
+                                                "image input)")
     modality_suffixes: list[str] = setting(["__CT", "_CT", "_0000"],
                                            doc="suffixes removed (the first that matches) from the CT image name "
                                                "once its extension is stripped, to get the PatientID")

@@ -52,8 +52,8 @@ REPETITIONS_PER_BLOCK = 100  # resamples turned into counts at a time: bounded m
 @dataclass(frozen=True)
 class Rare26Settings(Settings):
     input_socket: str | list[str] = setting("stacked-barretts-esophagus-endoscopy-images", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the stack (case) id (a list: "
-                                                "one per interface of the phase)")
+                                            doc="input socket whose image name is the stack (case) id (empty: the "
+                                                "job's only image input; a list: one per interface of the phase)")
     output_socket: str = setting("stacked-neoplastic-lesion-likelihoods", socket=JSON_OUTPUT,
                                  doc="output socket: a JSON array of one likelihood per frame")
     sampling: str = setting("image", choices=("image", "patient"),
