@@ -17,10 +17,10 @@ import traceback
 from pathlib import Path
 
 from evaluation import __version__
-from evaluation.challenges import challenge_class, challenge_names
+from evaluation.challenges import available_challenges, challenge_class, challenge_names
 from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_TERMINATED, EXIT_USAGE, EvaluationError, SetupError,
                                SubmissionError, Terminated)
-from evaluation.framework import available_challenges, default_workers, log, stop_workers
+from evaluation.framework import default_workers, log, stop_workers
 from evaluation.launch import missing_dependency
 from evaluation.grand_challenge import (CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir,
                                         write_outputs)
@@ -42,11 +42,19 @@ def whole_number(minimum: int):
     return parse
 
 
-def _parser(names: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    def format_help(self) -> str:
+        # The challenges are listed only when help is asked for: listing them imports every
+        # challenge's folder, and a run imports only its own (start-up time).
+        self.epilog = (f"Challenges: {', '.join(challenge_names())}. The default challenge is ${CHALLENGE_ENV} "
+                       f"(set in the image).")
+        return super().format_help()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
         prog="python -m evaluation",
         description="Evaluate a grand-challenge.org submission and write metrics.json.",
-        epilog=f"Challenges: {', '.join(names)}. The default challenge is ${CHALLENGE_ENV} (set in the image).",
     )
     parser.add_argument("challenge", nargs="?", help="challenge to evaluate (default: $%s)" % CHALLENGE_ENV)
     parser.add_argument("--input", type=Path, default=INPUT_DIR, help="submission folder (default: %(default)s)")
@@ -107,13 +115,14 @@ def failure(error: BaseException) -> tuple[int, str]:
                                    f"{type(error).__name__}: {error} (please tell the challenge organizers).")
 
 
-def run(args: argparse.Namespace, names: list[str]) -> int:
+def run(args: argparse.Namespace) -> int:
     name = args.challenge or os.environ.get(CHALLENGE_ENV, "").strip()
     if not name:
-        return _fail(f"No challenge given: name one ({', '.join(names)}) or set {CHALLENGE_ENV}.", EXIT_USAGE)
-    if name not in names:
-        return _fail(f"Unknown challenge {name!r}; known challenges: {', '.join(names)}.", EXIT_USAGE)
-    challenge = challenge_class(name)  # imports this challenge's module only: start-up time
+        return _fail(f"No challenge given: name one ({', '.join(challenge_names())}) or set {CHALLENGE_ENV}.", EXIT_USAGE)
+    try:
+        challenge = challenge_class(name)  # imports this challenge's folder only: start-up time
+    except KeyError:
+        return _fail(f"Unknown challenge {name!r}; known challenges: {', '.join(challenge_names())}.", EXIT_USAGE)
     started = time.perf_counter()
     log(f"evaluation {__version__}: {challenge.title}")
     prepare_output(args.output)  # before scoring: an unwritable output must not waste the run
@@ -191,12 +200,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     try:  # a challenge module that fails to import is our bug too, not an invalid submission (exit 1)
-        names = challenge_names()  # read from the modules' source, none imported
-        args = _parser(names).parse_args(argv)
+        args = _parser().parse_args(argv)
         if args.list:
             _print_list(available_challenges())
             return EXIT_OK
-        return run(args, names)
+        return run(args)
     except Exception as error:  # a dependency missing, a bad ground truth, or a bug of ours
         code, line = failure(error)
         if code == EXIT_INTERNAL:  # a bug of ours: full trace for the organizers, one line for everyone

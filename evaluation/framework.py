@@ -31,14 +31,14 @@ from evaluation.grand_challenge import (
     read_predictions,
     strip_extension,
 )
-from evaluation.leaderboards import Leaderboard
+from evaluation.phase.columns import Leaderboard
 from evaluation.reading.files import Origin
 from evaluation.settings import CASE_INPUT, Settings, socket_names
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from evaluation.final_ranking import FinalRanking
+    from evaluation.leaderboard.rules import FinalRanking
 
 WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those
 
@@ -78,7 +78,7 @@ class Evaluation:
     # A chart is built only when its setting names a file (docs/grand-challenge.md, "Charts").
     chart_builders: ClassVar[dict[str, str]] = {}
     # The official rule(s) ranking submissions against each other, one per leaderboard
-    # (python -m evaluation.leaderboard; evaluation/final_ranking.py).
+    # (python -m evaluation.leaderboard; evaluation/leaderboard/rules.py).
     final_rankings: ClassVar[tuple[FinalRanking, ...]] = ()
     # Statistics of the final ranking: bootstrap resamples of this many rows at a time at most,
     # and no more than RESAMPLE_CELLS (rows x cases) in one block: memory stays flat.
@@ -473,26 +473,3 @@ def default_workers(requested: int | None) -> int:
 
     return cpu_ceiling().workers
 
-
-def available_challenges() -> dict[str, type[Evaluation]]:
-    """Every Evaluation subclass with a name in the modules of evaluation.challenges, importing
-    every module (--list, tests, examples). A run imports only its own challenge's module:
-    evaluation.challenges.challenge_class."""
-    import importlib
-    import pkgutil
-
-    import evaluation.challenges as package
-
-    declared = package.challenge_modules()
-    found: dict[str, type[Evaluation]] = {}
-    for module_info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Evaluation) and obj.name and obj.__module__ == module.__name__:
-                if obj.name in found:
-                    print(f"warning: challenge {obj.name} is declared twice", file=sys.stderr)
-                if declared.get(obj.name) != module.__name__:  # the command line could not run it
-                    print(f"warning: challenge {obj.name} must set `name = {obj.name!r}` (a string literal) in "
-                          f"its class body to be found without importing {module.__name__}", file=sys.stderr)
-                found[obj.name] = obj
-    return dict(sorted(found.items()))

@@ -1,13 +1,15 @@
 """python -m evaluation.image_requirements CHALLENGE [REQUIREMENTS]: the pins one challenge's image installs.
 
-Each challenge module declares, at its top level, the packages of requirements.txt its runs need:
-`RUNTIME_PACKAGES = ("numpy", "SimpleITK", ...)`, named as in requirements.txt and including their
-own dependencies. The pins themselves stay in one place, requirements.txt; this command prints the
+Each challenge folder's `__init__.py` declares, at its top level, the packages of requirements.txt
+its runs need: `RUNTIME_PACKAGES = ("numpy", "SimpleITK", ...)`, named as in requirements.txt and
+including their own dependencies: a tuple when the folder is one challenge of its own name, else
+a dict of such tuples by challenge name (`{"hecktor2025-task1": (...), ...}`), so that an
+unknown name is refused here too. The pins themselves stay in one place, requirements.txt; this command prints the
 pin lines of the declared packages (in requirements.txt's order), one a line, for the image's
 `pip install --no-deps -r`, so that an ISIC image carries numpy and not OpenCV or SimpleITK.
 
 It runs in the image's build stage before any package is installed: standard library only, and
-the challenge module is read, never imported. Exit 2: unknown challenge or usage; exit 3: a module
+the challenge's `__init__.py` is read, never imported. Exit 2: unknown challenge or usage; exit 3: a folder
 without a declaration, or a declared package that requirements.txt does not pin exactly.
 """
 
@@ -18,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from evaluation.challenges import challenge_modules, challenge_names
+from evaluation.challenges import challenge_folders, folder_of
 from evaluation.errors import EXIT_OK, EXIT_SETUP, EXIT_USAGE
 
 DECLARATION = "RUNTIME_PACKAGES"
@@ -36,19 +38,29 @@ def normalized(name: str) -> str:
 
 
 def runtime_packages(challenge: str) -> tuple[str, ...]:
-    """The packages `challenge`'s module declares in RUNTIME_PACKAGES (KeyError: unknown challenge)."""
-    module = challenge_modules()[challenge]
-    path = Path(__file__).resolve().parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    """The packages `challenge`'s folder declares in RUNTIME_PACKAGES (KeyError: unknown challenge)."""
+    folder = folder_of(challenge)
+    if folder is None:
+        raise KeyError(challenge)
+    path = Path(__file__).resolve().parent / "challenges" / folder / "__init__.py"
+    where = f"evaluation/challenges/{folder}/__init__.py"
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [DECLARATION]:
             try:
                 value = ast.literal_eval(node.value)
             except ValueError:
                 value = None
+            if isinstance(value, dict):  # by challenge name: the folder's names, each known
+                if challenge not in value:
+                    raise KeyError(challenge)
+                value = value[challenge]
+            elif challenge != folder:  # a tuple is the packages of the one challenge named as its folder
+                raise KeyError(challenge)
             if not (isinstance(value, tuple) and value and all(isinstance(v, str) and v for v in value)):
-                raise DeclarationError(f"{path.name}: {DECLARATION} must be a literal tuple of package names.")
+                raise DeclarationError(f"{where}: {DECLARATION} must be a literal tuple of package names, or a "
+                                       f"literal dict of such tuples by challenge name.")
             return value
-    raise DeclarationError(f"{path.name} (challenge {challenge}) has no top-level {DECLARATION} = (...) naming "
+    raise DeclarationError(f"{where} (challenge {challenge}) has no top-level {DECLARATION} = (...) naming "
                            f"the packages of requirements.txt its image installs.")
 
 
@@ -83,12 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m evaluation.image_requirements CHALLENGE [REQUIREMENTS]", file=sys.stderr)
         return EXIT_USAGE
     challenge = args[0]
-    if challenge not in challenge_modules():
-        print(f"unknown challenge {challenge!r} (one of: {', '.join(challenge_names())})", file=sys.stderr)
-        return EXIT_USAGE
     requirements = Path(args[1]) if len(args) == 2 else REQUIREMENTS
     try:
         lines = image_requirements(challenge, requirements.read_text(encoding="utf-8"))
+    except KeyError:
+        print(f"unknown challenge {challenge!r} (no folder of evaluation/challenges declares it; folders: "
+              f"{', '.join(challenge_folders())})", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as error:
         print(f"cannot read {requirements}: {error.strerror or error}", file=sys.stderr)
         return EXIT_SETUP

@@ -52,7 +52,7 @@ def evaluation(argv=None):
 
 def phase(argv=None):
     """python -m evaluation.phase / challenge-evaluation-phase"""
-    return _run("evaluation.phase", argv)
+    return _run("evaluation.phase.command", argv)
 
 
 def leaderboard(argv=None):

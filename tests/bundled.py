@@ -51,7 +51,7 @@ def skip_unless_bundled(challenge: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] != ["--record"]:
         sys.exit("usage: python -m tests.bundled --record")
-    from evaluation.framework import available_challenges
+    from evaluation.challenges import available_challenges
 
     DIGESTS.write_text(json.dumps({c: ground_truth_digest(c) for c in sorted(available_challenges())}, indent=1)
                        + "\n")

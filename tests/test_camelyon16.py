@@ -12,8 +12,8 @@ import pytest
 from benchmarks.camelyon16_reference import reference_scores
 from evaluation.challenges.camelyon16 import Camelyon16
 from evaluation.errors import SetupError
-from evaluation.examples.camelyon16 import write_synthetic
-from evaluation.wsi_masks import read_mask
+from evaluation.challenges.camelyon16.examples import write_synthetic
+from evaluation.challenges.camelyon16.masks import read_mask
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_KEYS = ["0_25", "0_5", "1", "2", "4", "8"]

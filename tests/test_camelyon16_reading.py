@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from evaluation.errors import SetupError
-from evaluation.examples.camelyon16 import write_synthetic
+from evaluation.challenges.camelyon16.examples import write_synthetic
 from evaluation.reading.values import shown
-from evaluation.wsi_masks import read_mask
+from evaluation.challenges.camelyon16.masks import read_mask
 
 SETUP = "The evaluation could not run, through no fault of the submission: "
 ORGANIZERS = " (please tell the challenge organizers)."

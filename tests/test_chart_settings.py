@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges
 from evaluation.grand_challenge import NAME_MAX, output_file_problem
 from tests.test_charts import ground_truth_with
 

@@ -21,7 +21,7 @@ import vl_convert
 from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from evaluation import charts
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges
 from tests.cli_runs import ROOT, Run, run_command_line
 
 VEGA_LITE_VERSION = "5.8"  # vl-convert's oldest; the platform's 5.1.0 draws them in tests/test_browser.py

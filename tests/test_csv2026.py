@@ -16,7 +16,7 @@ import tifffile
 from sklearn.metrics import f1_score
 
 from evaluation.challenges.csv2026 import Csv2026, binary_f1_scores, time_score
-from evaluation.examples.csv2026 import write_dataset
+from evaluation.challenges.csv2026.examples import write_dataset
 from tests.test_surface import reference_nsd
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGES = sorted(available_challenges())

@@ -15,7 +15,7 @@ import pytest
 import SimpleITK as sitk
 
 from evaluation import examples
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGES = ("csv2026", "hecktor2025-task1", "hecktor2025-task2", "hecktor2025-task3")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, rankdata
 
-from evaluation.final_ranking import (
+from evaluation.leaderboard.rules import (
     Key,
     NestedBorda,
     OrderedRanking,

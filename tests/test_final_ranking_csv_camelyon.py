@@ -16,8 +16,8 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from evaluation.challenges.camelyon16 import Camelyon16, SlideResult, SlideTruth
 from evaluation.challenges.csv2026 import CaseResult, Csv2026, JobTiming
 from evaluation.errors import SetupError
-from evaluation.examples.csv2026 import write_dataset
-from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.challenges.csv2026.examples import write_dataset
+from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.metrics.froc import SlideHits, froc_curve, froc_score, resampled_froc_scores
 from evaluation.metrics.resampling import draws_to_counts
 

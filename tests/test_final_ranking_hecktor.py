@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3
-from evaluation.challenges.hecktor2025_task1 import HecktorTask1, PatientResult
-from evaluation.final_ranking import Key, NestedBorda, OrderedRanking
+from evaluation.challenges.hecktor2025.base import HecktorTask2, HecktorTask3
+from evaluation.challenges.hecktor2025.task1 import HecktorTask1, PatientResult
+from evaluation.leaderboard.rules import Key, NestedBorda, OrderedRanking
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = {"hecktor2025-task1": HecktorTask1, "hecktor2025-task2": HecktorTask2, "hecktor2025-task3": HecktorTask3}

@@ -20,7 +20,7 @@ from sklearn.metrics import roc_auc_score
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
 from evaluation.challenges.isic import Isic2018, Isic2019, Truth
 from evaluation.challenges.rare26 import Rare26, Rare26Settings
-from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.grand_challenge import Undefined
 from evaluation.metrics.ranking import resampled_roc_auc
 from evaluation.metrics.resampling import draws_to_counts

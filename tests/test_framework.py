@@ -15,7 +15,8 @@ import pytest
 from evaluation import __version__, framework
 from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError, id_list, EvaluationError
-from evaluation.framework import Evaluation, available_challenges, default_workers
+from evaluation.challenges import available_challenges
+from evaluation.framework import Evaluation, default_workers
 from evaluation.grand_challenge import (
     Case,
     list_submission_files,

@@ -149,17 +149,28 @@ def test_command_names_a_declared_package_that_is_not_pinned(tmp_path):
     assert loose.returncode == 3 and "'numpy>=2' is not an exact pin" in loose.stderr
 
 
-def test_a_module_without_a_declaration_is_refused(tmp_path, monkeypatch):
-    package = tmp_path / "evaluation" / "challenges"
+def test_a_folder_without_a_declaration_is_refused(tmp_path, monkeypatch):
+    package = tmp_path / "evaluation" / "challenges" / "example"
     package.mkdir(parents=True)
-    (package / "example.py").write_text('class Example(Evaluation):\n    name = "example"\n')
+    declaration = package / "__init__.py"
+    declaration.write_text('class Example(Evaluation):\n    name = "example"\n')
     monkeypatch.setattr(ir, "__file__", str(tmp_path / "evaluation" / "image_requirements.py"))
-    monkeypatch.setattr(ir, "challenge_modules", lambda: {"example": "evaluation.challenges.example"})
-    with pytest.raises(ir.DeclarationError, match="example.py .challenge example. has no top-level RUNTIME_PACKAGES"):
+    monkeypatch.setattr(ir, "folder_of", lambda name: "example" if name.startswith("example") else None)
+    with pytest.raises(ir.DeclarationError, match="example/__init__.py .challenge example. has no top-level RUNTIME_PACKAGES"):
         ir.runtime_packages("example")
-    (package / "example.py").write_text('RUNTIME_PACKAGES = ("numpy", PACKAGE)\n')
+    declaration.write_text('RUNTIME_PACKAGES = ("numpy", PACKAGE)\n')
     with pytest.raises(ir.DeclarationError, match="must be a literal tuple of package names"):
         ir.runtime_packages("example")
+    declaration.write_text('RUNTIME_PACKAGES = ("numpy",)\n')
+    assert ir.runtime_packages("example") == ("numpy",)
+    with pytest.raises(KeyError):  # a tuple is the challenge named as the folder only
+        ir.runtime_packages("example-a")
+    declaration.write_text('RUNTIME_PACKAGES = {"example-a": ("numpy",), "example-b": ("numpy", "h5py")}\n')
+    assert ir.runtime_packages("example-b") == ("numpy", "h5py")
+    with pytest.raises(KeyError):
+        ir.runtime_packages("example-c")
+    with pytest.raises(KeyError):
+        ir.runtime_packages("other")
 
 
 # ---- the declarations suffice: runs with everything else blocked ----------------------------------

@@ -16,9 +16,9 @@ import pytest
 from sklearn.metrics import auc as sk_auc
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from evaluation import isic_csv
+from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic import SPARE_ROWS, Isic2019
-from evaluation.examples.isic import write_synthetic
+from evaluation.challenges.isic.examples import write_synthetic
 from evaluation.reading.files import size_text
 from evaluation.reading.tables import bytes_for_rows
 from evaluation.metrics import classification as clf
@@ -593,9 +593,9 @@ def test_image_ids_of_a_column_are_those_of_each_field():
 
 @pytest.mark.parametrize("challenge", ["isic2018", "isic2019"])
 def test_examples_regenerate_the_bundled_files(challenge, tmp_path):
-    """evaluation/examples/isic.py writes the bundled ground truth, submission and invalid
+    """evaluation/challenges/isic/examples.py writes the bundled ground truth, submission and invalid
     submissions byte for byte (the generators moved out of the scoring module unchanged)."""
-    from evaluation.examples.isic import EXAMPLES
+    from evaluation.challenges.isic.examples import EXAMPLES
     from tests.bundled import skip_unless_bundled
 
     skip_unless_bundled(challenge)

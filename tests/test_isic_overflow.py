@@ -2,7 +2,7 @@
 
 pandas, and so the reference scorer, reads such a token as a number or as text depending on
 where it sits in its column: text when pandas' integer pass reaches it (every earlier value of
-the column an integer or missing), a number after a decimal (evaluation/isic_csv.py,
+the column an integer or missing), a number after a decimal (evaluation/challenges/isic/predictions.py,
 _integer_passes). Seeded files with such tokens in various positions are read by our fast path,
 our character-level path, pandas itself (the reference's own checks 7-9 on its table) and, where
 its environment exists, the reference scorer: the same values, the same refusals."""
@@ -19,7 +19,7 @@ from benchmarks.isic_reference import (
     REFERENCE_READER, REFERENCE_STEPS, REJECTION_CATEGORIES, REJECTION_IMAGES, reference_cli, rejection_truth,
     values_digest,
 )
-from evaluation import isic_csv
+from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic import read_predictions_csv
 from evaluation.errors import SubmissionError
 from tests.test_isic_parity import OUR_STEPS, differences, reference_view, run_ours

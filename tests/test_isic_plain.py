@@ -1,4 +1,4 @@
-"""The ISIC CSV fast path (evaluation/isic_csv.py: plain_table, plain_numbers) against pandas'
+"""The ISIC CSV fast path (evaluation/challenges/isic/predictions.py: plain_table, plain_numbers) against pandas'
 own reader and against our character-level path (tokenize, parse_numbers): a plain file is split
 as the tokenizer splits it, its numbers are pandas' bit for bit, and every file, plain or not,
 is accepted with the same bits or refused with the same message whichever path reads it."""
@@ -11,7 +11,7 @@ import pytest
 from benchmarks.isic_reference import (
     REJECTION_CASES, REJECTION_CATEGORIES, REJECTION_IMAGES, fuzzed_submissions, parity_inputs,
 )
-from evaluation import isic_csv
+from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic import read_predictions_csv, read_truth_csv
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.reading.files import Origin

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges
 from tests.test_organizer_examples import lookup, tree
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ import pytest
 
 from evaluation import examples
 from evaluation.examples import synthetic
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges
 from evaluation.reading.files import shown_path
 from tests.bundled import is_bundled, skip_unless_bundled
 

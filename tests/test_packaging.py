@@ -50,7 +50,7 @@ def test_wheel_declares_the_commands_and_holds_the_package(wheel):
     _, entry_points, names = _metadata(wheel)
     for command, target in COMMANDS.items():
         assert re.search(rf"^{re.escape(command)} = {re.escape(target)}$", entry_points, re.M), entry_points
-    assert "evaluation/cli.py" in names and "evaluation/challenges/rare26.py" in names
+    assert "evaluation/cli.py" in names and "evaluation/challenges/rare26/__init__.py" in names
     assert not any(name.startswith(("tests/", "benchmarks/", "test/", "ground-truth/")) for name in names)
 
 

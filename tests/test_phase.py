@@ -13,9 +13,9 @@ import sys
 import jsonschema
 import pytest
 
-from evaluation.framework import available_challenges
-from evaluation.leaderboards import Column, Leaderboard
-from evaluation.phase import main
+from evaluation.challenges import available_challenges
+from evaluation.phase.columns import Column, Leaderboard
+from evaluation.phase.command import main
 from tests.cli_runs import DROP_ENV, ROOT
 
 CHALLENGES = available_challenges()

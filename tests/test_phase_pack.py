@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.errors import SetupError
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT
 from tests.cli_runs import DROP_ENV, ROOT
 from tests.phase_packs import (
@@ -138,11 +138,11 @@ def algorithm_example(challenge, tmp_path) -> tuple[Path, Path]:
         shutil.copytree(ROOT / "test" / challenge / "input", tmp_path / "input")
         return tmp_path / "input", ground_truth_copy(challenge, tmp_path)
     if challenge == "camelyon16":
-        from evaluation.examples.camelyon16 import write_synthetic
+        from evaluation.challenges.camelyon16.examples import write_synthetic
 
         write_synthetic(tmp_path, seed=5, slides=4, mask_shape=(160, 224), pyramids=0, phase="algorithm")
     else:
-        from evaluation.examples.isic import write_synthetic
+        from evaluation.challenges.isic.examples import write_synthetic
 
         write_synthetic(tmp_path, CHALLENGES[challenge].categories, seed=5, images=12, phase="algorithm")
     return tmp_path / "input", tmp_path / "ground-truth"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_metrics, official_patient_level
-from evaluation.examples.rare26 import synthesize
+from evaluation.challenges.rare26.examples import synthesize
 
 OFFICIAL_KEYS = [
     "Score",

@@ -1,4 +1,4 @@
-"""Start-up: a run imports its own challenge's module only, and no heavy library its challenge does
+"""Start-up: a run imports its own challenge's folder only, and no heavy library its challenge does
 not use (evaluation/challenges/__init__.py states the rule). Each check runs a fresh interpreter
 and reads its sys.modules: what was imported, not how long it took."""
 
@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import evaluation.challenges as challenges_package
-from evaluation.challenges import challenge_class, challenge_modules, challenge_names, declared_names
-from evaluation.framework import available_challenges
+from evaluation.challenges import available_challenges, challenge_class, challenge_folders, folder_of
 
 ROOT = Path(__file__).resolve().parent.parent
 CHALLENGES = sorted(available_challenges())
@@ -49,32 +47,27 @@ def imported_after(code: str) -> dict:
     return fresh_interpreter(code + IMPORTED.format(heavy=HEAVY))
 
 
-# ---- discovery without importing -----------------------------------------------------------
+# ---- discovery by folder ------------------------------------------------------------------------
 
 
-def test_names_are_found_without_importing_any_challenge_module():
-    seen = imported_after("from evaluation.challenges import challenge_names\nnames = challenge_names()\n"
-                          "assert names, names")
+def test_folders_are_listed_without_importing_any():
+    seen = imported_after("from evaluation.challenges import challenge_folders\nassert challenge_folders()\n")
     assert seen == {"heavy": [], "challenges": []}
 
 
-def test_names_from_source_equal_the_classes_found_by_importing():
-    """What the command line finds without importing is what importing every module finds: each
-    challenge in the module that defines it (else a challenge could not be run)."""
-    imported = available_challenges()
-    assert challenge_names() == sorted(imported)
-    assert challenge_modules() == {name: cls.__module__ for name, cls in imported.items()}
+def test_every_challenge_lives_in_the_folder_its_name_starts_with():
+    for name, cls in available_challenges().items():
+        folder = folder_of(name)
+        assert folder in challenge_folders() and cls.__module__.startswith(f"evaluation.challenges.{folder}")
 
 
 @pytest.mark.parametrize("name", CHALLENGES)
-def test_challenge_class_imports_its_module_only(name):
+def test_challenge_class_imports_its_folder_only(name):
     seen = imported_after(f"from evaluation.challenges import challenge_class\n"
                           f"cls = challenge_class({name!r})\nassert cls.name == {name!r}")
-    module = available_challenges()[name].__module__
-    # a module may build on another challenge module (hecktor2025_task1 on hecktor2025)
-    assert module in seen["challenges"]
-    own_bases = {base.__module__ for base in available_challenges()[name].__mro__}
-    assert set(seen["challenges"]) <= own_bases
+    package = f"evaluation.challenges.{folder_of(name)}"
+    assert package in seen["challenges"]
+    assert all(module == package or module.startswith(package + ".") for module in seen["challenges"])
     assert seen["heavy"] == []
 
 
@@ -83,65 +76,10 @@ def test_challenge_class_returns_the_imported_class():
         assert challenge_class(name) is cls
 
 
-def test_unknown_name_is_a_key_error():
+@pytest.mark.parametrize("name", ["rare99", "isic2020", "nothing", ""])
+def test_unknown_name_is_a_key_error(name):
     with pytest.raises(KeyError):
-        challenge_class("rare99")
-
-
-def test_declared_names_reads_literal_names_of_class_bodies_only():
-    source = '''"""A module.
-name = "in a docstring"
-"""
-from x import (
-    y,
-)
-name = "module level"
-
-
-class Base(
-    Evaluation,
-):
-    """A class docstring."""
-
-    name: ClassVar[str] = ""
-    title = "t"
-
-
-@dataclass
-class First(Base):
-    name = "first"  # a comment
-    ranked_paths = ("a",)
-
-    def method(self):
-        name = "a local"
-        return name
-
-
-class Second(Base):
-    name: ClassVar[str] = 'second'
-
-
-class Computed(Base):
-    name = compute()
-
-
-class Continued(Base):
-    name = (
-        "continued")
-
-
-def function():
-    class Nested(Base):
-        name = "nested"
-'''
-    assert declared_names(source) == ["first", "second"]
-
-
-def test_every_challenge_module_declares_its_names_in_its_source():
-    for path in sorted(Path(challenges_package.__file__).parent.glob("[!_]*.py")):
-        module = f"evaluation.challenges.{path.stem}"
-        classes = sorted(n for n, cls in available_challenges().items() if cls.__module__ == module)
-        assert sorted(declared_names(path.read_text())) == classes, path.name
+        challenge_class(name)
 
 
 # ---- heavy libraries: only where used --------------------------------------------------------
@@ -150,11 +88,11 @@ def test_every_challenge_module_declares_its_names_in_its_source():
 def test_help_and_list_import_no_heavy_library():
     help_run = imported_after("from evaluation.cli import main\nimport contextlib, io\n"
                               "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n")
-    assert help_run == {"heavy": [], "challenges": []}
+    assert help_run["heavy"] == []  # help lists every challenge: their folders, none of their libraries
     list_run = imported_after("from evaluation.cli import main\nimport contextlib, io\n"
                               "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['--list']) == 0\n")
     assert list_run["heavy"] == []  # every challenge module imported, none of their libraries
-    assert len(list_run["challenges"]) == len(set(challenge_modules().values()))
+    assert {f"evaluation.challenges.{folder}" for folder in challenge_folders()} <= set(list_run["challenges"])
 
 
 @pytest.mark.parametrize("name", CHALLENGES)
@@ -168,9 +106,9 @@ def test_a_run_imports_only_the_libraries_its_challenge_uses(name, tmp_path):
            f"assert code == 0, code\n")
     seen = imported_after(run)
     assert set(seen["heavy"]) <= NEEDED.get(name, set()), f"{name} imported {seen['heavy']}"
-    module = available_challenges()[name].__module__
-    own_bases = {base.__module__ for base in available_challenges()[name].__mro__}
-    assert module in seen["challenges"] and set(seen["challenges"]) <= own_bases
+    package = f"evaluation.challenges.{folder_of(name)}"
+    assert package in seen["challenges"]
+    assert all(module == package or module.startswith(package + ".") for module in seen["challenges"])
     assert json.loads((tmp_path / "out" / "metrics.json").read_text()) == \
         json.loads((ROOT / "test" / name / "expected_metrics.json").read_text())
 

@@ -1,12 +1,13 @@
-"""One module per challenge, found without importing the others.
+"""The challenges: one folder each, found by its folder.
 
-A challenge module declares Evaluation subclasses whose class body sets `name` to a string
-literal (`name = "rare26"`). A run needs one challenge, and importing a challenge module imports
-what it scores with, so the command line does not import every module to find the one it runs:
-`challenge_names()` reads the modules' source (a few milliseconds) and
-`challenge_class(name)` imports only the module that declares `name`. Adding a challenge stays
-one new file here; there is no list to keep up to date. `available_challenges()` (framework.py)
-imports them all, for `--list`, the tests and the examples.
+A folder here (a package: `rare26/__init__.py`) is one challenge, or a family of challenges that
+share their code (`isic/`: isic2018 and isic2019; `hecktor2025/`: its three tasks). Its
+`__init__.py` is the declaration: it defines, or imports from the folder's modules, the
+Evaluation subclasses whose `name` is run on the command line, and `RUNTIME_PACKAGES`, the
+packages of requirements.txt its image installs. Every challenge's name starts with its folder's
+name, so a run imports the one folder whose name is the longest prefix of the name asked for,
+and nothing of the others. Adding a challenge is adding a folder: there is no list to edit
+(`python -m evaluation.new NAME` writes one; docs/adding-a-challenge.md).
 
 Start-up rule for every module a run imports (challenge, metrics and reading modules): import a
 heavy library (scikit-learn, scipy, SimpleITK, h5py, cc3d, OpenCV, tifffile, imagecodecs) inside
@@ -17,11 +18,9 @@ the top. tests/test_startup.py checks this in a fresh interpreter for every chal
 
 from __future__ import annotations
 
-import ast
-import functools
 import importlib
-import re
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,61 +29,55 @@ if TYPE_CHECKING:
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-# A line starting a top-level statement (a class or not; not a comment, not the closing bracket of
-# a class header), or a `name = ...` line at the indentation of a class body.
-_STATEMENT_OR_NAME = re.compile(r"^(?:(class\s)|[^\s#)\]}])|^    name\s*(?::[^=\n]*)?=.*$", re.MULTILINE)
+def challenge_folders() -> list[str]:
+    """The challenge folders (packages), sorted, importing none of them."""
+    return sorted(path.parent.name for path in _PACKAGE_DIR.glob("*/__init__.py") if not path.parent.name.startswith("_"))
 
 
-def declared_names(source: str) -> list[str]:
-    """The names the top-level classes of a module's source declare: a line `name = "<literal>"`
-    (annotated or not) at the class body's indentation, four spaces; non-empty strings only.
-    Scanned line by line, the assignment alone parsed (parsing whole modules costs ~60 ms)."""
-    names = []
-    in_class = False
-    for match in _STATEMENT_OR_NAME.finditer(source):
-        if match.group(0)[0] != " ":  # a top-level statement: are the lines that follow a class body?
-            in_class = match.group(1) is not None
-            continue
-        if not in_class:
-            continue
-        try:
-            statement = ast.parse(match.group(0).strip()).body[0]
-        except SyntaxError:  # e.g. a value continued on the next line: not a literal
-            continue
-        value = statement.value
-        if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
-            names.append(value.value)
-    return names
+def folder_of(name: str) -> str | None:
+    """The folder a challenge named `name` lives in: the longest folder name it starts with."""
+    candidates = [folder for folder in challenge_folders() if name.startswith(folder)]
+    return max(candidates, key=len) if candidates else None
 
 
-def challenge_modules() -> dict[str, str]:
-    """{challenge name: module name}, from the modules' source, importing none of them."""
-    return dict(_scan_sources())
+def declared_challenges(package: ModuleType) -> dict[str, type[Evaluation]]:
+    """{name: class} of the Evaluation subclasses a folder's package declares."""
+    from evaluation.framework import Evaluation
+
+    found = {}
+    for obj in vars(package).values():
+        if (isinstance(obj, type) and issubclass(obj, Evaluation) and obj.name
+                and obj.__module__.startswith(package.__name__)):
+            found[obj.name] = obj
+    return dict(sorted(found.items()))
 
 
-@functools.cache  # the source does not change while a process runs
-def _scan_sources() -> tuple[tuple[str, str], ...]:
-    found: dict[str, str] = {}
-    for path in sorted(_PACKAGE_DIR.glob("[!_]*.py")):  # the modules available_challenges imports
-        for name in declared_names(path.read_text(encoding="utf-8")):
-            found.setdefault(name, f"{__name__}.{path.stem}")
-    return tuple(sorted(found.items()))
-
-
-def challenge_names() -> list[str]:
-    """Every challenge's name, sorted, without importing any challenge module."""
-    return list(challenge_modules())
+def folder_package(folder: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{folder}")
 
 
 def challenge_class(name: str) -> type[Evaluation]:
-    """The Evaluation subclass named `name`, importing only its module; KeyError if no module
-    declares it."""
-    from evaluation.framework import Evaluation
+    """The Evaluation subclass named `name`, importing only its folder; KeyError if none declares it."""
+    folder = folder_of(name)
+    if folder is not None:
+        challenges = declared_challenges(folder_package(folder))
+        if name in challenges:
+            return challenges[name]
+    raise KeyError(name)
 
-    module_name = challenge_modules()[name]
-    module = importlib.import_module(module_name)
-    for obj in vars(module).values():
-        if isinstance(obj, type) and issubclass(obj, Evaluation) and obj.name == name and obj.__module__ == module_name:
-            return obj
-    raise LookupError(f"{module_name} declares the challenge {name!r} in its source but defines no Evaluation "
-                      f"subclass of that name once imported.")
+
+def available_challenges() -> dict[str, type[Evaluation]]:
+    """{name: class} of every challenge, importing every folder (--list, errors, tests, examples)."""
+    found: dict[str, type[Evaluation]] = {}
+    for folder in challenge_folders():
+        for name, cls in declared_challenges(folder_package(folder)).items():
+            if folder_of(name) != folder:  # the command line would look for it in another folder
+                raise LookupError(f"challenge {name!r} is declared in evaluation/challenges/{folder}/, but its name "
+                                  f"must start with the folder's name ({folder!r}) to be found.")
+            found[name] = cls
+    return dict(sorted(found.items()))
+
+
+def challenge_names() -> list[str]:
+    """Every challenge's name, sorted (imports every folder)."""
+    return list(available_challenges())

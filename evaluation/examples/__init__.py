@@ -1,7 +1,9 @@
 """Synthetic ground truths and submissions: the bundled examples, the tests and the benchmarks.
 
-Not part of scoring (the evaluation image does not need this package). Each module here writes
-the examples of one challenge module and declares them in `EXAMPLES`:
+Not part of scoring (the evaluation image does not need this package, nor the challenges'
+example modules). Each challenge folder has an `examples.py` (hecktor2025 also a
+`task1_examples.py`: every module of the folder whose name ends in `examples`) that writes the
+examples of its challenges and declares them in `EXAMPLES`:
 
     EXAMPLES = {"rare26": Example(synthesize=synthesize, invalid_examples=invalid_examples)}
 
@@ -58,13 +60,16 @@ class Example:
 
 
 def examples() -> dict[str, Example]:
-    """Every challenge's examples, from the EXAMPLES of the modules of this package."""
+    """Every challenge's examples, from the EXAMPLES of its folder's example modules."""
+    import evaluation.challenges as challenges
+
     found: dict[str, Example] = {}
-    for module_info in pkgutil.iter_modules(__path__):
-        if module_info.name.startswith("_"):  # __main__ runs the command line when imported
-            continue
-        module = importlib.import_module(f"{__name__}.{module_info.name}")
-        found.update(getattr(module, "EXAMPLES", {}))
+    for folder in challenges.challenge_folders():
+        package = challenges.folder_package(folder)
+        for module_info in pkgutil.iter_modules(package.__path__):
+            if module_info.name.endswith("examples"):
+                module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+                found.update(getattr(module, "EXAMPLES", {}))
     return dict(sorted(found.items()))
 
 

@@ -97,7 +97,7 @@ def make_organizer_example(challenge: str, ground_truth: Path, output: Path, see
     from the ground truth, deterministic from `seed`), its invalid variants for any ground truth,
     plus "missing-case" for algorithm-job phases."""
     from evaluation.examples import examples
-    from evaluation.framework import available_challenges
+    from evaluation.challenges import available_challenges
 
     challenges = available_challenges()
     if challenge not in challenges:
@@ -233,7 +233,7 @@ def remove(path: Path) -> None:
 
 def build(challenge: str, ground_truth: Path, scratch: Path, write_submission: Callable[[Path], None],
           invalid_changes: Callable[[Path], Changes]) -> None:
-    from evaluation.framework import available_challenges
+    from evaluation.challenges import available_challenges
 
     input_dir = scratch / INPUT
     started = time.perf_counter()

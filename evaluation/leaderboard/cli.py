@@ -28,7 +28,7 @@ from evaluation import __version__
 from evaluation.challenges import challenge_class, challenge_names
 from evaluation.cli import failure, whole_number
 from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, SetupError
-from evaluation.final_ranking import TIE_METHODS
+from evaluation.leaderboard.rules import TIE_METHODS
 from evaluation.framework import default_workers, log
 from evaluation.grand_challenge import (BAKED_GROUND_TRUTH_DIR, METRICS_FILE, UPLOADED_GROUND_TRUTH_DIR, metrics_json,
                                         resolve_ground_truth_dir, value_at_path)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.final_ranking import FinalRanking, RankedTable
+from evaluation.leaderboard.rules import FinalRanking, RankedTable
 from evaluation.grand_challenge import value_at_path
 
 

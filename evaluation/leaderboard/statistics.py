@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.final_ranking import FinalRanking
+from evaluation.leaderboard.rules import FinalRanking
 from evaluation.leaderboard.standings import Standing, json_number
 
 CI_PERCENTS = (2.5, 97.5)

@@ -2,7 +2,7 @@
 
 (ISIC's predictions file is the exception that proves the rule: its reader must refuse exactly
 what the reference scorer's pandas reader refuses, so it has its own tokenizer in
-evaluation/isic_csv.py, fed by `read_text` here.)
+evaluation/challenges/isic/predictions.py, fed by `read_text` here.)
 """
 
 from __future__ import annotations

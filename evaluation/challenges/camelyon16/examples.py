@@ -60,7 +60,7 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
     hits (Beta(3, 2)) on tumor pixels. Masks are read one at a time by the challenge's loader at
     the evaluation level; the excluded slides are left out."""
     from evaluation.challenges.camelyon16 import EVALUATION_LEVEL, Camelyon16
-    from evaluation.wsi_masks import read_mask
+    from evaluation.challenges.camelyon16.masks import read_mask
 
     evaluation = Camelyon16(ground_truth_dir)  # its config.json applies
     settings = evaluation.settings

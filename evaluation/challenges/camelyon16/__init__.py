@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
-from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, list_submission_files, strip_extension
-from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.metrics.classification import ranking_curve, roc_auc, roc_points, stable_order
 from evaluation.metrics.evaluation_mask import evaluation_mask
 from evaluation.metrics.froc import (
@@ -39,7 +39,7 @@ from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import Row, bytes_for_rows, read_csv_rows
 from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
-from evaluation.wsi_masks import MASK_SUFFIXES, read_mask
+from evaluation.challenges.camelyon16.masks import MASK_SUFFIXES, read_mask
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
 # included: TIFF masks (tifffile; imagecodecs decodes their LZW), .mha masks (SimpleITK), the evaluation mask

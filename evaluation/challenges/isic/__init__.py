@@ -18,12 +18,12 @@ import re
 
 import numpy as np
 
-from evaluation import isic_csv
+from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.errors import SetupError, SubmissionError, id_list
-from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Undefined, list_submission_files, single_ground_truth_file
-from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.metrics import classification, ranking
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows
@@ -33,7 +33,7 @@ from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
 # included: reads CSV and JSON files; scores with numpy alone. build.sh installs these alone;
 # tests/test_image_requirements.py scores the bundled example with every other package blocked.
-RUNTIME_PACKAGES = ("numpy",)
+RUNTIME_PACKAGES = {"isic2018": ("numpy",), "isic2019": ("numpy",)}
 
 INDEX_COLUMNS = ("image", "lesion_id")  # the reference's index column, the first one present
 WEIGHT_COLUMNS = ("score_weight", "validation_weight")  # optional, default 1.0

@@ -6,7 +6,7 @@ Per patient, one pass over both label maps gives every label count; GTVn lesions
 per-patient Dice of GTVp, the aggregated Dice of GTVn (HECKTOR 2022: sums weighted by each
 patient's voxel volume) and the aggregated detection F1 of GTVn (TP, FP, FN summed over the test
 set). The Borda ranking across submissions is computed from these by `final_rankings`
-(evaluation/final_ranking.py), with `resampled_ranked_values` for its bootstrap statistics.
+(evaluation/leaderboard/rules.py), with `resampled_ranked_values` for its bootstrap statistics.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
-from evaluation.final_ranking import NestedBorda
+from evaluation.leaderboard.rules import NestedBorda
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
     Case,
@@ -27,19 +27,13 @@ from evaluation.grand_challenge import (
     list_submission_files,
     strip_extension,
 )
-from evaluation.challenges.hecktor2025 import HecktorEvaluation, HecktorSettings, submission_name
-from evaluation.leaderboards import MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
+from evaluation.challenges.hecktor2025.base import HecktorEvaluation, HecktorSettings, submission_name
+from evaluation.phase.columns import MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
 from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.settings import IMAGE_OUTPUT, setting
-
-# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
-# included: NIfTI / MHA masks (SimpleITK), 26-connected lesions (cc3d), the 'hungarian' lesion matching
-# (scipy). build.sh installs these alone; tests/test_image_requirements.py scores the bundled example with
-# every other package blocked.
-RUNTIME_PACKAGES = ("numpy", "SimpleITK", "connected-components-3d", "scipy")
 
 BACKGROUND, GTVP, GTVN = 0, 1, 2
 LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"

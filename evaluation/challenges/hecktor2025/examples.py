@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3, Task2Settings, Task3Settings
+from evaluation.challenges.hecktor2025.base import HecktorTask2, HecktorTask3, Task2Settings, Task3Settings
 from evaluation.examples import Example, synthetic
 
 CENTERS = ("CHUM", "CHUP", "CHUV", "HGJ", "HMR", "MDA", "USZ")

@@ -24,7 +24,7 @@ which say what is wrong. tests/test_isic_plain.py checks that both give the same
 same refusals.
 
 The bytes come through the reading layer (`Origin.read_bytes`, bounded by the test set's size,
-evaluation/challenges/isic.py); this module only turns them into a table.
+evaluation/challenges/isic/__init__.py); this module only turns them into a table.
 
 Decisions where the reference is not followed (documented in docs/challenges/isic.md): image ids
 are compared as written (pandas would turn a column of numeric ids into numbers), and an id that

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError
-from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, single_ground_truth_file, strip_extension
-from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.metrics.classification import average_precision, ranking_curve, roc_auc
 from evaluation.metrics.ranking import metrics_with_drawn_positives, ppv_at_recall, resampled_ranking_metrics
 from evaluation.metrics.resampling import (

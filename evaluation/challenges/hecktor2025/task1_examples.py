@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025_task1 import GTVN, GTVP, HecktorTask1, Task1Settings
+from evaluation.challenges.hecktor2025.task1 import GTVN, GTVP, HecktorTask1, Task1Settings
 from evaluation.examples import Example, synthetic
-from evaluation.examples.hecktor2025 import image_inputs, organizer_inputs, synthetic_patients
+from evaluation.challenges.hecktor2025.examples import image_inputs, organizer_inputs, synthetic_patients
 from evaluation.reading.images import Geometry
 
 OUTPUT_SLUG = "tumor-lymph-node-segmentation"

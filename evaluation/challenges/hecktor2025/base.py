@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
-from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import (
     Case,
@@ -27,7 +27,7 @@ from evaluation.grand_challenge import (
     single_ground_truth_file,
     strip_extension,
 )
-from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, ci_title, leaderboard_paths
+from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, ci_title, leaderboard_paths
 from evaluation.metrics.binary import binary_rates, resampled_rates
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles
 from evaluation.metrics.survival import concordance_index, resampled_concordance
@@ -35,11 +35,6 @@ from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
-
-# The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
-# included: tasks 2 and 3: CSV and JSON values; scored with numpy alone. build.sh installs these alone;
-# tests/test_image_requirements.py scores the bundled example with every other package blocked.
-RUNTIME_PACKAGES = ("numpy",)
 
 PATIENT_COLUMN = "PatientID"
 PREDICTION_COLUMN = "Prediction"  # the 2022 predictions-file phase's CSV: PatientID,Prediction

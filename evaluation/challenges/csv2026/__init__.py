@@ -18,7 +18,7 @@ start, each read whole by the worker scoring its case, before the prediction); a
 two mask images (header first, decoded only once their shape is the ground truth's) and its
 plaque-risk JSON; a predictions-file submission's NNNN_pred.h5 (the file's own datasets only,
 masks shape-checked and the class size-checked before a byte is read). The example generators
-are in evaluation/examples/csv2026.py.
+are in evaluation/challenges/csv2026/examples.py.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.final_ranking import Key, OrderedRanking
+from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Job, Undefined, ground_truth_files, list_submission_files
-from evaluation.leaderboards import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.metrics.overlap import dice
 from evaluation.metrics.surface import normalized_surface_dice
 from evaluation.reading.files import Origin

@@ -13,7 +13,7 @@ python -m evaluation.phase CHALLENGE --ground-truth DIR --pack PACK: the phase's
 PACK is the phase pack the platform generates for the phase (its zip, or the unpacked folder,
 with or without one top folder); its sockets are matched to the sockets the challenge reads, by
 kind and role, and written into DIR/config.json (its other keys kept, in their order), and what
-was set is printed (evaluation/phase_pack.py). Exit 3 when the pack cannot be read or a socket
+was set is printed (evaluation/phase/pack.py). Exit 3 when the pack cannot be read or a socket
 cannot be decided: the one line says which and how to name it in config.json.
 """
 
@@ -31,7 +31,7 @@ from evaluation.launch import missing_dependency
 FAILURE = "The phase settings could not be made:"
 PACK_FAILURE = "The phase's sockets could not be set:"
 
-BUNDLED_GROUND_TRUTH = Path(__file__).resolve().parent.parent / "ground-truth"
+BUNDLED_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 def configure(challenge, ground_truth: Path, pack: Path) -> int:
     """--pack: the phase pack's socket names into the ground truth's config.json."""
     from evaluation.grand_challenge import resolve_ground_truth_dir
-    from evaluation.phase_pack import configure_from_pack
+    from evaluation.phase.pack import configure_from_pack
 
     try:
         path, matched, old = configure_from_pack(challenge, resolve_ground_truth_dir(ground_truth, challenge.name), pack)
