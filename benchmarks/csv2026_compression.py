@@ -25,7 +25,7 @@ from pathlib import Path
 
 import h5py
 
-from evaluation.examples.csv2026 import write_dataset
+from evaluation.challenges.csv2026.examples import write_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = {"gzip": (), "lzf-submission": ("input",), "lzf-both": ("input", "ground-truth")}

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import ndimage
 
 from benchmarks.measure import run_evaluation
-from evaluation.examples.csv2026 import write_dataset
+from evaluation.challenges.csv2026.examples import write_dataset
 from evaluation.metrics.surface import normalized_surface_dice
 
 PAIRS = [(v, s) for v in ("long", "trans") for s in ("vessel", "plaque")]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.challenges.isic import Isic2018, Isic2019
-from evaluation.examples.isic import synthetic_data
+from evaluation.challenges.isic.examples import synthetic_data
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_VERSION = "5.8.0"

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks.isic_reference import ROOT, parity_inputs, reference_cli
-from evaluation import isic_csv
+from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic import read_predictions_csv, read_truth_csv
 from evaluation.reading.files import Origin
 

@@ -77,7 +77,7 @@ def make_example(challenge: str, cases: int, quick_cases: int) -> Callable[[Path
 
 
 def make_csv2026(root: Path, quick: bool) -> None:
-    from evaluation.examples.csv2026 import write_dataset
+    from evaluation.challenges.csv2026.examples import write_dataset
 
     write_dataset(root, seed=2026, cases=12 if quick else 300, phase="file", shape=(128, 128) if quick else (512, 512))
 
@@ -89,7 +89,7 @@ def make_hecktor_task1(root: Path, quick: bool) -> None:
 
 
 def make_camelyon16(root: Path, quick: bool) -> None:
-    from evaluation.examples.camelyon16 import write_synthetic
+    from evaluation.challenges.camelyon16.examples import write_synthetic
 
     write_synthetic(root, seed=16, slides=6 if quick else 20, mask_shape=(864, 382) if quick else (6912, 3056),
                     pyramids=0, detections=(50, 2000))
