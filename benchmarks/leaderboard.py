@@ -35,7 +35,7 @@ Per challenge:
 - the plain loop: for a sample of submissions x resamples (3 x 5; --quick: 2 x 2), the resample
   written out as a submission and ground-truth folder pair (each patient as many times as drawn,
   duplicates renamed `<patient>~<k>`, files hard-linked) and `python -m evaluation CHALLENGE` run
-  on it (default workers: the CPU count). Its ranked values must equal `resampled_ranked_values`
+  on it (default workers: the CPU count). Its ranked values must equal `aggregate`
   on the same draws (1e-9); its mean seconds per run, times submissions x 1000, is the estimate
   of the plain loop (an EXTRAPOLATION; writing the folders and starting a container are not
   counted), and the ratio is that estimate over our statistics' seconds (each worker count).
@@ -69,7 +69,7 @@ from benchmarks.measure import ROOT, run_command, tree_rss_bytes
 
 RESAMPLES = 1000
 TARGET_SECONDS = 10.0  # statistics of 50 submissions x 1000 resamples, HECKTOR tasks 2 and 3
-TOLERANCE = 1e-9  # the resampled_ranked_values contract
+TOLERANCE = 1e-9  # the aggregate contract
 
 
 @dataclass(frozen=True)
@@ -331,13 +331,13 @@ def value_at(document: dict, path: str) -> float:
 class PlainLoop:
     runs: int
     mean_seconds: float
-    largest_difference: float  # |container's ranked value - resampled_ranked_values| over the sample
+    largest_difference: float  # |container's ranked value - aggregate| over the sample
 
 
 def plain_loop(setup: Setup, scored: Scored, ground_truth: Path, submissions: list[Path], sample: tuple[int, int],
                seed: int, folder: Path) -> PlainLoop:
     """The container on `sample` = (submissions, resamples) materialised resamples, timed; its
-    ranked values checked against resampled_ranked_values on the same draws."""
+    ranked values checked against aggregate on the same draws."""
     evaluation = scored.evaluation
     chosen, resamples = sample
     seconds, largest = [], 0.0
@@ -349,7 +349,7 @@ def plain_loop(setup: Setup, scored: Scored, ground_truth: Path, submissions: li
         draws = rng.integers(0, n, size=(resamples, n))
         counts = np.zeros((resamples, n), dtype=np.int64)
         np.add.at(counts, (np.arange(resamples)[:, None], draws), 1)
-        expected = evaluation.resampled_ranked_values(results, counts)
+        expected = evaluation.aggregate(results, counts)
         for r in range(resamples):
             run = folder / f"{submission.name}-{r}"
             copies = copy_names(case_ids, counts[r])
@@ -500,7 +500,7 @@ def main(argv: list[str] | None = None) -> None:
                               seed if isinstance(seed, int) else 0, root / "plain-loop")
             if loop.largest_difference > TOLERANCE:
                 sys.exit(f"{setup.name}: the container's ranked values on a materialised resample differ from "
-                         f"resampled_ranked_values by {loop.largest_difference:.3g}")
+                         f"aggregate by {loop.largest_difference:.3g}")
             estimate = loop.mean_seconds * size.submissions * RESAMPLES
         for workers in (1, 2):
             median = {field: statistics.median(getattr(r, field) for r in runs[workers])
@@ -516,7 +516,7 @@ def main(argv: list[str] | None = None) -> None:
         verdicts.append(
             f"{setup.name}: plain loop sampled on {sample[0]} submissions x {sample[1]} resamples = {loop.runs} container "
             f"runs, {loop.mean_seconds:.2f} s each (mean), EXTRAPOLATED to {size.submissions} x {RESAMPLES} = "
-            f"{estimate:,.0f} s ({estimate / 3600:.1f} h); its ranked values equal resampled_ranked_values "
+            f"{estimate:,.0f} s ({estimate / 3600:.1f} h); its ranked values equal aggregate "
             f"(largest difference {loop.largest_difference:.1e})")
         if setup.target:
             met = slowest < TARGET_SECONDS

@@ -166,14 +166,30 @@ class Evaluation:
         """The metrics.json content from every case's result, keyed by case id in sorted order."""
         raise NotImplementedError
 
+    # ---- the ranked values: one aggregate for metrics.json and the final ranking's bootstrap ---
+
+    def aggregate(self, results: dict[str, Any], weights: np.ndarray) -> dict[str, np.ndarray]:
+        """Every ranked value, from the per-case results (keyed by case id, sorted) and case
+        weights: weights[r, j] is the weight of the j-th case of sorted(results) in row r, a whole
+        number (a bootstrap resample: how many times the case was drawn). {path: float array
+        (rows,)}, NaN where a row leaves a value undefined. The point value is the row of ones
+        (point_values): metrics.json and the bootstrap share this one code path, so they are equal
+        by construction. Vectorised over rows; the framework bounds rows x cases per call."""
+        raise NotImplementedError(f"{self.name} does not aggregate its ranked values over case weights")
+
+    def point_values(self, results: dict[str, Any]) -> dict[str, float]:
+        """The ranked values of the whole test set: aggregate with every case weighted once."""
+        import numpy as np
+
+        values = self.aggregate(results, np.ones((1, len(results)), dtype=np.int64))
+        return {path: float(row[0]) for path, row in values.items()}
+
     # ---- the final ranking's statistics (python -m evaluation.leaderboard) -----------------
 
-    def resampled_ranked_values(self, results: dict[str, Any], counts: np.ndarray) -> dict[str, np.ndarray]:
-        """Every path the final rankings read, recomputed on bootstrap resamples of the cases:
-        counts[r, j] is how many times the j-th case of sorted(results) is drawn in resample r.
-        {path: float array (resamples,)}, NaN where a resample leaves a value undefined; each
-        equal to score_aggregates on the materialised resample (tests/test_final_ranking_*.py)."""
-        raise NotImplementedError(f"{self.name} does not recompute its ranked values on resamples")
+    @classmethod
+    def final_ranking_paths(cls) -> tuple[str, ...]:
+        """Every metrics.json path the final rankings read, each once, the first rule's primary key first."""
+        return tuple(dict.fromkeys(path for ranking in cls.final_rankings for path in ranking.paths))
 
     def resample_plan(self, resamples: int, seed: int) -> tuple[int, int, str | None]:
         """(resamples, seed, note) the statistics use: by default as asked, with no note."""
@@ -195,7 +211,7 @@ class Evaluation:
         for start in range(0, resamples, block):
             rows = min(block, resamples - start)
             counts = draws_to_counts(rng.integers(0, n, size=(rows, n)), n)
-            for path, values in self.resampled_ranked_values(results, counts).items():
+            for path, values in self.aggregate(results, counts).items():
                 parts.setdefault(path, []).append(np.asarray(values, dtype=np.float64))
         return {path: np.concatenate(chunks) for path, chunks in parts.items()}
 

@@ -21,10 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluation.examples.leaderboard_teams import (  # noqa: E402,F401 (the tests read these here)
-    EXAMPLE_TEAM, INVALID_TEAM, LEADERBOARD, LINEUPS, RANKED_PATHS, SEEDED_TEAMS, TEAMS, TIED_TEAM, TIED_WITH,
+    EXAMPLE_TEAM, INVALID_TEAM, LEADERBOARD, SEEDED_TEAMS, TEAMS, TIED_TEAM, TIED_WITH, lineup, ranked_paths,
     write_leaderboard,
 )
+from evaluation.examples import examples  # noqa: E402
 from evaluation.examples.organizer import CommandError  # noqa: E402
+
+
+def challenges_with_teams() -> list[str]:
+    """Every challenge whose Example declares a lineup of leaderboard teams."""
+    return sorted(name for name, found in examples().items() if found.lineup is not None)
 
 
 def main(challenges: list[str], force: bool = False, root: Path = ROOT) -> None:
@@ -40,7 +46,7 @@ def main(challenges: list[str], force: bool = False, root: Path = ROOT) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Regenerate the bundled example submissions of the final ranking "
                                                  "(test/<challenge>/leaderboard/).")
-    parser.add_argument("challenges", nargs="+", metavar="challenge", choices=sorted(LINEUPS))
+    parser.add_argument("challenges", nargs="+", metavar="challenge", choices=challenges_with_teams())
     parser.add_argument("--force", action="store_true", help="replace an existing test/<challenge>/leaderboard/")
     args = parser.parse_args()
     try:

@@ -1,4 +1,4 @@
-"""The final ranking's statistics of CSV 2026 and CAMELYON16: resampled_ranked_values against
+"""The final ranking's statistics of CSV 2026 and CAMELYON16: aggregate against
 score_aggregates run on the materialised resamples (each case repeated as often as it is drawn,
 as distinct cases), on the bundled examples and on synthetic cases, and the curves of the report
 against scikit-learn."""
@@ -110,7 +110,7 @@ def test_csv2026_example_resamples_equal_score_aggregates(csv_example):
     evaluation, results = csv_example
     n = len(results)
     counts = np.vstack([random_counts(1, 60, n), single_case_rows(n), np.ones((1, n), dtype=np.int64)])
-    got = evaluation.resampled_ranked_values(results, counts)
+    got = evaluation.aggregate(results, counts)
     assert set(got) == set(CSV_PATHS)  # timed example with a baseline: S_total is there
     assert_same(got, materialised_values(evaluation, results, counts, CSV_PATHS))
     # the row drawing every case once is the submission itself
@@ -125,7 +125,7 @@ def test_csv2026_without_timing_leaves_score_total_out(tmp_path):
     results = scored(evaluation, tmp_path / "input")
     assert not isinstance(evaluation.score_aggregates(results)["aggregates"]["score_total"], float)  # null
     counts = np.vstack([random_counts(2, 30, 7), single_case_rows(7)])
-    got = evaluation.resampled_ranked_values(results, counts)
+    got = evaluation.aggregate(results, counts)
     assert set(got) == {"aggregates.score_without_time"}
     assert_same(got, materialised_values(evaluation, results, counts, ["aggregates.score_without_time"]))
 
@@ -162,7 +162,7 @@ def test_csv2026_synthetic_resamples_equal_score_aggregates(csv_example, timing,
     evaluation.ground_truth = {case: Path(f"{case}_label.h5") for case in results}  # as load_ground_truth lists them
     evaluation.settings = dataclasses.replace(evaluation.settings, baseline_time_seconds=baseline)
     counts = np.vstack([random_counts(int(baseline), 80, 9), single_case_rows(9)])
-    got = evaluation.resampled_ranked_values(results, counts)
+    got = evaluation.aggregate(results, counts)
     expected = materialised_values(evaluation, results, counts, CSV_PATHS)
     assert_same(got, expected)
     if timing == "negative":  # resamples drawing the backwards job (and no exec_duration) have no time
@@ -185,7 +185,7 @@ def test_csv2026_one_class_resample_uses_the_empty_class_rule(csv_example):
     assert cls == 0.5
     resampled, resampled_results = materialised(evaluation, results, counts[0])
     seg = resampled.score_aggregates(resampled_results)["aggregates"]["score_seg"]
-    got = evaluation.resampled_ranked_values(results, counts)["aggregates.score_without_time"][0]
+    got = evaluation.aggregate(results, counts)["aggregates.score_without_time"][0]
     assert got == pytest.approx((0.4 * 100 * cls + 0.4 * seg) / 0.8, rel=REL)
 
 
@@ -222,7 +222,7 @@ def test_camelyon16_example_resamples_equal_score_aggregates(camelyon_example, r
     n = len(results)
     assert any(result.hits is None for result in results.values())  # Test_114: AUC only
     counts = np.vstack([random_counts(7, 80, n), single_case_rows(n), np.ones((1, n), dtype=np.int64)])
-    got = evaluation.resampled_ranked_values(results, counts)
+    got = evaluation.aggregate(results, counts)
     expected = camelyon_expected(evaluation, results, counts)
     assert_same(got, expected)
     assert np.isnan(got["aggregates.slide_auc"][80:80 + n]).all()  # one slide: one class
@@ -237,7 +237,7 @@ def test_camelyon16_slide_auc_equals_scikit_learn_with_weights(camelyon_example)
     y = [evaluation.ground_truth[s].is_tumor for s in slides]
     scores = [results[s].probability for s in slides]
     counts = random_counts(11, 40, len(slides))
-    got = evaluation.resampled_ranked_values(results, counts)["aggregates.slide_auc"]
+    got = evaluation.aggregate(results, counts)["aggregates.slide_auc"]
     for row, value in zip(counts, got):
         drawn_y = np.repeat(y, row)
         if drawn_y.all() or not drawn_y.any():
@@ -285,7 +285,7 @@ def test_camelyon16_synthetic_resamples_equal_score_aggregates(camelyon_example,
     evaluation.ground_truth = truths
     evaluation.settings = dataclasses.replace(evaluation.settings, froc_thresholds=rule)
     counts = np.vstack([random_counts(seed, 60, 14), single_case_rows(14)])
-    got = evaluation.resampled_ranked_values(results, counts)
+    got = evaluation.aggregate(results, counts)
     assert_same(got, camelyon_expected(evaluation, results, counts))
 
 

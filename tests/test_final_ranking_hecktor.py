@@ -1,4 +1,4 @@
-"""HECKTOR 2025 final rankings: the ranked values on bootstrap resamples (resampled_ranked_values)
+"""HECKTOR 2025 final rankings: the ranked values on bootstrap resamples (aggregate)
 against score_aggregates run on each resample materialised as a data set of its own (every drawn
 copy of a patient a distinct patient, the ground truth extended to match), on the bundled examples
 and on synthetic sets with the edge cases (patients without GTVp/GTVn, tied times and risks,
@@ -81,7 +81,7 @@ def ranked_paths(evaluation):
 
 def assert_resamples_match(evaluation, results, counts):
     paths = ranked_paths(evaluation)
-    values = evaluation.resampled_ranked_values(results, counts)
+    values = evaluation.aggregate(results, counts)
     assert set(values) == set(paths)
     for path in paths:
         assert values[path].shape == (len(counts),) and values[path].dtype == np.float64, path
@@ -118,7 +118,7 @@ def test_bundled_example_resamples_equal_score_aggregates_on_the_materialised_re
     counts = random_counts(np.random.default_rng(7), len(results))
     assert_resamples_match(evaluation, results, counts)
     # every patient once: the metrics.json values themselves
-    whole = evaluation.resampled_ranked_values(results, np.ones((1, len(results)), dtype=np.int64))
+    whole = evaluation.aggregate(results, np.ones((1, len(results)), dtype=np.int64))
     metrics = evaluation.score_aggregates(results)
     for path, values in whole.items():
         assert values[0] == pytest.approx(lookup(metrics, path), rel=1e-12), path
@@ -273,7 +273,7 @@ def test_timing_of_1000_resamples_at_500_patients(challenge, capsys):
         ground_truth, results = synthetic_task3(rng, 500)
         evaluation = task3(ground_truth)
     counts = random_counts(rng, 500, resamples=1000)
-    seconds = best_time(lambda: evaluation.resampled_ranked_values(results, counts))
+    seconds = best_time(lambda: evaluation.aggregate(results, counts))
     with capsys.disabled():
         print(f"\n{challenge}: 1000 resamples of 500 patients in {seconds * 1000:.1f} ms "
               f"(x 50 submissions: {seconds * 50:.2f} s)")

@@ -66,7 +66,7 @@ def materialised_isic(evaluation, results, row):
 
 
 def assert_isic_resamples_match(evaluation, results, counts):
-    got = evaluation.resampled_ranked_values(results, counts)
+    got = evaluation.aggregate(results, counts)
     assert set(got) == set(ISIC_PATHS)
     undefined = 0
     for r, row in enumerate(counts):
@@ -88,7 +88,7 @@ def test_isic_bundled_resamples_equal_score_aggregates_on_materialised_resamples
     counts = bootstrap_counts(len(results), 40, seed=5)
     assert_isic_resamples_match(evaluation, results, counts)
     # The whole set (every count 1) is the submission's own metrics.json.
-    whole = evaluation.resampled_ranked_values(results, np.ones((1, len(results)), dtype=np.int64))
+    whole = evaluation.aggregate(results, np.ones((1, len(results)), dtype=np.int64))
     metrics = evaluation.score_aggregates(results)
     for path in ISIC_PATHS:
         assert whole[path][0] == pytest.approx(metrics["aggregate"][path.split(".")[1]], rel=1e-12)
@@ -133,14 +133,14 @@ def test_isic_synthetic_resamples_equal_score_aggregates(seed, fractional):
                                 & (weights > 0))[:5]] = 3
     counts = np.vstack([counts, one, single_category])
     undefined = assert_isic_resamples_match(evaluation, results, counts)
-    got = evaluation.resampled_ranked_values(results, counts)
+    got = evaluation.aggregate(results, counts)
     assert np.isnan(got["aggregate.auc"][-2:]).all()  # no category with both classes
     assert got["aggregate.balanced_accuracy"][-2] in (0.0, 1.0)  # one image: its category's recall
     assert undefined >= 2
     assert np.isfinite(got["aggregate.auc"][:30]).all()  # DF (no positives) is left out of the mean
     # Only images of weight 0: nothing is scored (score_aggregates cannot run; the truth check
     # refuses such a test set), both values undefined.
-    nothing = evaluation.resampled_ranked_values(results, weightless[None, :])
+    nothing = evaluation.aggregate(results, weightless[None, :])
     assert all(np.isnan(nothing[path]).all() for path in ISIC_PATHS)
 
 
@@ -148,9 +148,9 @@ def test_isic_values_do_not_depend_on_blocks_or_on_the_previous_submission():
     evaluation, results = synthetic_isic(3)
     other_evaluation, other = synthetic_isic(4)
     counts = bootstrap_counts(len(results), 21, seed=9)
-    whole = evaluation.resampled_ranked_values(results, counts)
-    evaluation.resampled_ranked_values(other, counts)  # another submission in between
-    parts = [evaluation.resampled_ranked_values(results, counts[start:start + 5]) for start in range(0, 21, 5)]
+    whole = evaluation.aggregate(results, counts)
+    evaluation.aggregate(other, counts)  # another submission in between
+    parts = [evaluation.aggregate(results, counts[start:start + 5]) for start in range(0, 21, 5)]
     for path in ISIC_PATHS:
         np.testing.assert_allclose(np.concatenate([p[path] for p in parts]), whole[path], rtol=1e-12, atol=0)
     # The framework's default draws go through it: one value per resample, the same for a seed.

@@ -32,7 +32,7 @@ def script_module():
 
 
 SCRIPT = script_module()
-CHALLENGES = sorted(SCRIPT.LINEUPS)
+CHALLENGES = sorted(SCRIPT.challenges_with_teams())
 VALID_TEAMS = ("team-a", "team-b", "team-c", "team-d")
 INVALID_TEAM = "team-x"
 TIE = ("team-b", "team-d")
@@ -71,7 +71,7 @@ def scored(evaluate, challenge: str, team: str):
 
 def test_every_challenge_has_leaderboard_examples():
     assert CHALLENGES == sorted(available_challenges())
-    assert sorted(SCRIPT.RANKED_PATHS) == CHALLENGES == sorted(LEADERBOARDS)
+    assert CHALLENGES == sorted(LEADERBOARDS)
 
 
 @pytest.mark.parametrize("challenge", CHALLENGES)
@@ -82,7 +82,7 @@ def test_leaderboard_holds_only_the_team_folders_each_laid_out_as_input(challeng
     assert all(p.is_dir() for p in folder.iterdir())
     assert tree(folder / "team-c") == tree(example / "input")
     assert tree(folder / "team-d") == tree(folder / "team-b")
-    invalid = example / "invalid" / SCRIPT.LINEUPS[challenge].invalid / "input"
+    invalid = example / "invalid" / SCRIPT.lineup(challenge).invalid / "input"
     assert tree(folder / INVALID_TEAM) == tree(invalid)
     input_files = tree(example / "input")
     algorithm_phase = "predictions.json" in input_files
@@ -139,7 +139,7 @@ def test_valid_teams_score_and_the_invalid_one_exits_1(challenge, evaluate):
         assert run.code == 0, (team, run.stderr)
     run = scored(evaluate, challenge, INVALID_TEAM)
     assert (run.code, run.wrote_metrics) == (1, False)
-    expected = ROOT / "test" / challenge / "invalid" / SCRIPT.LINEUPS[challenge].invalid / "expected_error.txt"
+    expected = ROOT / "test" / challenge / "invalid" / SCRIPT.lineup(challenge).invalid / "expected_error.txt"
     assert run.last_error_line == expected.read_text().strip()
 
 
@@ -156,7 +156,7 @@ def test_tied_pair_has_byte_identical_metrics_and_the_ranked_values_differ(chall
         # The primary key (every key of the Borda's first ranking) tells team-a, team-b and team-c apart.
         primary = [float(lookup(documents[team], paths[0])) for team in ("team-a", "team-b", "team-c")]
         assert len(set(primary)) == 3, (name, primary)
-    for path in SCRIPT.RANKED_PATHS[challenge]:
+    for path in SCRIPT.ranked_paths(challenge):
         assert isinstance(lookup(documents["team-a"], path), (int, float)), path
 
 
@@ -166,7 +166,7 @@ def test_ranked_paths_are_those_the_official_rule_reads(challenge):
     expected = tuple(dict.fromkeys(p for _, paths in LEADERBOARDS[challenge].values() for p in paths))
     if challenge == "csv2026":
         expected += ("aggregates.score_without_time",)  # the fallback without timing
-    assert SCRIPT.RANKED_PATHS[challenge] == expected
+    assert SCRIPT.ranked_paths(challenge) == expected
     if not rankings:
         pytest.skip(f"{challenge} declares no final_rankings yet")
     assert [r.name for r in rankings] == list(LEADERBOARDS[challenge])

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from evaluation import examples
-from evaluation.examples.leaderboard_teams import INVALID_TEAM, LINEUPS, TEAMS
+from evaluation.examples.leaderboard_teams import INVALID_TEAM, TEAMS, lineup
 from tests.test_organizer_examples import command, params, tree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def test_examples_command_rewrites_the_leaderboard_teams_for_the_new_ground_trut
     if tree(ground_truth) != tree(ROOT / "ground-truth" / challenge):  # (unless it is the repository's own)
         assert tree(teams) != before
     assert tree(teams / "team-c") == tree(example / "input")
-    assert tree(teams / INVALID_TEAM) == tree(example / "invalid" / LINEUPS[challenge].invalid / "input")
+    assert tree(teams / INVALID_TEAM) == tree(example / "invalid" / lineup(challenge).invalid / "input")
     for team in TEAMS:  # each scored against the new ground truth, as the ranking will
         run = evaluate(challenge, teams / team, ground_truth, "--workers", "1")
         assert run.code == (1 if team == INVALID_TEAM else 0), (team, run.stderr)

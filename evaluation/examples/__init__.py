@@ -49,6 +49,14 @@ from typing import Callable
 
 
 @dataclass(frozen=True)
+class Lineup:
+    """The bundled teams of the final ranking (evaluation/examples/leaderboard_teams.py)."""
+
+    seeds: tuple[int, int]  # team-a, team-b: Example.submission with these seeds
+    invalid: str  # the folder of test/<challenge>/invalid/ that team-x copies
+
+
+@dataclass(frozen=True)
 class Example:
     synthesize: Callable[..., None]
     invalid_examples: Callable[[Path], dict[str, dict[str, bytes | None]]] = lambda input_dir: {}
@@ -57,6 +65,7 @@ class Example:
     submission: Callable[[Path, Path, int], None] | None = None
     invalid_for_ground_truth: Callable[[Path, Path], dict[str, dict[str, bytes | None]]] | None = None
     min_cases: int = 1  # the fewest `cases` synthesize makes a scored example of (seed 0)
+    lineup: Lineup | None = None  # the final ranking's bundled teams (test/<challenge>/leaderboard/)
 
 
 def examples() -> dict[str, Example]:

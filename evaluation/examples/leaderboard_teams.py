@@ -1,11 +1,11 @@
 """The bundled example submissions of the final ranking: test/<challenge>/leaderboard/, one folder
 per team, each laid out exactly like test/<challenge>/input/ (a container's /input):
 
-    team-a   Example.submission(ground truth, seed LINEUPS[challenge].seeds[0])
+    team-a   Example.submission(ground truth, seed lineup(challenge).seeds[0])
     team-b   the same with seeds[1]
     team-c   a byte copy of <example>/input/ (the bundled example submission)
     team-d   a byte copy of team-b: tied with it at every ranked value
-    team-x   a byte copy of <example>/invalid/<LINEUPS[challenge].invalid>/input/: exits 1,
+    team-x   a byte copy of <example>/invalid/<lineup(challenge).invalid>/input/: exits 1,
              so the final ranking lists it under `excluded`
 
 Written by scripts/make_leaderboard_examples.py for the bundled ground truth, and by the examples
@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluation.examples import Lineup, example
 from evaluation.examples.organizer import ExamplesBug, generated, run_evaluation
 
 LEADERBOARD = "leaderboard"  # test/<challenge>/leaderboard/<team>/
@@ -37,37 +38,23 @@ INVALID_TEAM = "team-x"  # a bundled invalid submission: excluded from the ranki
 SPARE_SEEDS = tuple((100 + 2 * k, 101 + 2 * k) for k in range(8))  # when the lineup's seeds make no ranking
 
 
-@dataclass(frozen=True)
-class Lineup:
-    seeds: tuple[int, int]  # team-a, team-b
-    invalid: str  # the folder of test/<challenge>/invalid/ team-x copies
-
-
-LINEUPS = {
-    "camelyon16": Lineup(seeds=(4, 0), invalid="coordinate-outside-slide"),
-    "csv2026": Lineup(seeds=(3, 0), invalid="malformed-class"),
-    "hecktor2025-task1": Lineup(seeds=(0, 7), invalid="stray-label"),
-    "hecktor2025-task2": Lineup(seeds=(0, 1), invalid="nan-risk"),
-    "hecktor2025-task3": Lineup(seeds=(11, 1), invalid="half-status"),
-    "isic2018": Lineup(seeds=(7, 4), invalid="missing-image"),
-    "isic2019": Lineup(seeds=(0, 1), invalid="missing-category"),
-    "rare26": Lineup(seeds=(8, 3), invalid="wrong-length"),
-}
-
-# The metrics.json paths each challenge's official final ranking reads, primary key first
-# (csv2026 ranks score_without_time only when no submission has timing).
-RANKED_PATHS = {
-    "camelyon16": ("aggregates.slide_auc", "aggregates.froc_score"),
-    "csv2026": ("aggregates.score_total", "aggregates.score_without_time"),
-    "hecktor2025-task1": ("aggregates.gtvp_dsc_mean", "aggregates.gtvn_dsc_agg", "aggregates.gtvn_f1_agg"),
-    "hecktor2025-task2": ("aggregates.c_index",),
-    "hecktor2025-task3": ("aggregates.balanced_accuracy", "aggregates.specificity"),
-    "isic2018": ("aggregate.balanced_accuracy", "aggregate.auc"),
-    "isic2019": ("aggregate.balanced_accuracy", "aggregate.auc"),
-    "rare26": ("Score",),
-}
-
 TEAMS = (*SEEDED_TEAMS, EXAMPLE_TEAM, TIED_TEAM, INVALID_TEAM)
+
+
+def lineup(challenge: str) -> Lineup:
+    """The seeds and the invalid example of the challenge's teams (its Example's `lineup`)."""
+    found = example(challenge).lineup
+    if found is None:
+        raise ExamplesBug(f"{challenge}: its Example declares no lineup of leaderboard teams")
+    return found
+
+
+def ranked_paths(challenge: str) -> tuple[str, ...]:
+    """The metrics.json paths the challenge's official final ranking reads, primary key first
+    (csv2026 ranks score_without_time only when no submission has timing): its declaration's."""
+    from evaluation.challenges import challenge_class
+
+    return challenge_class(challenge).final_ranking_paths()
 
 
 class NoRanking(ExamplesBug):
@@ -88,9 +75,9 @@ def write_teams(challenge: str, folder: Path, ground_truth: Path, example: Path,
 
 
 def invalid_example(challenge: str, example: Path) -> Path:
-    found = example / "invalid" / LINEUPS[challenge].invalid
+    found = example / "invalid" / lineup(challenge).invalid
     if not (found / "input").is_dir():
-        raise ExamplesBug(f"{challenge}: {found} has no input/ for team-x (LINEUPS[{challenge!r}].invalid)")
+        raise ExamplesBug(f"{challenge}: {found} has no input/ for team-x (its Example's lineup.invalid)")
     return found
 
 
@@ -98,7 +85,7 @@ def ranked_values(challenge: str, metrics: bytes) -> dict[str, float | None]:
     from evaluation.grand_challenge import value_at_path
 
     document = json.loads(metrics)
-    return {path: value_at_path(document, path) for path in RANKED_PATHS[challenge]}
+    return {path: value_at_path(document, path) for path in ranked_paths(challenge)}
 
 
 def checked_scores(challenge: str, folder: Path, ground_truth: Path, example: Path) -> dict[str, dict]:
@@ -120,9 +107,9 @@ def checked_scores(challenge: str, folder: Path, ground_truth: Path, example: Pa
         values[team] = ranked_values(challenge, run.metrics)
         shown = ", ".join(f"{path} = {value}" for path, value in values[team].items())
         print(f"  {team}: {shown}", flush=True)
-    primary = [values[team][RANKED_PATHS[challenge][0]] for team in values]
+    primary = [values[team][ranked_paths(challenge)[0]] for team in values]
     if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in primary) or len(set(primary)) < 3:
-        raise NoRanking(f"{challenge}: the teams' {RANKED_PATHS[challenge][0]} values {primary} do not make a "
+        raise NoRanking(f"{challenge}: the teams' {ranked_paths(challenge)[0]} values {primary} do not make a "
                         f"ranking (three distinct finite values expected)")
     return values
 
@@ -134,7 +121,7 @@ def write_leaderboard(challenge: str, target: Path, ground_truth: Path, example:
     print(f"{challenge}: writing {', '.join(TEAMS)} in {target} and scoring them ...", flush=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     tried = []
-    for seeds in (LINEUPS[challenge].seeds, *SPARE_SEEDS):
+    for seeds in (lineup(challenge).seeds, *SPARE_SEEDS):
         scratch = Path(tempfile.mkdtemp(prefix=".leaderboard-in-progress-", dir=target.parent))
         try:
             write_teams(challenge, scratch, ground_truth, example, seeds)
@@ -152,4 +139,4 @@ def write_leaderboard(challenge: str, target: Path, ground_truth: Path, example:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     raise NoRanking(f"{challenge}: no seeds of {tried} give team-a, team-b and team-c distinct "
-                    f"{RANKED_PATHS[challenge][0]} values on this ground truth")
+                    f"{ranked_paths(challenge)[0]} values on this ground truth")

@@ -60,6 +60,10 @@ class Column:
     def paths(self) -> tuple[str, ...]:
         return (self.path,) if self.error_path is None else (self.path, self.error_path)
 
+    def describe(self) -> str:
+        """'aggregates.c_index descending': the value as a final-ranking rule names it."""
+        return f"{self.path} {'descending' if self.order == 'desc' else 'ascending'}"
+
     def extra_column(self) -> dict[str, Any]:
         """One item of extra_results_columns: exactly the schema's keys, error_path only when set."""
         item: dict[str, Any] = {"title": self.title, "path": self.path, "order": self.order}

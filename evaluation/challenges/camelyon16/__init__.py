@@ -405,7 +405,7 @@ class Camelyon16(Evaluation):
 
     # ---- the final ranking's statistics and curves ------------------------------------------
 
-    def resampled_ranked_values(self, results: dict[str, SlideResult], counts: np.ndarray) -> dict[str, np.ndarray]:
+    def aggregate(self, results: dict[str, SlideResult], counts: np.ndarray) -> dict[str, np.ndarray]:
         """Slide AUC and FROC score on bootstrap resamples of the slides (a slide drawn k times
         counts k times: its probability in the AUC, its detections, lesions and place in the FP
         rate's denominator in the FROC); NaN for an AUC without both slide types and a FROC

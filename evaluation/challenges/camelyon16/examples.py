@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.challenges.camelyon16 import MASKS_FOLDER, MM_TO_UM, NORMAL, REFERENCE_FILE, SLIDES_FILE, TUMOR
-from evaluation.examples import Example, synthetic
+from evaluation.examples import Example, Lineup, synthetic
 
 
 def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
@@ -146,7 +146,8 @@ def invalid_for_ground_truth(ground_truth_dir: Path, input_dir: Path) -> dict[st
 
 EXAMPLES = {"camelyon16": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission,
                                   invalid_for_ground_truth=invalid_for_ground_truth,
-                                  min_cases=2)}  # a tumor slide and a normal one
+                                  min_cases=2,  # a tumor slide and a normal one
+                                  lineup=Lineup(seeds=(4, 0), invalid="coordinate-outside-slide"))}
 
 
 def _draw_lesions(rng: np.random.Generator, shape: tuple[int, int], value: int, count: int, itc: int, ring: bool):

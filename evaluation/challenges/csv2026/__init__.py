@@ -553,7 +553,7 @@ class Csv2026(Evaluation):
 
     # ---- the final ranking's statistics -----------------------------------------------------
 
-    def resampled_ranked_values(self, results: dict[str, CaseResult], counts: np.ndarray) -> dict[str, np.ndarray]:
+    def aggregate(self, results: dict[str, CaseResult], counts: np.ndarray) -> dict[str, np.ndarray]:
         """score_without_time, and score_total when metrics.json has it (timing and a baseline),
         on bootstrap resamples of the cases: score_aggregates' expressions with every case
         weighted by counts[r, j]. Means of DSC/NSD are weighted means; the macro F1 comes from

@@ -21,7 +21,7 @@ from evaluation.challenges.csv2026 import (
     Csv2026,
     Csv2026Settings,
 )
-from evaluation.examples import Example, synthetic
+from evaluation.examples import Example, Lineup, synthetic
 from evaluation.grand_challenge import strip_extension
 from evaluation.reading.files import Origin
 from evaluation.reading.images import read_image
@@ -124,7 +124,8 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
 
 EXAMPLES = {"csv2026": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission,
                                invalid_for_ground_truth=invalid_for_ground_truth,
-                               min_cases=2)}  # both risk classes
+                               min_cases=2,  # both risk classes
+                               lineup=Lineup(seeds=(3, 0), invalid="malformed-class"))}
 
 
 def _input_name(job: dict, slug: str) -> str:

@@ -325,7 +325,7 @@ class HecktorTask2(BootstrapTask):
             },
         }
 
-    def resampled_ranked_values(self, results: dict[str, float], counts: np.ndarray) -> dict[str, np.ndarray]:
+    def aggregate(self, results: dict[str, float], counts: np.ndarray) -> dict[str, np.ndarray]:
         """The C-index of every resample (rows of multiplicities of sorted(results)), from the
         bootstrap's own pair sums; NaN where a resample has no comparable pair."""
         patients, counts = self.labelled_columns(results, counts)
@@ -453,7 +453,7 @@ class HecktorTask3(BootstrapTask):
             },
         }
 
-    def resampled_ranked_values(self, results: dict[str, bool], counts: np.ndarray) -> dict[str, np.ndarray]:
+    def aggregate(self, results: dict[str, bool], counts: np.ndarray) -> dict[str, np.ndarray]:
         """Balanced accuracy and specificity of every resample (rows of multiplicities of
         sorted(results)). A resample missing a class has no balanced accuracy, and then no
         metrics at all (score_aggregates stops): NaN for both, as the bootstrap skips it."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.challenges.hecktor2025.base import HecktorTask2, HecktorTask3, Task2Settings, Task3Settings
-from evaluation.examples import Example, synthetic
+from evaluation.examples import Example, Lineup, synthetic
 
 CENTERS = ("CHUM", "CHUP", "CHUV", "HGJ", "HMR", "MDA", "USZ")
 
@@ -157,11 +157,13 @@ EXAMPLES = {
     "hecktor2025-task2": Example(
         synthesize=synthesize_task2, invalid_examples=invalid_examples_task2, submission=submission_task2,
         min_cases=2,  # a comparable pair of patients
+        lineup=Lineup(seeds=(0, 1), invalid="nan-risk"),
         invalid_for_ground_truth=lambda ground_truth_dir, input_dir: invalid_examples_task2(
             input_dir, output_socket(ground_truth_dir, Task2Settings))),
     "hecktor2025-task3": Example(
         synthesize=synthesize_task3, invalid_examples=invalid_examples_task3, submission=submission_task3,
         min_cases=2,  # both classes
+        lineup=Lineup(seeds=(11, 1), invalid="half-status"),
         invalid_for_ground_truth=lambda ground_truth_dir, input_dir: invalid_examples_task3(
             input_dir, output_socket(ground_truth_dir, Task3Settings))),
 }

@@ -6,7 +6,7 @@ Per patient, one pass over both label maps gives every label count; GTVn lesions
 per-patient Dice of GTVp, the aggregated Dice of GTVn (HECKTOR 2022: sums weighted by each
 patient's voxel volume) and the aggregated detection F1 of GTVn (TP, FP, FN summed over the test
 set). The Borda ranking across submissions is computed from these by `final_rankings`
-(evaluation/leaderboard/rules.py), with `resampled_ranked_values` for its bootstrap statistics.
+(evaluation/leaderboard/rules.py), with `aggregate` for its bootstrap statistics.
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ class HecktorTask1(HecktorEvaluation):
             "case": per_case,
         }
 
-    def resampled_ranked_values(self, results: dict[str, PatientResult], counts: np.ndarray) -> dict[str, np.ndarray]:
+    def aggregate(self, results: dict[str, PatientResult], counts: np.ndarray) -> dict[str, np.ndarray]:
         """The three Borda values on every resample (rows of multiplicities of sorted(results)),
         each a sum over patients as in score_aggregates, so one product `counts @ per-patient
         values` gives them all. Never undefined: the empty-set settings apply per resample."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.challenges.hecktor2025.task1 import GTVN, GTVP, HecktorTask1, Task1Settings
-from evaluation.examples import Example, synthetic
+from evaluation.examples import Example, Lineup, synthetic
 from evaluation.challenges.hecktor2025.examples import image_inputs, organizer_inputs, synthetic_patients
 from evaluation.reading.images import Geometry
 
@@ -163,4 +163,5 @@ def invalid_for_ground_truth(ground_truth_dir: Path, input_dir: Path) -> dict[st
 
 
 EXAMPLES = {"hecktor2025-task1": Example(synthesize=synthesize, invalid_examples=invalid_examples,
-                                         submission=submission, invalid_for_ground_truth=invalid_for_ground_truth)}
+                                         submission=submission, invalid_for_ground_truth=invalid_for_ground_truth,
+                                         lineup=Lineup(seeds=(0, 7), invalid="stray-label"))}

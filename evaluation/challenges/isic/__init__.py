@@ -212,7 +212,7 @@ class IsicEvaluation(Evaluation):
 
     # ---- the final ranking (python -m evaluation.leaderboard) ----------------------------
 
-    def resampled_ranked_values(self, results: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
+    def aggregate(self, results: dict[str, np.ndarray], counts: np.ndarray) -> dict[str, np.ndarray]:
         """aggregate.balanced_accuracy and aggregate.auc of bootstrap resamples of the images
         (counts over sorted(results)). The sorts they need are made once per submission: kept
         for the next block of resamples of the same results."""

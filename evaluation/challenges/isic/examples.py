@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.challenges.isic import PREDICTIONS_FILE, Isic2018, Isic2019
-from evaluation.examples import Example, synthetic
+from evaluation.examples import Example, Lineup, synthetic
 
 OUTPUT_SOCKET = "skin-lesion-class-confidences"
 OUTPUT_FILE = f"{OUTPUT_SOCKET}.json"
@@ -209,7 +209,9 @@ def submission_2019(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> N
 
 EXAMPLES = {
     Isic2018.name: Example(synthesize=synthesize_2018, invalid_examples=invalid_file_examples,
-                           submission=submission_2018, min_cases=len(Isic2018.categories)),  # each category
+                           submission=submission_2018, min_cases=len(Isic2018.categories),  # each category
+                           lineup=Lineup(seeds=(7, 4), invalid="missing-image")),
     Isic2019.name: Example(synthesize=synthesize_2019, invalid_examples=invalid_algorithm_examples,
-                           submission=submission_2019, min_cases=len(Isic2019.categories)),
+                           submission=submission_2019, min_cases=len(Isic2019.categories),
+                           lineup=Lineup(seeds=(0, 1), invalid="missing-category")),
 }

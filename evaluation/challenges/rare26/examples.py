@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.examples import Example, synthetic
+from evaluation.examples import Example, Lineup, synthetic
 
 NDBE = "ndbe"  # the negative class as the examples write it; any other class is neoplasia
 INPUT_SOCKET = "stacked-barretts-esophagus-endoscopy-images"
@@ -97,4 +97,5 @@ def invalid_examples(input_dir: Path) -> dict[str, dict[str, bytes | None]]:
             "string-likelihood": {path: (json.dumps(with_string) + "\n").encode()}}
 
 
-EXAMPLES = {"rare26": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission)}
+EXAMPLES = {"rare26": Example(synthesize=synthesize, invalid_examples=invalid_examples, submission=submission,
+                              lineup=Lineup(seeds=(8, 3), invalid="wrong-length"))}
