@@ -102,6 +102,22 @@ WHOLE_TEST_SET = {AUROC: _shown("AUROC, whole test set", "AUROC Full Dataset"),
                   PPV_AT_RECALL: _shown("PPV@90% recall, whole test set", "PPV@90RECALL Full Dataset")}
 
 
+# ---- the charts: which of the values above each chart shows (charts.py draws them) --------------
+
+
+def roc_chart(results: dict[str, np.ndarray], metrics: dict[str, Any], evaluation: Rare26) -> dict:
+    return charts.roc_chart(evaluation.test_set(results).curve(), metrics["counts"],
+                            metrics[WHOLE_TEST_SET[AUROC].path], metrics[OVER_REPETITIONS[AUROC][0].path])
+
+
+def precision_recall_chart(results: dict[str, np.ndarray], metrics: dict[str, Any], evaluation: Rare26) -> dict:
+    settings = evaluation.settings
+    return charts.precision_recall_chart(
+        evaluation.test_set(results).curve(), metrics["counts"], metrics[WHOLE_TEST_SET[AVERAGE_PRECISION].path],
+        metrics[WHOLE_TEST_SET[PPV_AT_RECALL].path], metrics[SCORE.path], settings.repetitions,
+        settings.imbalance_ratio)
+
+
 class Rare26(Evaluation):
     name = "rare26"
     title = "RARE26: PPV at 90% recall, simulated 1% prevalence (endoscopy)"
@@ -179,15 +195,4 @@ class Rare26(Evaluation):
 
     # ---- charts (only when their settings name a file) -----------------------------------
 
-    chart_builders = {"roc_chart_file": "roc_chart", "pr_chart_file": "precision_recall_chart"}
-
-    def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
-        return charts.roc_chart(self.test_set(results).curve(), metrics["counts"],
-                                metrics[WHOLE_TEST_SET[AUROC].path], metrics[OVER_REPETITIONS[AUROC][0].path])
-
-    def precision_recall_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
-        settings = self.settings
-        return charts.precision_recall_chart(
-            self.test_set(results).curve(), metrics["counts"], metrics[WHOLE_TEST_SET[AVERAGE_PRECISION].path],
-            metrics[WHOLE_TEST_SET[PPV_AT_RECALL].path], metrics[SCORE.path], settings.repetitions,
-            settings.imbalance_ratio)
+    chart_builders = {"roc_chart_file": roc_chart, "pr_chart_file": precision_recall_chart}
