@@ -24,6 +24,7 @@ from evaluation.challenges import challenge_names
 from evaluation.errors import EXIT_TERMINATED
 from evaluation.machine import Ceiling, cgroup_cpu_quota, cgroup_memory_limit, cpu_ceiling, worker_ceiling
 from tests.cli_runs import DROP_ENV, ROOT
+from tests.common import last_line
 
 KEYS = [key for key in challenge_names() if (ROOT / "ground-truth" / key).is_dir() and (ROOT / "test" / key).is_dir()]
 RESERVED = {"config.json", "case-mapping.json"}
@@ -40,11 +41,6 @@ def evaluation_process(argv, preexec_fn=None, prefix=()) -> subprocess.Popen:
     return subprocess.Popen([*prefix, sys.executable, "-m", "evaluation", *map(str, argv)], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=preexec_fn)
-
-
-def last_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 # ---------------------------------------------------------------------------------------------
