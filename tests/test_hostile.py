@@ -26,6 +26,11 @@ in a session fixture; each is then reported as its own test. Runners (HOSTILE_RU
 - "subprocess": `sys.executable -m evaluation ...`, preexec_fn setting RLIMIT_DATA, exactly as
   the platform starts the image's command (CI runs the suite this way too).
 
+The cases named after a challenge and its file formats have their exact lines recorded; the
+`generic-<challenge>-*` cases (named pipe, dangling link, link to the secret, folder in place of
+the first submission file, a stale metrics.json, the command-line faults) run for every challenge
+of the registry with no entry to add: a new challenge folder gets them all.
+
 Cases marked `slow` (10-million-row CSVs) write hundreds of MB; deselect them with
 `-m "not slow"`. The table of every case (expected and actual exit, actual last line):
 `python -m tests.test_hostile [--slow] [--json=PATH] [ids or key prefixes...]`.

@@ -106,9 +106,8 @@ def test_example_for_the_bundled_ground_truth(challenge, tmp_path, evaluate):
 
 
 @pytest.mark.parametrize("challenge", params(WITH_SUBMISSION))
-def test_example_for_another_ground_truth(challenge, tmp_path, evaluate):
-    examples.synthesize(challenge, tmp_path / "synthetic", seed=7)
-    ground_truth = tmp_path / "synthetic" / "ground-truth"
+def test_example_for_another_ground_truth(challenge, tmp_path, evaluate, synthetic_dataset):
+    ground_truth = synthetic_dataset(challenge, seed=7) / "ground-truth"  # only read
     before = tree(ground_truth)
     output = tmp_path / "example"
     done = command(challenge, "--ground-truth", ground_truth, "--output", output, "--seed", 5)
