@@ -19,7 +19,7 @@ import sys
 import traceback
 from typing import Callable, NoReturn, Sequence
 
-from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EvaluationError, InternalError, SetupError,
+from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EvaluationError, InternalError,
                                SubmissionError, Terminated, UsageError, one_line)
 
 MINIMUM_PYTHON = (3, 11)
