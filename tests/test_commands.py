@@ -54,9 +54,10 @@ def test_a_usage_error_is_exit_2_in_one_line(module, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("module", sorted(COMMANDS))
-def test_an_unknown_challenge_is_exit_2_naming_the_known_ones(module, tmp_path):
-    done = run(module, COMMANDS[module][1], tmp_path)
+@pytest.mark.parametrize("module, arguments", [*((module, unknown) for module, (_, unknown) in sorted(COMMANDS.items())),
+                                               ("evaluation.examples", ["rare99", "--out", "{tmp}/out"])])
+def test_an_unknown_challenge_is_exit_2_naming_the_known_ones(module, arguments, tmp_path):
+    done = run(module, arguments, tmp_path)
     assert done.returncode == EXIT_USAGE, done.stderr
     assert one_line(done) == f"Unknown challenge 'rare99'; known challenges: {', '.join(challenge_names())}."
     assert not (tmp_path / "out").exists()

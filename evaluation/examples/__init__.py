@@ -131,6 +131,11 @@ def _main(argv: list[str] | None) -> int:
             parser.error("--output goes with --ground-truth, not --out")
         known = examples()
         if args.challenge not in known:
+            from evaluation.challenges import challenge_names
+            from evaluation.launch import unknown_challenge
+
+            if args.challenge not in challenge_names():
+                raise unknown_challenge(args.challenge, challenge_names())
             parser.error(f"no examples for challenge {args.challenge!r}; known: {', '.join(known)}")
         fewest = known[args.challenge].min_cases
         if args.cases is not None and args.cases < fewest:
