@@ -125,13 +125,13 @@ def test_script_reproduces_the_bundled_folders_byte_for_byte(challenge, tmp_path
 
 
 def test_script_refuses_without_force_then_replaces_the_folder(tmp_path, capsys):
-    from evaluation.examples.organizer import CommandError
+    from evaluation.errors import UsageError
 
     target = tmp_path / "test" / "rare26" / "leaderboard"
     (target / "old-team").mkdir(parents=True)
     (target / "old-team" / "predictions.json").write_text("[]")
     (tmp_path / "test" / "rare26" / "notes.md").write_text("kept")
-    with pytest.raises(CommandError, match="--force"):
+    with pytest.raises(UsageError, match="--force"):
         SCRIPT.main(["rare26", "isic2018"], root=tmp_path)
     assert tree(tmp_path) == {"test/rare26/leaderboard/old-team/predictions.json": b"[]",
                               "test/rare26/notes.md": b"kept"}  # nothing written, isic2018 included

@@ -364,13 +364,13 @@ def test_make_example_regenerates_the_bundled_example_byte_for_byte(challenge, t
 
 
 def test_make_example_refuses_then_force_keeps_other_files(tmp_path):
-    from evaluation.examples.organizer import CommandError
+    from evaluation.errors import UsageError
 
     (tmp_path / "test" / "rare26").mkdir(parents=True)
     (tmp_path / "test" / "rare26" / "README.md").write_text("notes")
     (tmp_path / "test" / "rare26" / "expected_metrics.json").write_text("old")
     module = make_example_module()
-    with pytest.raises(CommandError, match="--force"):
+    with pytest.raises(UsageError, match="--force"):
         module.main("rare26", root=tmp_path)
     assert tree(tmp_path) == {"test/rare26/README.md": b"notes", "test/rare26/expected_metrics.json": b"old"}
     module.main("rare26", force=True, root=tmp_path)
