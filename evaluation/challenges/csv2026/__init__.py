@@ -131,6 +131,16 @@ def csv2026_leaderboard(timed: bool) -> Leaderboard:
                                       *(column[pair] for pair in PAIRS for column in (PAIR_DSC, PAIR_NSD))))
 
 
+def structure_chart(results: dict[str, CaseResult], metrics: dict[str, Any], evaluation: Csv2026) -> dict:
+    """The mean DSC and NSD of each view and structure, read from metrics.json at their Columns."""
+    from .charts import structure_bar_chart
+
+    means = {pair: (value_at_path(metrics, PAIR_DSC[pair].path), value_at_path(metrics, PAIR_NSD[pair].path))
+             for pair in PAIRS}
+    return structure_bar_chart(means, value_at_path(metrics, SCORE_SEG.path), metrics["counts"]["cases"],
+                               evaluation.settings.nsd_tolerance_px)
+
+
 class Csv2026(Evaluation):
     name = "csv2026"
     title = "CSV 2026: carotid vessel/plaque segmentation and plaque risk in ultrasound (ISBI 2026)"
@@ -238,15 +248,7 @@ class Csv2026(Evaluation):
 
     # ---- chart (only when structure_chart_file is set; charts.py) -------------------------
 
-    chart_builders = {"structure_chart_file": "structure_chart"}
-
-    def structure_chart(self, results: dict[str, CaseResult], metrics: dict[str, Any]) -> dict:
-        from .charts import structure_bar_chart
-
-        means = {pair: (value_at_path(metrics, PAIR_DSC[pair].path), value_at_path(metrics, PAIR_NSD[pair].path))
-                 for pair in PAIRS}
-        return structure_bar_chart(means, value_at_path(metrics, SCORE_SEG.path), metrics["counts"]["cases"],
-                                   self.settings.nsd_tolerance_px)
+    chart_builders = {"structure_chart_file": structure_chart}
 
 
 def put(document: dict[str, Any], path: str, value: Any) -> None:
