@@ -322,3 +322,146 @@ def precision_recall_points(curve: RankingCurve) -> tuple[np.ndarray, np.ndarray
         raise ValueError("a precision-recall curve needs positives")
     precision = precision_at_thresholds(curve)
     return np.r_[0.0, curve.tps / curve.tps[-1]], np.r_[1.0, precision], np.r_[np.inf, curve.thresholds]
+
+
+# ---- many rows of sample weights at once (the point value is the row of ones) ------------------
+#
+# The functions below take `sample_weight` of shape (rows, items): each row is one weighting of
+# the same items (a bootstrap resample is a row of counts times the items' own weights; the
+# whole data set, a row of those weights). Each row's value is computed with the floating-point
+# operations, in the order, of the single-row functions above (scikit-learn's), so that a row
+# gives the same bits as them: cumulative sums run along the item axis (numpy's accumulate is
+# sequential, as a 1-D cumsum), sums of a row's terms go through np.add.reduce over a contiguous
+# row of exactly that row's length (numpy's pairwise summation depends on the length, so rows
+# are grouped by length, never padded), and items of weight 0 add +0.0 or are left out as
+# scikit-learn leaves them out.
+
+
+@dataclass(frozen=True)
+class ScoreOrder:
+    """One sort of a binary scoring, shared by every row of weights: the items by decreasing
+    score, ties in scikit-learn's order (stable ascending sort, reversed), and the runs of equal
+    scores (one ROC point each)."""
+
+    order: np.ndarray  # item indices, scores decreasing
+    positive: np.ndarray  # the truth of the items in that order
+    starts: np.ndarray  # first position of each run of equal scores
+    ends: np.ndarray  # last position of each run
+    thresholds: np.ndarray  # the score of each run
+
+
+def score_order(y_true: np.ndarray, y_score: np.ndarray) -> ScoreOrder:
+    y_true, y_score = np.asarray(y_true, dtype=bool), np.asarray(y_score, dtype=np.float64)
+    _check_lengths(y_true, y_score)
+    if not np.isfinite(y_score).all():
+        raise ValueError("scores must be finite")
+    order = stable_order(y_score)[::-1]
+    scores = y_score[order]
+    ends = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1] if len(scores) else np.zeros(0, dtype=np.intp)
+    starts = np.r_[0, ends[:-1] + 1] if len(ends) else ends
+    return ScoreOrder(order, y_true[order], starts.astype(np.intp), ends.astype(np.intp), scores[ends])
+
+
+def _previous_and_next(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (row, column): the column of the previous and of the next True of the row (-1 and
+    the width when there is none)."""
+    rows, width = mask.shape
+    at = np.arange(width)
+    last = np.maximum.accumulate(np.where(mask, at, -1), axis=1)
+    following = np.minimum.accumulate(np.where(mask, at, width)[:, ::-1], axis=1)[:, ::-1]
+    previous = np.full((rows, width), -1)
+    previous[:, 1:] = last[:, :-1]
+    after = np.full((rows, width), width)
+    after[:, :-1] = following[:, 1:]
+    return previous, after
+
+
+def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Per row, np.add.reduce of its kept terms in order, as a 1-D array of exactly those terms
+    would be summed (pairwise summation depends on the length: rows are summed in groups of equal
+    length, never padded)."""
+    counts = kept.sum(axis=1)
+    sums = np.zeros(len(terms))
+    for length in np.unique(counts).tolist():
+        rows = np.flatnonzero(counts == length)
+        if length:
+            sums[rows] = np.add.reduce(terms[rows][kept[rows]].reshape(len(rows), length), axis=1)
+    return sums
+
+
+def roc_auc_rows(order: ScoreOrder, sample_weight: np.ndarray) -> np.ndarray:
+    """roc_auc(ranking_curve(y_true, y_score, row)) of every row of `sample_weight` (rows, items,
+    non-negative): scikit-learn's roc_auc_score with the row as sample_weight, bit for bit (its
+    curve, collinear points dropped, the trapezoids summed as np.add.reduce sums them); NaN for a
+    row without weighted positives or without weighted negatives."""
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.ndim != 2 or weights.shape[1] != len(order.order):
+        raise ValueError(f"sample_weight of shape {weights.shape} does not have one column per item")
+    rows = len(weights)
+    if not len(order.order):
+        return np.full(rows, np.nan)
+    w = weights[:, order.order]
+    # ranking_curve's cumulative sums, items of weight 0 included (they add +0.0), read at the end
+    # of each run of equal scores; a run is a point of the row's curve when it has weight.
+    tps = np.cumsum(w * order.positive, axis=1)[:, order.ends]
+    fps = np.cumsum(w * ~order.positive, axis=1)[:, order.ends]
+    present = np.maximum.reduceat(w, order.starts, axis=1) > 0
+    # roc_points' drop_intermediate: a point is kept when the second difference of fps or tps
+    # through its neighbouring points is not zero; the first and last points always.
+    previous, after = _previous_and_next(present)
+    inner = present & (previous >= 0) & (after < present.shape[1])
+    p, a = np.clip(previous, 0, None), np.minimum(after, present.shape[1] - 1)
+    bend = np.zeros_like(present)
+    for x in (fps, tps):
+        here = x
+        before, next_ = np.take_along_axis(x, p, axis=1), np.take_along_axis(x, a, axis=1)
+        bend |= ((next_ - here) - (here - before)) != 0
+    kept = present & (~inner | bend)
+    # The trapezoids from the (0, 0) point through the kept points, rates over the row's totals.
+    fp_total, tp_total = fps[:, -1:], tps[:, -1:]
+    defined = (fp_total[:, 0] > 0) & (tp_total[:, 0] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fpr, tpr = fps / fp_total, tps / tp_total
+    last_kept, _ = _previous_and_next(kept)
+    q = np.clip(last_kept, 0, None)
+    fpr_before = np.where(last_kept >= 0, np.take_along_axis(fpr, q, axis=1), 0.0)
+    tpr_before = np.where(last_kept >= 0, np.take_along_axis(tpr, q, axis=1), 0.0)
+    with np.errstate(invalid="ignore"):
+        terms = (fpr - fpr_before) * (tpr + tpr_before) / 2.0
+    area = row_sums_by_length(terms, kept & defined[:, None])
+    return np.where(defined, area, np.nan)
+
+
+def recall_of_labels_rows(truth_labels: np.ndarray, prediction_labels: np.ndarray, sample_weight: np.ndarray,
+                          n: int) -> np.ndarray:
+    """recall_of_labels of every row of `sample_weight` (rows, items): (rows, n), bit for bit:
+    hits added left to right per class (sequential_group_sums), totals exact when every weight
+    is a whole number, else Kahan-compensated in item order (kahan_group_sums)."""
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    rows = len(weights)
+    hits = np.zeros((rows, n))
+    correct = np.where(truth_labels == prediction_labels, truth_labels, UNDECIDED)
+    for label in range(n):
+        members = np.flatnonzero(correct == label)
+        if len(members):
+            hits[:, label] = np.cumsum(weights[:, members], axis=1)[:, -1]
+    whole = bool(np.all(weights == np.round(weights))) and (rows == 0 or np.abs(weights).sum(axis=1).max() < 2.0 ** 52)
+    if whole:  # whole numbers: exact in any order, as kahan_group_sums' bincount
+        inside = (truth_labels >= 0) & (truth_labels < n)
+        one_hot = np.zeros((len(truth_labels), n))
+        one_hot[np.flatnonzero(inside), truth_labels[inside]] = 1.0
+        totals = weights @ one_hot
+    else:
+        totals = np.array([kahan_group_sums(row, truth_labels, n) for row in weights]).reshape(rows, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(totals != 0, hits / np.where(totals != 0, totals, 1.0), np.nan)
+
+
+def nan_mean_rows(values: np.ndarray) -> np.ndarray:
+    """nan_mean of every row (rows, k): the same sum (NaN as 0, np.add.reduce over the row) and
+    division; NaN for a row without a defined value."""
+    values = np.asarray(values, dtype=np.float64)
+    defined = ~np.isnan(values)
+    count = defined.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, np.where(defined, values, 0.0).sum(axis=1) / count, np.nan)
