@@ -362,18 +362,50 @@ def score_order(y_true: np.ndarray, y_score: np.ndarray) -> ScoreOrder:
     return ScoreOrder(order, y_true[order], starts.astype(np.intp), ends.astype(np.intp), scores[ends])
 
 
-def _previous_and_next(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per (row, column): the column of the previous and of the next True of the row (-1 and
-    the width when there is none)."""
-    rows, width = mask.shape
-    at = np.arange(width)
-    last = np.maximum.accumulate(np.where(mask, at, -1), axis=1)
-    following = np.minimum.accumulate(np.where(mask, at, width)[:, ::-1], axis=1)[:, ::-1]
-    previous = np.full((rows, width), -1)
-    previous[:, 1:] = last[:, :-1]
-    after = np.full((rows, width), width)
-    after[:, :-1] = following[:, 1:]
-    return previous, after
+def ranking_curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCurve:
+    """ranking_curve of the scoring that `order` sorted, with these weights (one per item): the
+    same curve, bit for bit (items of weight 0 add +0.0 to the sums and make no point), without
+    sorting again."""
+    weights = np.asarray(weights, dtype=np.float64)
+    _check_lengths(order.order, weights)
+    if not np.isfinite(weights).all():
+        raise ValueError("scores and weights must be finite")
+    w = weights[order.order]
+    if not len(w):
+        empty = np.zeros(0)
+        return RankingCurve(empty, empty, empty)
+    points = np.flatnonzero(np.logical_or.reduceat(w != 0, order.starts))
+    ends = order.ends[points]
+    tps = np.cumsum(order.positive * w, dtype=np.float64)[ends]
+    fps = np.cumsum((1 - order.positive) * w, dtype=np.float64)[ends]
+    return RankingCurve(fps=fps, tps=tps, thresholds=order.thresholds[points])
+
+
+def _previous(mask: np.ndarray) -> np.ndarray:
+    """Per (point, row) of a (points, rows) mask: the point of the previous True of the row's
+    column, -1 when there is none."""
+    at = np.where(mask, np.arange(len(mask), dtype=np.int32)[:, None], np.int32(-1))
+    np.maximum.accumulate(at, axis=0, out=at)
+    previous = np.empty_like(at)
+    previous[0] = -1
+    previous[1:] = at[:-1]
+    return previous
+
+
+def _next(mask: np.ndarray) -> np.ndarray:
+    """Per (point, row): the point of the next True of the row, the number of points when none."""
+    points = len(mask)
+    at = np.where(mask[::-1], np.arange(points, dtype=np.int32)[::-1, None], np.int32(points))
+    np.minimum.accumulate(at, axis=0, out=at)
+    after = np.empty_like(at)
+    after[-1] = points
+    after[:-1] = at[::-1][1:]
+    return after
+
+
+def _flat(points: np.ndarray) -> np.ndarray:
+    """Indices into a raveled (points, rows) array of the cells (points[p, r], r)."""
+    return points.astype(np.intp) * points.shape[1] + np.arange(points.shape[1])
 
 
 def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
@@ -381,54 +413,87 @@ def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
     would be summed (pairwise summation depends on the length: rows are summed in groups of equal
     length, never padded)."""
     counts = kept.sum(axis=1)
+    by_length = np.argsort(counts, kind="stable")
+    lengths = counts[by_length]
+    flat = terms[by_length][kept[by_length]]  # each row's kept terms, rows of equal length together
     sums = np.zeros(len(terms))
-    for length in np.unique(counts).tolist():
-        rows = np.flatnonzero(counts == length)
+    bounds = np.flatnonzero(np.diff(lengths)) + 1
+    starts, ends = np.r_[0, bounds], np.r_[bounds, len(lengths)]
+    offset = 0
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        length = int(lengths[start])
+        size = (end - start) * length
         if length:
-            sums[rows] = np.add.reduce(terms[rows][kept[rows]].reshape(len(rows), length), axis=1)
+            sums[by_length[start:end]] = np.add.reduce(flat[offset:offset + size].reshape(end - start, length), axis=1)
+        offset += size
     return sums
 
 
-def roc_auc_rows(order: ScoreOrder, sample_weight: np.ndarray) -> np.ndarray:
+def roc_auc_rows(orders: ScoreOrder | list[ScoreOrder] | tuple[ScoreOrder, ...], sample_weight: np.ndarray
+                 ) -> np.ndarray:
     """roc_auc(ranking_curve(y_true, y_score, row)) of every row of `sample_weight` (rows, items,
     non-negative): scikit-learn's roc_auc_score with the row as sample_weight, bit for bit (its
     curve, collinear points dropped, the trapezoids summed as np.add.reduce sums them); NaN for a
-    row without weighted positives or without weighted negatives."""
+    row without weighted positives or without weighted negatives. One ScoreOrder: (rows,); a
+    sequence of them (several scorings of the same items): (rows, scorings)."""
     weights = np.asarray(sample_weight, dtype=np.float64)
-    if weights.ndim != 2 or weights.shape[1] != len(order.order):
+    several = not isinstance(orders, ScoreOrder)
+    orders = list(orders) if several else [orders]
+    if weights.ndim != 2 or any(weights.shape[1] != len(order.order) for order in orders):
         raise ValueError(f"sample_weight of shape {weights.shape} does not have one column per item")
-    rows = len(weights)
+    by_item = np.ascontiguousarray(weights.T)  # (items, rows): the items' sorts gather whole rows
+    whole = bool((by_item == np.round(by_item)).all()) and float(by_item.sum(axis=0).max(initial=0.0)) < 2.0 ** 53
+    auc = np.column_stack([_roc_auc_of_items(order, by_item, whole) for order in orders]) if orders else \
+        np.zeros((len(weights), 0))
+    return auc if several else auc[:, 0]
+
+
+def _roc_auc_of_items(order: ScoreOrder, by_item: np.ndarray, whole: bool) -> np.ndarray:
+    """roc_auc_rows of one scoring, the weights given as (items, rows). Every array below is
+    (points or items, rows): cumulative sums run down the items, sequentially, as a 1-D cumsum."""
+    rows = by_item.shape[1]
     if not len(order.order):
         return np.full(rows, np.nan)
-    w = weights[:, order.order]
+    w = by_item[order.order]
     # ranking_curve's cumulative sums, items of weight 0 included (they add +0.0), read at the end
     # of each run of equal scores; a run is a point of the row's curve when it has weight.
-    tps = np.cumsum(w * order.positive, axis=1)[:, order.ends]
-    fps = np.cumsum(w * ~order.positive, axis=1)[:, order.ends]
-    present = np.maximum.reduceat(w, order.starts, axis=1) > 0
+    tps = np.cumsum(w * order.positive[:, None], axis=0)[order.ends]
+    fps = np.cumsum(w * ~order.positive[:, None], axis=0)[order.ends]
+    if whole:  # a run with weight raises a sum of whole numbers (< 2**53): its point moved
+        present = np.empty(tps.shape, dtype=bool)
+        present[0] = (tps[0] > 0) | (fps[0] > 0)
+        np.not_equal(tps[1:], tps[:-1], out=present[1:])
+        present[1:] |= fps[1:] != fps[:-1]
+    else:
+        present = np.maximum.reduceat(w, order.starts, axis=0) > 0
+    points = len(present)
     # roc_points' drop_intermediate: a point is kept when the second difference of fps or tps
     # through its neighbouring points is not zero; the first and last points always.
-    previous, after = _previous_and_next(present)
-    inner = present & (previous >= 0) & (after < present.shape[1])
-    p, a = np.clip(previous, 0, None), np.minimum(after, present.shape[1] - 1)
+    previous, after = _previous(present), _next(present)
+    inner = present & (previous >= 0) & (after < points)
+    np.maximum(previous, 0, out=previous)
+    np.minimum(after, points - 1, out=after)
+    previous, after = _flat(previous), _flat(after)
     bend = np.zeros_like(present)
     for x in (fps, tps):
-        here = x
-        before, next_ = np.take_along_axis(x, p, axis=1), np.take_along_axis(x, a, axis=1)
-        bend |= ((next_ - here) - (here - before)) != 0
+        flat = x.ravel()
+        bend |= ((flat[after] - x) - (x - flat[previous])) != 0
     kept = present & (~inner | bend)
     # The trapezoids from the (0, 0) point through the kept points, rates over the row's totals.
-    fp_total, tp_total = fps[:, -1:], tps[:, -1:]
-    defined = (fp_total[:, 0] > 0) & (tp_total[:, 0] > 0)
+    fp_total, tp_total = fps[-1], tps[-1]
+    defined = (fp_total > 0) & (tp_total > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fpr, tpr = fps / fp_total, tps / tp_total
-    last_kept, _ = _previous_and_next(kept)
-    q = np.clip(last_kept, 0, None)
-    fpr_before = np.where(last_kept >= 0, np.take_along_axis(fpr, q, axis=1), 0.0)
-    tpr_before = np.where(last_kept >= 0, np.take_along_axis(tpr, q, axis=1), 0.0)
+    last_kept = _previous(kept)
+    first = last_kept < 0
+    np.maximum(last_kept, 0, out=last_kept)
+    last_kept = _flat(last_kept)
+    fpr_before, tpr_before = fpr.ravel()[last_kept], tpr.ravel()[last_kept]
+    fpr_before[first] = 0.0
+    tpr_before[first] = 0.0
     with np.errstate(invalid="ignore"):
         terms = (fpr - fpr_before) * (tpr + tpr_before) / 2.0
-    area = row_sums_by_length(terms, kept & defined[:, None])
+    area = row_sums_by_length(terms.T, (kept & defined).T)
     return np.where(defined, area, np.nan)
 
 

@@ -199,11 +199,9 @@ class IsicEvaluation(Evaluation):
     # ---- the leaderboard -----------------------------------------------------------------
 
     def prediction_table(self, results: dict[str, np.ndarray]) -> np.ndarray:
-        """The confidences in the truth's row order (one per truth image: check_case_ids saw to it)."""
-        predictions = np.empty(self.table.values.shape)
-        if results:
-            predictions[list(map(self.ground_truth.__getitem__, results))] = np.array(list(results.values()))
-        return predictions
+        """The confidences in the truth's row order: results has one per truth image
+        (check_case_ids saw to it), in sorted order, which is the truth's."""
+        return self.submission(results).predictions
 
     def submission(self, results: dict[str, np.ndarray]) -> scoring.Submission:
         """scoring.Submission of these results (images in sorted order), made once per submission."""
@@ -211,7 +209,7 @@ class IsicEvaluation(Evaluation):
         if cached is None or cached[0] is not results:
             ids = sorted(results)
             rows = np.fromiter(map(self.ground_truth.__getitem__, ids), dtype=np.intp, count=len(ids))
-            predictions = np.array([results[image] for image in ids], dtype=np.float64).reshape(len(ids), -1)
+            predictions = np.array([results[image] for image in ids], dtype=np.float64).reshape(len(ids), len(self.table.categories))
             cached = self._submission = (results, scoring.submission(self.table.values[rows], predictions,
                                                                      self.table.score_weight[rows]))
         return cached[1]
@@ -225,9 +223,9 @@ class IsicEvaluation(Evaluation):
     def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
         point = self.point_values(results)
         table = self.submission(results)
-        return scoring.score(self.table, self.prediction_table(results), self.settings.target_metric,
-                             self.settings.malignant_categories, (table.truth_labels, table.predicted_labels),
-                             point[BALANCED_ACCURACY.path], point[MEAN_AUC.path])
+        return scoring.score(self.table, table.predictions, self.settings.target_metric,
+                             self.settings.malignant_categories, table, point[BALANCED_ACCURACY.path],
+                             point[MEAN_AUC.path])
 
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
         return charts.category_roc_chart(self.table, self.prediction_table(results), metrics, self.title)

@@ -32,6 +32,7 @@ class Submission:
     blocks of resamples of the same results): the argmax labels of the truth and of the
     confidences, one sort of each category's confidences, and the images' score weights."""
 
+    predictions: np.ndarray  # (images, categories), the images in the weights' order
     truth_labels: np.ndarray
     predicted_labels: np.ndarray
     orders: tuple[classification.ScoreOrder, ...]
@@ -42,8 +43,8 @@ def submission(truth_values: np.ndarray, predictions: np.ndarray, score_weight: 
     """From the truth, the confidences and the score weights of the images, in the weights' order."""
     orders = tuple(classification.score_order(truth_values[:, c] > THRESHOLD, predictions[:, c])
                    for c in range(truth_values.shape[1]))
-    return Submission(classification.argmax_labels(truth_values), classification.argmax_labels(predictions),
-                      orders, np.asarray(score_weight, dtype=np.float64))
+    return Submission(predictions, classification.argmax_labels(truth_values),
+                      classification.argmax_labels(predictions), orders, np.asarray(score_weight, dtype=np.float64))
 
 
 def ranked_values(table: Submission, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,9 +60,7 @@ def ranked_values(table: Submission, weights: np.ndarray) -> tuple[np.ndarray, n
     n_categories = len(table.orders)
     recall = classification.recall_of_labels_rows(table.truth_labels, table.predicted_labels, sample_weight,
                                                   n_categories)
-    auc = np.empty((len(weights), n_categories))
-    for c, order in enumerate(table.orders):
-        auc[:, c] = classification.roc_auc_rows(order, sample_weight)
+    auc = classification.roc_auc_rows(table.orders, sample_weight)
     return classification.nan_mean_rows(recall), classification.nan_mean_rows(auc)
 
 
@@ -85,11 +84,14 @@ def _mean_of(values: dict[str, Any], what: str) -> float | Undefined:
 
 
 def category_scores(truth: np.ndarray, prediction: np.ndarray, weights: np.ndarray, category: str,
-                    weight_name: str) -> tuple[dict[str, Any], classification.RankingCurve]:
-    """The nine per-category metrics of the reference, for one weight column."""
+                    weight_name: str, order: classification.ScoreOrder | None = None
+                    ) -> tuple[dict[str, Any], classification.RankingCurve]:
+    """The nine per-category metrics of the reference, for one weight column (`order`: the sort
+    of these confidences, when already made)."""
     positives, decisions = truth > THRESHOLD, prediction > THRESHOLD
     cm = classification.binary_confusion(positives, decisions, weights)
-    curve = classification.ranking_curve(positives, prediction, weights)
+    curve = (classification.ranking_curve(positives, prediction, weights) if order is None
+             else classification.ranking_curve_of_order(order, weights))
     reason = _why_undefined(category, weight_name, curve.has_positives, curve.has_negatives)
     scores: dict[str, Any] = {
         "accuracy": classification.accuracy(cm),
@@ -106,17 +108,18 @@ def category_scores(truth: np.ndarray, prediction: np.ndarray, weights: np.ndarr
 
 
 def score(truth: Truth, predictions: np.ndarray, target_metric: str,
-          malignant_categories: list[str] | tuple[str, ...], labels: tuple[np.ndarray, np.ndarray],
+          malignant_categories: list[str] | tuple[str, ...], table: Submission,
           balanced_accuracy: float, mean_auc: float) -> dict[str, Any]:
-    """metrics.json content from the sorted truth and the predictions in the same row order;
-    `labels`, the argmax labels of both, and the ranked values are the point values (ranked_values
-    on the row of ones), never computed here a second time."""
+    """metrics.json content from the sorted truth and the predictions in the same row order
+    (`table`: their Submission, its labels and sorts); the ranked values are the point values
+    (ranked_values on the row of ones), never computed here a second time."""
+    labels = table.truth_labels, table.predicted_labels
     categories = truth.categories
     per_category: dict[str, dict[str, Any]] = {metric: {} for metric in PER_CATEGORY_METRICS}
     curves: dict[str, classification.RankingCurve] = {}
     for c, category in enumerate(categories):
         scores, curves[category] = category_scores(truth.values[:, c], predictions[:, c], truth.score_weight,
-                                                   category, "score_weight")
+                                                   category, "score_weight", table.orders[c])
         for metric, value in scores.items():
             per_category[metric][category] = value
     plotted = [category for category, curve in curves.items() if curve.has_positives and curve.has_negatives]
