@@ -348,6 +348,8 @@ class ScoreOrder:
     starts: np.ndarray  # first position of each run of equal scores
     ends: np.ndarray  # last position of each run
     thresholds: np.ndarray  # the score of each run
+    positives_through: np.ndarray  # per run: the positives up to its end
+    negatives_through: np.ndarray  # per run: the negatives up to its end
 
 
 def score_order(y_true: np.ndarray, y_score: np.ndarray) -> ScoreOrder:
@@ -359,7 +361,10 @@ def score_order(y_true: np.ndarray, y_score: np.ndarray) -> ScoreOrder:
     scores = y_score[order]
     ends = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1] if len(scores) else np.zeros(0, dtype=np.intp)
     starts = np.r_[0, ends[:-1] + 1] if len(ends) else ends
-    return ScoreOrder(order, y_true[order], starts.astype(np.intp), ends.astype(np.intp), scores[ends])
+    positive = y_true[order]
+    ends = ends.astype(np.intp)
+    return ScoreOrder(order, positive, starts.astype(np.intp), ends, scores[ends], np.cumsum(positive)[ends],
+                      np.cumsum(~positive)[ends])
 
 
 def ranking_curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCurve:
@@ -381,31 +386,12 @@ def ranking_curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCur
     return RankingCurve(fps=fps, tps=tps, thresholds=order.thresholds[points])
 
 
-def _previous(mask: np.ndarray) -> np.ndarray:
-    """Per (point, row) of a (points, rows) mask: the point of the previous True of the row's
-    column, -1 when there is none."""
-    at = np.where(mask, np.arange(len(mask), dtype=np.int32)[:, None], np.int32(-1))
-    np.maximum.accumulate(at, axis=0, out=at)
-    previous = np.empty_like(at)
-    previous[0] = -1
-    previous[1:] = at[:-1]
-    return previous
-
-
-def _next(mask: np.ndarray) -> np.ndarray:
-    """Per (point, row): the point of the next True of the row, the number of points when none."""
-    points = len(mask)
-    at = np.where(mask[::-1], np.arange(points, dtype=np.int32)[::-1, None], np.int32(points))
-    np.minimum.accumulate(at, axis=0, out=at)
-    after = np.empty_like(at)
-    after[-1] = points
-    after[:-1] = at[::-1][1:]
-    return after
-
-
-def _flat(points: np.ndarray) -> np.ndarray:
-    """Indices into a raveled (points, rows) array of the cells (points[p, r], r)."""
-    return points.astype(np.intp) * points.shape[1] + np.arange(points.shape[1])
+def _running_sums(weights: np.ndarray, through: np.ndarray) -> np.ndarray:
+    """(points, rows): the sum of the first through[g] rows of weights (items, rows), added in
+    order (a cumulative sum down the items), 0.0 where through[g] is 0."""
+    running = np.zeros((len(weights) + 1, weights.shape[1]))
+    np.cumsum(weights, axis=0, out=running[1:])
+    return running[through]
 
 
 def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
@@ -454,43 +440,43 @@ def _roc_auc_of_items(order: ScoreOrder, by_item: np.ndarray, whole: bool) -> np
     rows = by_item.shape[1]
     if not len(order.order):
         return np.full(rows, np.nan)
-    w = by_item[order.order]
-    # ranking_curve's cumulative sums, items of weight 0 included (they add +0.0), read at the end
-    # of each run of equal scores; a run is a point of the row's curve when it has weight.
-    tps = np.cumsum(w * order.positive[:, None], axis=0)[order.ends]
-    fps = np.cumsum(w * ~order.positive[:, None], axis=0)[order.ends]
+    # ranking_curve's cumulative sums read at the end of each run of equal scores: the positives'
+    # weights added in order (the negatives between them add +0.0 there: left out), and the
+    # negatives' likewise; a run is a point of the row's curve when it has weight.
+    tps = _running_sums(by_item[order.order[order.positive]], order.positives_through)
+    fps = _running_sums(by_item[order.order[~order.positive]], order.negatives_through)
     if whole:  # a run with weight raises a sum of whole numbers (< 2**53): its point moved
         present = np.empty(tps.shape, dtype=bool)
         present[0] = (tps[0] > 0) | (fps[0] > 0)
         np.not_equal(tps[1:], tps[:-1], out=present[1:])
         present[1:] |= fps[1:] != fps[:-1]
     else:
-        present = np.maximum.reduceat(w, order.starts, axis=0) > 0
-    points = len(present)
+        present = np.maximum.reduceat(by_item[order.order], order.starts, axis=0) > 0
     # roc_points' drop_intermediate: a point is kept when the second difference of fps or tps
-    # through its neighbouring points is not zero; the first and last points always.
-    previous, after = _previous(present), _next(present)
-    inner = present & (previous >= 0) & (after < points)
-    np.maximum(previous, 0, out=previous)
-    np.minimum(after, points - 1, out=after)
-    previous, after = _flat(previous), _flat(after)
+    # through its neighbouring points is not zero; the first and last points always. A run
+    # without weight repeats the previous run's sums (it added +0.0), so the previous point's value
+    # is the previous run's; the sums never decrease, so the next point's is the least value of
+    # the points after.
+    seen = np.logical_or.accumulate(present, axis=0)
+    to_come = np.logical_or.accumulate(present[::-1], axis=0)[::-1]
+    inner = present.copy()
+    inner[0] = False
+    inner[-1] = False
+    inner[1:-1] &= seen[:-2] & to_come[2:]
     bend = np.zeros_like(present)
     for x in (fps, tps):
-        flat = x.ravel()
-        bend |= ((flat[after] - x) - (x - flat[previous])) != 0
+        after = np.minimum.accumulate(np.where(present, x, np.inf)[::-1], axis=0)[::-1]
+        bend[1:-1] |= ((after[2:] - x[1:-1]) - (x[1:-1] - x[:-2])) != 0
     kept = present & (~inner | bend)
-    # The trapezoids from the (0, 0) point through the kept points, rates over the row's totals.
+    # The trapezoids from the (0, 0) point through the kept points, rates over the row's totals;
+    # the rates never decrease, so the last kept point's are the largest kept so far.
     fp_total, tp_total = fps[-1], tps[-1]
     defined = (fp_total > 0) & (tp_total > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fpr, tpr = fps / fp_total, tps / tp_total
-    last_kept = _previous(kept)
-    first = last_kept < 0
-    np.maximum(last_kept, 0, out=last_kept)
-    last_kept = _flat(last_kept)
-    fpr_before, tpr_before = fpr.ravel()[last_kept], tpr.ravel()[last_kept]
-    fpr_before[first] = 0.0
-    tpr_before[first] = 0.0
+    fpr_before, tpr_before = np.zeros_like(fpr), np.zeros_like(tpr)
+    np.maximum.accumulate(np.where(kept, fpr, 0.0)[:-1], axis=0, out=fpr_before[1:])
+    np.maximum.accumulate(np.where(kept, tpr, 0.0)[:-1], axis=0, out=tpr_before[1:])
     with np.errstate(invalid="ignore"):
         terms = (fpr - fpr_before) * (tpr + tpr_before) / 2.0
     area = row_sums_by_length(terms.T, (kept & defined).T)

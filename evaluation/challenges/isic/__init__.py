@@ -209,7 +209,8 @@ class IsicEvaluation(Evaluation):
         if cached is None or cached[0] is not results:
             ids = sorted(results)
             rows = np.fromiter(map(self.ground_truth.__getitem__, ids), dtype=np.intp, count=len(ids))
-            predictions = np.array([results[image] for image in ids], dtype=np.float64).reshape(len(ids), len(self.table.categories))
+            predictions = np.array([results[image] for image in ids], dtype=np.float64).reshape(
+                len(ids), len(self.table.categories))
             cached = self._submission = (results, scoring.submission(self.table.values[rows], predictions,
                                                                      self.table.score_weight[rows]))
         return cached[1]
