@@ -1,10 +1,11 @@
 """The final ranking's hooks of ISIC and RARE26 (python -m evaluation.leaderboard).
 
-ISIC: the ranked values of every bootstrap resample (rows of multiplicities) equal what
-score_aggregates gives on the materialised resample (each drawn image repeated as distinct
-images), on the bundled examples and on synthetic truths with fractional and zero weights,
-undecided predictions, images without a single category and a category without positives;
-the weighted AUC of many weightings equals scikit-learn's. RARE26: its own repetitions are the
+ISIC: one aggregate makes the ranked values of metrics.json (the row of ones) and of every
+bootstrap resample (rows of multiplicities): a resample's values equal the point values of the
+materialised resample (each drawn image repeated as distinct images), on the bundled examples and
+on synthetic truths with fractional and zero weights, undecided predictions, images without a
+single category and a category without positives; the weighted AUC of many weightings (the
+pair-counting one of metrics/ranking.py) equals scikit-learn's. RARE26: its own repetitions are the
 resamples, their median is metrics.json's Score bit for bit, each repetition the official
 procedure's (benchmarks/rare26_official.py, scikit-learn). Both: the ROC curves of the report."""
 
@@ -18,17 +19,17 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
-from evaluation.challenges.isic import Isic2018, Isic2019, Truth
+from evaluation.challenges.isic import BALANCED_ACCURACY, MEAN_AUC, Isic2018, Isic2019, Truth
 from evaluation.challenges.rare26 import OVER_REPETITIONS, SCORE, Rare26, Rare26Settings
 from evaluation.challenges.rare26 import scoring as rare26_scoring
-from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.grand_challenge import Undefined
+from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.ranking import resampled_roc_auc
 from evaluation.metrics.resampling import draws_to_counts
 from tests.bundled import is_bundled
 
 ROOT = Path(__file__).resolve().parent.parent
-ISIC_PATHS = ("aggregate.balanced_accuracy", "aggregate.auc")
+ISIC_PATHS = Isic2019.final_ranking_paths()
 
 
 def bundled(evaluation_class, challenge, settings=None):
@@ -48,7 +49,8 @@ def bootstrap_counts(n, resamples, seed):
 
 
 def materialised_isic(evaluation, results, row):
-    """score_aggregates of one resample made real: image j repeated row[j] times, as distinct images."""
+    """The point values of one resample made real: image j repeated row[j] times, as distinct
+    images; and the evaluation and results of that resample."""
     ids = sorted(results)
     names, rows, copies = [], [], {}
     for image, count in zip(ids, row):
@@ -63,7 +65,7 @@ def materialised_isic(evaluation, results, row):
     resample.table = Truth(tuple(names), table.categories, table.values[rows], table.score_weight[rows],
                            table.validation_weight[rows])
     resample.ground_truth = {name: k for k, name in enumerate(names)}
-    return resample.score_aggregates(copies)
+    return resample.point_values(copies), resample, copies
 
 
 def assert_isic_resamples_match(evaluation, results, counts):
@@ -71,11 +73,16 @@ def assert_isic_resamples_match(evaluation, results, counts):
     assert set(got) == set(ISIC_PATHS)
     undefined = 0
     for r, row in enumerate(counts):
-        aggregate = materialised_isic(evaluation, results, row)["aggregate"]
+        point, resample, copies = materialised_isic(evaluation, results, row)
+        if row.sum() and (resample.table.score_weight > 0).any():  # else metrics.json cannot be made
+            aggregate = resample.score_aggregates(copies)["aggregate"]
+            for path in ISIC_PATHS:  # metrics.json's value is the point value, or null where it is NaN
+                written = aggregate[path.split(".")[1]]
+                assert math.isnan(point[path]) if isinstance(written, Undefined) else written == point[path]
         for path in ISIC_PATHS:
-            expected, value = aggregate[path.split(".")[1]], got[path][r]
+            expected, value = point[path], got[path][r]
             assert got[path].shape == (len(counts),) and got[path].dtype == np.float64
-            if isinstance(expected, Undefined):
+            if math.isnan(expected):
                 assert math.isnan(value), (path, r)
                 undefined += 1
             else:
@@ -88,11 +95,11 @@ def test_isic_bundled_resamples_equal_score_aggregates_on_materialised_resamples
     evaluation, results = bundled(evaluation_class, challenge)
     counts = bootstrap_counts(len(results), 40, seed=5)
     assert_isic_resamples_match(evaluation, results, counts)
-    # The whole set (every count 1) is the submission's own metrics.json.
+    # The whole set (every count 1) is the submission's own metrics.json, bit for bit.
     whole = evaluation.aggregate(results, np.ones((1, len(results)), dtype=np.int64))
     metrics = evaluation.score_aggregates(results)
     for path in ISIC_PATHS:
-        assert whole[path][0] == pytest.approx(metrics["aggregate"][path.split(".")[1]], rel=1e-12)
+        assert whole[path][0] == metrics["aggregate"][path.split(".")[1]]
 
 
 def synthetic_isic(seed, images=160, fractional=True):
@@ -139,8 +146,8 @@ def test_isic_synthetic_resamples_equal_score_aggregates(seed, fractional):
     assert got["aggregate.balanced_accuracy"][-2] in (0.0, 1.0)  # one image: its category's recall
     assert undefined >= 2
     assert np.isfinite(got["aggregate.auc"][:30]).all()  # DF (no positives) is left out of the mean
-    # Only images of weight 0: nothing is scored (score_aggregates cannot run; the truth check
-    # refuses such a test set), both values undefined.
+    # Only images of weight 0: nothing is scored (the truth check refuses such a test set),
+    # both values undefined.
     nothing = evaluation.aggregate(results, weightless[None, :])
     assert all(np.isnan(nothing[path]).all() for path in ISIC_PATHS)
 
@@ -190,8 +197,9 @@ def test_weighted_auc_with_counts_too_large_for_their_type_is_summed_in_int64():
 
 def test_isic_declares_the_isic_rule():
     assert Isic2018.final_rankings == Isic2019.final_rankings == (
-        OrderedRanking("balanced_accuracy",
-                       (Key("aggregate.balanced_accuracy", "desc"), Key("aggregate.auc", "desc"))),)
+        OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, MEAN_AUC)),)
+    assert ISIC_PATHS == ("aggregate.balanced_accuracy", "aggregate.auc")
+    assert all(column.order == "desc" for column in Isic2019.final_rankings[0].keys)
 
 
 # ---- RARE26: its own repetitions ----------------------------------------------------------------

@@ -170,6 +170,37 @@ def test_balanced_accuracy_leaves_out_categories_absent_from_the_truth():
 # ---- the CSV number reader against pandas ------------------------------------------------------
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_of_sample_weights_give_each_rows_value_bit_for_bit(seed):
+    """roc_auc_rows, recall_of_labels_rows and nan_mean_rows (the ranked values of many weightings:
+    the point value is a row of weights, a bootstrap resample a row of counts times them): each
+    row is the single-row function's value on that row, bit for bit, and scikit-learn's AUC."""
+    rng = np.random.default_rng(seed)
+    for trial in range(40):
+        n = int(rng.integers(1, 150))
+        y = rng.random(n) < rng.random()
+        scores = np.round(rng.random(n), int(rng.integers(0, 4)))  # ties within and across classes
+        weights = rng.integers(0, 3, size=(6, n)).astype(np.float64)
+        if trial % 2:
+            weights *= np.round(rng.uniform(0, 2, n), 3)  # fractional weights, some zero
+        weights[0] = 1.0
+        got = clf.roc_auc_rows(clf.score_order(y, scores), weights)
+        for r, row in enumerate(weights):
+            expected = clf.roc_auc(clf.ranking_curve(y, scores, row))
+            if np.isnan(expected):
+                assert np.isnan(got[r])
+                continue
+            assert got[r] == expected, (trial, r)
+            assert got[r] == pytest.approx(roc_auc_score(y, scores, sample_weight=row), rel=1e-12)
+        truth_labels, predicted = rng.integers(-1, 5, n), rng.integers(-1, 5, n)
+        recall = clf.recall_of_labels_rows(truth_labels, predicted, weights, 5)
+        means = clf.nan_mean_rows(recall)
+        for r, row in enumerate(weights):
+            single = clf.recall_of_labels(truth_labels, predicted, row, 5)
+            np.testing.assert_array_equal(recall[r], single)
+            assert means[r] == clf.nan_mean(single) or (np.isnan(means[r]) and np.isnan(clf.nan_mean(single)))
+
+
 def test_numbers_are_read_as_pandas_reads_them():
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(3)
@@ -568,7 +599,7 @@ def recursive_simplification(x, y, epsilon):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_roc_simplification_keeps_the_points_of_the_recursive_algorithm(seed):
-    from evaluation.challenges.isic import simplify_curve
+    from evaluation.challenges.isic.charts import simplify_curve
 
     rng = np.random.default_rng(seed)
     for trial in range(60):

@@ -322,3 +322,197 @@ def precision_recall_points(curve: RankingCurve) -> tuple[np.ndarray, np.ndarray
         raise ValueError("a precision-recall curve needs positives")
     precision = precision_at_thresholds(curve)
     return np.r_[0.0, curve.tps / curve.tps[-1]], np.r_[1.0, precision], np.r_[np.inf, curve.thresholds]
+
+
+# ---- many rows of sample weights at once (the point value is the row of ones) ------------------
+#
+# The functions below take `sample_weight` of shape (rows, items): each row is one weighting of
+# the same items (a bootstrap resample is a row of counts times the items' own weights; the
+# whole data set, a row of those weights). Each row's value is computed with the floating-point
+# operations, in the order, of the single-row functions above (scikit-learn's), so that a row
+# gives the same bits as them: cumulative sums run along the item axis (numpy's accumulate is
+# sequential, as a 1-D cumsum), sums of a row's terms go through np.add.reduce over a contiguous
+# row of exactly that row's length (numpy's pairwise summation depends on the length, so rows
+# are grouped by length, never padded), and items of weight 0 add +0.0 or are left out as
+# scikit-learn leaves them out.
+
+
+@dataclass(frozen=True)
+class ScoreOrder:
+    """One sort of a binary scoring, shared by every row of weights: the items by decreasing
+    score, ties in scikit-learn's order (stable ascending sort, reversed), and the runs of equal
+    scores (one ROC point each)."""
+
+    order: np.ndarray  # item indices, scores decreasing
+    positive: np.ndarray  # the truth of the items in that order
+    starts: np.ndarray  # first position of each run of equal scores
+    ends: np.ndarray  # last position of each run
+    thresholds: np.ndarray  # the score of each run
+    positives_through: np.ndarray  # per run: the positives up to its end
+    negatives_through: np.ndarray  # per run: the negatives up to its end
+
+
+def score_order(y_true: np.ndarray, y_score: np.ndarray) -> ScoreOrder:
+    y_true, y_score = np.asarray(y_true, dtype=bool), np.asarray(y_score, dtype=np.float64)
+    _check_lengths(y_true, y_score)
+    if not np.isfinite(y_score).all():
+        raise ValueError("scores must be finite")
+    order = stable_order(y_score)[::-1]
+    scores = y_score[order]
+    ends = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1] if len(scores) else np.zeros(0, dtype=np.intp)
+    starts = np.r_[0, ends[:-1] + 1] if len(ends) else ends
+    positive = y_true[order]
+    ends = ends.astype(np.intp)
+    return ScoreOrder(order, positive, starts.astype(np.intp), ends, scores[ends], np.cumsum(positive)[ends],
+                      np.cumsum(~positive)[ends])
+
+
+def ranking_curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCurve:
+    """ranking_curve of the scoring that `order` sorted, with these weights (one per item): the
+    same curve, bit for bit (items of weight 0 add +0.0 to the sums and make no point), without
+    sorting again."""
+    weights = np.asarray(weights, dtype=np.float64)
+    _check_lengths(order.order, weights)
+    if not np.isfinite(weights).all():
+        raise ValueError("scores and weights must be finite")
+    w = weights[order.order]
+    if not len(w):
+        empty = np.zeros(0)
+        return RankingCurve(empty, empty, empty)
+    points = np.flatnonzero(np.logical_or.reduceat(w != 0, order.starts))
+    ends = order.ends[points]
+    tps = np.cumsum(order.positive * w, dtype=np.float64)[ends]
+    fps = np.cumsum((1 - order.positive) * w, dtype=np.float64)[ends]
+    return RankingCurve(fps=fps, tps=tps, thresholds=order.thresholds[points])
+
+
+def _running_sums(weights: np.ndarray, through: np.ndarray) -> np.ndarray:
+    """(points, rows): the sum of the first through[g] rows of weights (items, rows), added in
+    order (a cumulative sum down the items), 0.0 where through[g] is 0."""
+    running = np.zeros((len(weights) + 1, weights.shape[1]))
+    np.cumsum(weights, axis=0, out=running[1:])
+    return running[through]
+
+
+def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Per row, np.add.reduce of its kept terms in order, as a 1-D array of exactly those terms
+    would be summed (pairwise summation depends on the length: rows are summed in groups of equal
+    length, never padded)."""
+    counts = kept.sum(axis=1)
+    by_length = np.argsort(counts, kind="stable")
+    lengths = counts[by_length]
+    flat = terms[by_length][kept[by_length]]  # each row's kept terms, rows of equal length together
+    sums = np.zeros(len(terms))
+    bounds = np.flatnonzero(np.diff(lengths)) + 1
+    starts, ends = np.r_[0, bounds], np.r_[bounds, len(lengths)]
+    offset = 0
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        length = int(lengths[start])
+        size = (end - start) * length
+        if length:
+            sums[by_length[start:end]] = np.add.reduce(flat[offset:offset + size].reshape(end - start, length), axis=1)
+        offset += size
+    return sums
+
+
+def roc_auc_rows(orders: ScoreOrder | list[ScoreOrder] | tuple[ScoreOrder, ...], sample_weight: np.ndarray
+                 ) -> np.ndarray:
+    """roc_auc(ranking_curve(y_true, y_score, row)) of every row of `sample_weight` (rows, items,
+    non-negative): scikit-learn's roc_auc_score with the row as sample_weight, bit for bit (its
+    curve, collinear points dropped, the trapezoids summed as np.add.reduce sums them); NaN for a
+    row without weighted positives or without weighted negatives. One ScoreOrder: (rows,); a
+    sequence of them (several scorings of the same items): (rows, scorings)."""
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    several = not isinstance(orders, ScoreOrder)
+    orders = list(orders) if several else [orders]
+    if weights.ndim != 2 or any(weights.shape[1] != len(order.order) for order in orders):
+        raise ValueError(f"sample_weight of shape {weights.shape} does not have one column per item")
+    by_item = np.ascontiguousarray(weights.T)  # (items, rows): the items' sorts gather whole rows
+    whole = bool((by_item == np.round(by_item)).all()) and float(by_item.sum(axis=0).max(initial=0.0)) < 2.0 ** 53
+    auc = np.column_stack([_roc_auc_of_items(order, by_item, whole) for order in orders]) if orders else \
+        np.zeros((len(weights), 0))
+    return auc if several else auc[:, 0]
+
+
+def _roc_auc_of_items(order: ScoreOrder, by_item: np.ndarray, whole: bool) -> np.ndarray:
+    """roc_auc_rows of one scoring, the weights given as (items, rows). Every array below is
+    (points or items, rows): cumulative sums run down the items, sequentially, as a 1-D cumsum."""
+    rows = by_item.shape[1]
+    if not len(order.order):
+        return np.full(rows, np.nan)
+    # ranking_curve's cumulative sums read at the end of each run of equal scores: the positives'
+    # weights added in order (the negatives between them add +0.0 there: left out), and the
+    # negatives' likewise; a run is a point of the row's curve when it has weight.
+    tps = _running_sums(by_item[order.order[order.positive]], order.positives_through)
+    fps = _running_sums(by_item[order.order[~order.positive]], order.negatives_through)
+    if whole:  # a run with weight raises a sum of whole numbers (< 2**53): its point moved
+        present = np.empty(tps.shape, dtype=bool)
+        present[0] = (tps[0] > 0) | (fps[0] > 0)
+        np.not_equal(tps[1:], tps[:-1], out=present[1:])
+        present[1:] |= fps[1:] != fps[:-1]
+    else:
+        present = np.maximum.reduceat(by_item[order.order], order.starts, axis=0) > 0
+    # roc_points' drop_intermediate: a point is kept when the second difference of fps or tps
+    # through its neighbouring points is not zero; the first and last points always. A run
+    # without weight repeats the previous run's sums (it added +0.0), so the previous point's value
+    # is the previous run's; the sums never decrease, so the next point's is the least value of
+    # the points after.
+    seen = np.logical_or.accumulate(present, axis=0)
+    to_come = np.logical_or.accumulate(present[::-1], axis=0)[::-1]
+    inner = present.copy()
+    inner[0] = False
+    inner[-1] = False
+    inner[1:-1] &= seen[:-2] & to_come[2:]
+    bend = np.zeros_like(present)
+    for x in (fps, tps):
+        after = np.minimum.accumulate(np.where(present, x, np.inf)[::-1], axis=0)[::-1]
+        bend[1:-1] |= ((after[2:] - x[1:-1]) - (x[1:-1] - x[:-2])) != 0
+    kept = present & (~inner | bend)
+    # The trapezoids from the (0, 0) point through the kept points, rates over the row's totals;
+    # the rates never decrease, so the last kept point's are the largest kept so far.
+    fp_total, tp_total = fps[-1], tps[-1]
+    defined = (fp_total > 0) & (tp_total > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fpr, tpr = fps / fp_total, tps / tp_total
+    fpr_before, tpr_before = np.zeros_like(fpr), np.zeros_like(tpr)
+    np.maximum.accumulate(np.where(kept, fpr, 0.0)[:-1], axis=0, out=fpr_before[1:])
+    np.maximum.accumulate(np.where(kept, tpr, 0.0)[:-1], axis=0, out=tpr_before[1:])
+    with np.errstate(invalid="ignore"):
+        terms = (fpr - fpr_before) * (tpr + tpr_before) / 2.0
+    area = row_sums_by_length(terms.T, (kept & defined).T)
+    return np.where(defined, area, np.nan)
+
+
+def recall_of_labels_rows(truth_labels: np.ndarray, prediction_labels: np.ndarray, sample_weight: np.ndarray,
+                          n: int) -> np.ndarray:
+    """recall_of_labels of every row of `sample_weight` (rows, items): (rows, n), bit for bit:
+    hits added left to right per class (sequential_group_sums), totals exact when every weight
+    is a whole number, else Kahan-compensated in item order (kahan_group_sums)."""
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    rows = len(weights)
+    hits = np.zeros((rows, n))
+    correct = np.where(truth_labels == prediction_labels, truth_labels, UNDECIDED)
+    for label in range(n):
+        members = np.flatnonzero(correct == label)
+        if len(members):
+            hits[:, label] = np.cumsum(weights[:, members], axis=1)[:, -1]
+    whole = bool(np.all(weights == np.round(weights))) and (rows == 0 or np.abs(weights).sum(axis=1).max() < 2.0 ** 52)
+    if whole:  # whole numbers: exact in any order, as kahan_group_sums' bincount
+        inside = (truth_labels >= 0) & (truth_labels < n)
+        one_hot = np.zeros((len(truth_labels), n))
+        one_hot[np.flatnonzero(inside), truth_labels[inside]] = 1.0
+        totals = weights @ one_hot
+    else:
+        totals = np.array([kahan_group_sums(row, truth_labels, n) for row in weights]).reshape(rows, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(totals != 0, hits / np.where(totals != 0, totals, 1.0), np.nan)
+
+
+def nan_mean_rows(values: np.ndarray) -> np.ndarray:
+    """nan_mean of every row (rows, k): the same sum (NaN as 0, np.add.reduce over the row) and
+    division; NaN for a row without a defined value."""
+    values = np.asarray(values, dtype=np.float64)
+    defined = ~np.isnan(values)
+    count = defined.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, np.where(defined, values, 0.0).sum(axis=1) / count, np.nan)

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.challenges.isic import PREDICTIONS_FILE, Isic2018, Isic2019
+from evaluation.challenges.isic import Isic2018, Isic2019
+from evaluation.challenges.isic.predictions import PREDICTIONS_FILE
 from evaluation.examples import Example, Lineup, synthetic
 
 OUTPUT_SOCKET = "skin-lesion-class-confidences"

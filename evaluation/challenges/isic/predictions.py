@@ -1,4 +1,5 @@
-"""Reading the ISIC CSV files without pandas, accepting and rejecting what the reference does.
+"""Reading and checking what an ISIC submission sends: the predictions CSV (read without pandas,
+accepting and rejecting what the reference does) or an algorithm job's JSON of confidences.
 
 The reference scorer (`isic-challenge-scoring` 5.8.0) reads CSVs with pandas 2.3 `read_csv`
 (C parser, default options) and then checks the table. What it accepts depends on pandas'
@@ -24,7 +25,8 @@ which say what is wrong. tests/test_isic_plain.py checks that both give the same
 same refusals.
 
 The bytes come through the reading layer (`Origin.read_bytes`, bounded by the test set's size,
-evaluation/challenges/isic/__init__.py); this module only turns them into a table.
+evaluation/challenges/isic/__init__.py); this module turns them into a table, and the submission's
+table into checked confidences (`read_predictions_csv`, the reference's checks in its order).
 
 Decisions where the reference is not followed (documented in docs/challenges/isic.md): image ids
 are compared as written (pandas would turn a column of numeric ids into numbers), and an id that
@@ -35,11 +37,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from evaluation.reading.files import shown_path
-from evaluation.reading.values import SHOWN_LENGTH
+from evaluation.errors import SubmissionError, id_list
+from evaluation.framework import log
+from evaluation.grand_challenge import list_submission_files
+from evaluation.reading.files import Origin, shown_path
+from evaluation.reading.values import SHOWN_LENGTH, finite_number, json_type, shown
+
+INDEX_COLUMNS = ("image", "lesion_id")  # the reference's index column, the first one present
+WEIGHT_COLUMNS = ("score_weight", "validation_weight")  # optional, default 1.0
+PREDICTIONS_FILE = "predictions.csv"
+PREDICTIONS_WHAT = "The predictions CSV"  # how messages about the file itself name it
+# The predictions CSV is bounded by the test set before it is read: reading.tables' allowance per
+# row (1 kB; a row of 9 full-precision confidences is ~200 bytes) for every test image and a few
+# more rows (blank lines, a repeated header), plus its 1 MB for the rest.
+SPARE_ROWS = 100
 
 # pandas' default NA tokens (read_csv na_values with keep_default_na=True).
 NA_TOKENS = frozenset({
@@ -650,3 +666,216 @@ def image_label(image: str | None) -> str:
     if not image or image.strip() != image:
         return quoted(image)
     return shown_path(image, SHOWN_LENGTH)
+
+
+# ---- the submission: its CSV file, checked in the reference's order ---------------------------
+
+
+def predictions_csv_path(input_dir: Path) -> Path:
+    """/input/predictions.csv whatever it is (reading it refuses a link out, a pipe or a folder by
+    that name), else the one CSV file of an unpacked ZIP."""
+    origin = Origin.submission(input_dir)
+    path = input_dir / PREDICTIONS_FILE
+    if origin.exists(path):
+        return path
+    found = [p for p in list_submission_files(input_dir) if p.name.lower().endswith(".csv")]
+    if len(found) != 1:
+        names = ", ".join(shown_path(p.relative_to(origin.real_root).as_posix())
+                          for p in found[:10]) or "none"
+        raise SubmissionError(f"The submission must be one CSV file ({PREDICTIONS_FILE}); CSV files found: "
+                              f"{names}{f' and {len(found) - 10} more' if len(found) > 10 else ''}.")
+    return found[0]
+
+
+def read_predictions_csv(data: bytes, categories: tuple[str, ...], truth_ids: tuple[str, ...]
+                         ) -> tuple[list[str], np.ndarray]:
+    """The ISIC submission CSV, checked in the reference's order (isic.md, submission checks);
+    returns the image ids in sorted order and their confidences in category order."""
+    text = _submitted_text(data, len(truth_ids))
+    table = _parsed(text)
+    index = _index_column(table.header)
+    index_at = table.header.index(index)
+    ids = image_ids(table.column(index_at))
+    _check_unique_images(ids)
+    columns = _category_columns(table, index, index_at, categories)
+    values, kinds = _confidences(table, columns, len(ids), len(categories))
+
+    def token(position: int, row: int) -> str:  # a field, for a message
+        return table.column(columns[position])[row]
+
+    _check_confidences(ids, values, kinds, categories, token)
+    _check_test_set_images(ids, truth_ids)
+    return _in_sorted_order(ids, values, truth_ids)
+
+
+def _submitted_text(data: bytes, images: int) -> str:
+    """The decoded text, refused when empty, not UTF-8, without line breaks, or with more lines
+    than the test set can need."""
+    if not data:  # the reference's first check refuses it too ("no newlines")
+        raise SubmissionError("The CSV is empty; it must have a header line and one line per image.")
+    try:
+        text = decode(data)
+    except UnicodeDecodeError as error:
+        # The reference reads 2000 characters first: a file without newlines there is refused for that.
+        prefix = data[:error.start].decode("utf-8", errors="ignore")
+        prefix = prefix.replace("\r\n", "\n").replace("\r", "\n")
+        if error.start >= 8192 and prefix[:2000].count("\n") < 2:
+            raise SubmissionError("The CSV has no line breaks in its first 2000 characters: it must have a header "
+                                  "line and one line per image.") from None
+        raise SubmissionError(f"The CSV is not UTF-8 text (byte {error.start + 1} cannot be decoded); save it as "
+                              f"UTF-8.") from None
+    if text[:2000].count("\n") < 2:
+        first, newline, rest = text.partition("\n")
+        if newline and first.strip() and not rest.strip():  # the reference's first check too, said plainly
+            raise SubmissionError("The CSV has a header but no image rows.")
+        raise SubmissionError("The CSV has no line breaks in its first 2000 characters: it must have a header line "
+                              "and one line per image.")
+    # Millions of short lines fit in the size bound but take gigabytes once split into rows: the
+    # lines are counted first (a blank line after every row is still allowed, as pandas skips them).
+    lines, max_lines = text.count("\n"), 2 * (images + SPARE_ROWS)
+    if lines > max_lines:
+        raise SubmissionError(f"The CSV has {lines} lines, more than the {max_lines} allowed for the "
+                              f"{images} images of the test set (a header and one line per image).")
+    return text
+
+
+def _parsed(text: str) -> PlainTable | RawTable:
+    try:
+        return plain_table(text) or tokenize(text)  # the fast path when the file is plain
+    except CsvError as error:
+        raise SubmissionError(f"The CSV cannot be parsed: {error}.") from None
+
+
+def _index_column(header: list[str]) -> str:
+    index = next((c for c in INDEX_COLUMNS if c in header), None)
+    if index is None:
+        raise SubmissionError(f"The CSV has no 'image' column (nor 'lesion_id'); its header is "
+                              f"{', '.join(map(quoted, header[:12]))}{' ...' if len(header) > 12 else ''}.")
+    return index
+
+
+def _check_unique_images(ids: list[str | None]) -> None:
+    """No image twice, after a trailing .jpg is removed."""
+    if len(set(ids)) == len(ids):
+        return
+    duplicates: list = []
+    seen: set = set()
+    for image in ids:
+        if image in seen and image not in duplicates:
+            duplicates.append(image)
+        seen.add(image)
+    raise SubmissionError(f"The CSV has more than one row for image(s) {id_list(map(image_label, duplicates))}.")
+
+
+def _category_columns(table: PlainTable | RawTable, index: str, index_at: int, categories: tuple[str, ...]
+                      ) -> list[int]:
+    """The position of each category's column: every category, nothing else (in any order)."""
+    first_at: dict[str, int] = {}
+    extra_columns: list[str] = []
+    for position, name in enumerate(table.header):
+        if position == index_at:
+            continue
+        if name in categories and name not in first_at:
+            first_at[name] = position
+        else:
+            label = quoted(name)
+            extra_columns.append(f"{label} (column {position + 1})" if name in first_at or name == index or not name
+                                 else label)
+    missing_columns = [c for c in categories if c not in first_at]
+    if missing_columns:
+        raise SubmissionError(f"The CSV has no column for categor{'y' if len(missing_columns) == 1 else 'ies'} "
+                              f"{', '.join(missing_columns)}; the header must be {index} followed by "
+                              f"{', '.join(categories)}.")
+    if extra_columns:
+        raise SubmissionError(f"The CSV has column(s) that are not categories: {id_list(extra_columns)}; the "
+                              f"categories are {', '.join(categories)}.")
+    if table.truncated_rows:
+        log(f"Note: {table.truncated_rows} row(s) have more fields than the header; the surplus fields are ignored "
+            f"(as the reference does).")
+    return [first_at[c] for c in categories]
+
+
+def _confidences(table: PlainTable | RawTable, columns: list[int], rows: int, n_categories: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(values, kinds), rows x categories: at once for a plain file whose every field is a number
+    (what parse_numbers gives), else column by column through parse_numbers."""
+    plain = table.numbers(columns) if isinstance(table, PlainTable) else None
+    if plain is not None:
+        values, is_integer = plain
+        return values, np.where(is_integer, INTEGER, FLOAT).astype(np.int8)
+    if not rows:
+        return np.zeros((0, n_categories)), np.zeros((0, n_categories), dtype=np.int8)
+    parsed = [parse_numbers([t if t is not None else "" for t in table.column(at)], len(table.header))
+              for at in columns]
+    return np.column_stack([v for v, _ in parsed]), np.column_stack([k for _, k in parsed])
+
+
+def _check_confidences(ids: list[str | None], values: np.ndarray, kinds: np.ndarray, categories: tuple[str, ...],
+                       token) -> None:
+    """Every value present, a floating-point number, in [0, 1]; some image rows."""
+    missing_rows = np.flatnonzero((kinds == NA).any(axis=1))
+    if len(missing_rows):
+        raise SubmissionError(f"The CSV has missing or empty values for image(s) "
+                              f"{id_list(image_label(ids[i]) for i in missing_rows)}.")
+    if not ids:
+        raise SubmissionError("The CSV has a header but no image rows.")
+    for position, category in enumerate(categories):
+        column_kinds = kinds[:, position]
+        if (column_kinds == TEXT).any():
+            row = int(np.flatnonzero(column_kinds == TEXT)[0])
+            raise SubmissionError(f"Column {category} of the CSV is not all numbers: image "
+                                  f"{image_label(ids[row])} has {quoted(token(position, row))}.")
+        if (column_kinds == INTEGER).all():
+            raise SubmissionError(f"Column {category} of the CSV holds only whole numbers such as "
+                                  f"{quoted(token(position, 0).strip())}; confidences must be written as "
+                                  f"floating-point numbers (0.0, 1.0, 0.25).")
+    out_of_range = np.flatnonzero(((values < 0) | (values > 1)).any(axis=1))
+    if len(out_of_range):
+        first = int(out_of_range[0])
+        category = categories[int(np.flatnonzero((values[first] < 0) | (values[first] > 1))[0])]
+        raise SubmissionError(f"The CSV has values outside [0, 1] for image(s) "
+                              f"{id_list(image_label(ids[i]) for i in out_of_range)} (e.g. {category} = "
+                              f"{shown_path(token(categories.index(category), first).strip(), SHOWN_LENGTH)}).")
+
+
+def _check_test_set_images(ids: list[str | None], truth_ids: tuple[str, ...]) -> None:
+    """The test set's images, no other."""
+    given, known = set(ids), set(truth_ids)
+    if given == known:
+        return
+    missing_images = sorted(known - given)
+    if missing_images:
+        raise SubmissionError(f"The CSV has no row for {len(missing_images)} image(s) of the test set: "
+                              f"{id_list(missing_images)}.")
+    extra_images = sorted((image for image in ids if image not in known), key=lambda i: (i is None, i or ""))
+    raise SubmissionError(f"The CSV has {len(extra_images)} image(s) that are not in the test set: "
+                          f"{id_list(map(image_label, extra_images))}.")
+
+
+def _in_sorted_order(ids: list, values: np.ndarray, truth_ids: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
+    """The test set's images exactly, once each: their rows in sorted order."""
+    sorted_ids = list(truth_ids) if all(map(str.__lt__, truth_ids, truth_ids[1:])) else sorted(truth_ids)
+    if ids == sorted_ids:  # written in sorted order
+        return sorted_ids, values
+    row_of = dict(zip(ids, range(len(ids))))
+    return sorted_ids, values[np.fromiter(map(row_of.__getitem__, sorted_ids), dtype=np.intp, count=len(ids))]
+
+
+# ---- an algorithm job's output -------------------------------------------------------------------
+
+
+def confidences_from_json(document: Any, categories: tuple[str, ...], where: str) -> np.ndarray:
+    """One image's algorithm output {category: confidence}: exactly the categories, each a
+    finite number in [0, 1] (JSON has no integer/float distinction: 0 and 1 are numbers here)."""
+    if not isinstance(document, dict):
+        raise SubmissionError(f"{where} must be a JSON object {{category: confidence}}, found {json_type(document)}.")
+    missing = [c for c in categories if c not in document]
+    if missing:
+        raise SubmissionError(f"{where} has no confidence for {', '.join(missing)} (the categories are "
+                              f"{', '.join(categories)}).")
+    extra = [k for k in document if k not in categories]
+    if extra:
+        raise SubmissionError(f"{where} has keys that are not categories: {id_list(map(shown, extra))} (the "
+                              f"categories are {', '.join(categories)}).")
+    return np.array([finite_number(document[category], f"{where}: the confidence for {category}", minimum=0.0,
+                                   maximum=1.0) for category in categories])
