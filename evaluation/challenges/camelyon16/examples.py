@@ -205,10 +205,13 @@ def write_synthetic(out_dir: Path, seed: int = 0, slides: int = 6, mask_shape: t
     (truth_dir / MASKS_FOLDER).mkdir(parents=True, exist_ok=True)
     input_dir.mkdir(parents=True, exist_ok=True)
     pixel_size = 0.243
-    names = [f"Test_{n:03d}" for n in range(1, slides + 1)]
+    extra = ["Test_049", "Test_114"] if extra_slides else []
+    # Numbered from Test_001, skipping the extra slides' names (a 60-slide example would list Test_049 twice).
+    numbered = (f"Test_{n:03d}" for n in range(1, slides + len(extra) + 1))
+    names = [name for name in numbered if name not in extra][:slides]
     kinds = {name: TUMOR if n % 2 == 0 else NORMAL for n, name in enumerate(names)}
     if extra_slides:
-        names += ["Test_049", "Test_114"]
+        names += extra
         kinds.update({"Test_049": TUMOR, "Test_114": TUMOR})
     reference = ["image,type"]
     height, width = mask_shape
