@@ -130,7 +130,7 @@ def froc_score(curve: FrocCurve, targets=FP_RATE_TARGETS) -> float:
     return float(np.mean(froc_sensitivities(curve, targets)))
 
 
-# ---- the FROC score on bootstrap resamples of the slides ---------------------------------------
+# ---- the FROC sensitivities over slide weights (point value and bootstrap resamples) -----------
 
 
 class _PooledIndices:
@@ -168,11 +168,14 @@ class _PooledIndices:
         return np.where(found, self.pooled[np.maximum(position, 0)] - self.offsets, -1).max(axis=1, initial=-1)
 
 
-def resampled_froc_scores(slides: list[SlideHits], counts, rule: str = "2016", targets=FP_RATE_TARGETS) -> np.ndarray:
-    """froc_score(froc_curve(resample, rule)) of every bootstrap resample of `slides` at once,
-    NaN where the resample holds no lesion (froc_curve refuses it). counts[r, s] is how many
-    times slides[s] is drawn in resample r: its false positives and lesion slots count that many
-    times, and so does the slide in the FP rate's denominator.
+def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: str = "2016",
+                                targets=FP_RATE_TARGETS) -> np.ndarray:
+    """froc_sensitivities(froc_curve(weighted slides, rule), targets) of every row of
+    `sample_weight` (rows x slides, whole numbers) at once: (rows, targets), NaN where the row
+    holds no lesion (froc_curve refuses it). sample_weight[r, s] is how many times slides[s]
+    counts in row r (a bootstrap resample: how many times it is drawn; the point value: once):
+    its false positives and lesion slots count that many times, and so does the slide in the FP
+    rate's denominator. Equal, bit for bit, to the curve of the materialised row.
 
     The same operations as on the materialised resample, without building its curve:
     - every value a resample can hold lies on one grid U (the distinct values of all slides);
@@ -190,9 +193,14 @@ def resampled_froc_scores(slides: list[SlideHits], counts, rule: str = "2016", t
     """
     if rule not in THRESHOLD_RULES:
         raise ValueError(f"rule must be one of {THRESHOLD_RULES}, got {rule!r}")
-    counts = np.asarray(counts, dtype=np.int64)
+    counts = np.asarray(sample_weight)
     if counts.ndim != 2 or counts.shape[1] != len(slides):
-        raise ValueError(f"counts must have shape (resamples, {len(slides)}), got {counts.shape}")
+        raise ValueError(f"sample_weight must have shape (rows, {len(slides)}), got {counts.shape}")
+    if counts.size and not np.issubdtype(counts.dtype, np.integer) and not np.array_equal(counts, np.round(counts)):
+        raise ValueError("sample_weight must hold whole numbers (a slide counts a whole number of times)")
+    counts = counts.astype(np.int64)
+    if (counts < 0).any():
+        raise ValueError("sample_weight must be non-negative")
     slot_type = np.float32 if rule == "2016" else np.float64
     false_positives = [np.sort(s.false_positives) for s in slides]
     slots = [np.sort(np.concatenate([s.lesion_confidences, np.zeros(s.itc_regions)]).astype(slot_type)) for s in slides]
@@ -244,7 +252,17 @@ def resampled_froc_scores(slides: list[SlideHits], counts, rule: str = "2016", t
             value = np.where(first <= lowest, sensitivity(lowest), between)
             value = np.where(first == size, before_all, value)
             read.append(np.where(no_threshold, 0.0, value))
-    total = read[0]
-    for value in read[1:]:  # np.mean of the six: their sum left to right, then the division
-        total = total + value
-    return np.where(lesions > 0, total / len(read), np.nan)
+    sensitivities = np.stack(read, axis=1) if read else np.zeros((rows, 0))
+    return np.where((lesions > 0)[:, None], sensitivities, np.nan)
+
+
+def mean_sensitivity(sensitivities: np.ndarray) -> np.ndarray:
+    """The FROC score of each row of (rows, targets) sensitivities, as froc_score takes np.mean of
+    one curve's: the sum left to right (np.add.reduce adds fewer than 8 values in order), then
+    one division by the number of targets. Summing the columns another way (pairwise, or along a
+    strided axis) could change the last bit of metrics.json's froc_score."""
+    sensitivities = np.asarray(sensitivities, dtype=np.float64)
+    total = sensitivities[:, 0]
+    for column in range(1, sensitivities.shape[1]):
+        total = total + sensitivities[:, column]
+    return total / sensitivities.shape[1]

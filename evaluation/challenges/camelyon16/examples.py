@@ -8,7 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.challenges.camelyon16 import MASKS_FOLDER, MM_TO_UM, NORMAL, REFERENCE_FILE, SLIDES_FILE, TUMOR
+from evaluation.challenges.camelyon16.predictions import MM_TO_UM, SLIDES_FILE
+from evaluation.challenges.camelyon16.truth import (
+    MASKS_FOLDER,
+    NORMAL,
+    REFERENCE_FILE,
+    TUMOR,
+)
 from evaluation.examples import Example, Lineup, synthetic
 
 
@@ -59,8 +65,9 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
     the slide plus, for about 70% of the lesions and ITC regions of its evaluation mask, 1 to 3
     hits (Beta(3, 2)) on tumor pixels. Masks are read one at a time by the challenge's loader at
     the evaluation level; the excluded slides are left out."""
-    from evaluation.challenges.camelyon16 import EVALUATION_LEVEL, Camelyon16
+    from evaluation.challenges.camelyon16 import Camelyon16
     from evaluation.challenges.camelyon16.masks import read_mask
+    from evaluation.challenges.camelyon16.truth import EVALUATION_LEVEL
 
     evaluation = Camelyon16(ground_truth_dir)  # its config.json applies
     settings = evaluation.settings
