@@ -26,12 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
-from evaluation.challenges.rare26 import REPETITIONS_PER_BLOCK, image_level_bootstrap, patient_level_bootstrap
+from evaluation.challenges.rare26.scoring import image_level_bootstrap, patient_level_bootstrap
 from evaluation.challenges.rare26.examples import synthesize
 from evaluation.metrics.ranking import resampled_ranking_metrics
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, positives_per_resample
 
 KEYS = ("auroc", "average_precision", "ppv_at_recall")
+REPETITIONS_PER_BLOCK = 100  # how the previous path turned repetitions into rows of counts
 
 
 def synthetic_arrays(stacks: int, seed: int):

@@ -11,38 +11,21 @@ import argparse
 import contextlib
 import os
 import signal
-import sys
 import time
-import traceback
 from pathlib import Path
 
 from evaluation import __version__
 from evaluation.challenges import available_challenges, challenge_class, challenge_names
-from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_TERMINATED, EXIT_USAGE, EvaluationError, SetupError,
-                               SubmissionError, Terminated)
+from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError
 from evaluation.framework import default_workers, log, stop_workers
-from evaluation.launch import missing_dependency
+from evaluation.launch import CommandParser, run_command, unknown_challenge, whole_number
 from evaluation.grand_challenge import (CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir,
                                         write_outputs)
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
-MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
 
 
-def whole_number(minimum: int):
-    """argparse type: a whole number >= minimum (this command's and the final ranking's)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
-        return value
-    return parse
-
-
-class _Parser(argparse.ArgumentParser):
+class _Parser(CommandParser):
     def format_help(self) -> str:
         # The challenges are listed only when help is asked for: listing them imports every
         # challenge's folder, and a run imports only its own (start-up time).
@@ -77,52 +60,14 @@ def _print_list(challenges) -> None:
             print(f"    {setting} = {default!r}: {doc}")
 
 
-def one_line(message: str) -> str:
-    """The last stderr line as the platform shows it: one line, at most MAX_MESSAGE characters."""
-    text = " ".join(message.split())
-    if len(text) > MAX_MESSAGE:
-        text = text[: MAX_MESSAGE - 3] + "..."
-    return text
-
-
-def _fail(message: str, code: int) -> int:
-    sys.stdout.flush()
-    print(one_line(message), file=sys.stderr, flush=True)
-    return code
-
-
-def failure(error: BaseException) -> tuple[int, str]:
-    """(exit code, last stderr line) of a run that raised `error` while scoring a submission:
-    what main() prints and returns for it (the final ranking lists excluded submissions so)."""
-    if isinstance(error, SubmissionError):
-        return error.exit_code, one_line(error.message)
-    if isinstance(error, ModuleNotFoundError) and error.name and error.name.partition(".")[0] != "evaluation":
-        return EXIT_SETUP, one_line(f"The evaluation could not run, through no fault of the submission: "
-                                    f"{missing_dependency(error.name)}")
-    if isinstance(error, ModuleNotFoundError):
-        return EXIT_INTERNAL, one_line(f"Internal error of the evaluation, not caused by the submission: {error}.")
-    if isinstance(error, EvaluationError):
-        return error.exit_code, one_line(f"The evaluation could not run, through no fault of the submission: "
-                                         f"{error.message} (please tell the challenge organizers).")
-    if isinstance(error, MemoryError):
-        # The platform caps each process's data segment (RLIMIT_DATA) at the machine's memory less
-        # 1 GiB: an allocation over it raises here instead of the kernel killing the run (exit 137).
-        # Decoding is bounded by the ground truth's shapes, so this is the machine, not the submission.
-        return EXIT_SETUP, one_line("The evaluation ran out of memory under this machine's limit, through no fault "
-                                    "of the submission (please tell the challenge organizers: the phase needs a "
-                                    "larger memory limit, or fewer workers).")
-    return EXIT_INTERNAL, one_line(f"Internal error of the evaluation, not caused by the submission: "
-                                   f"{type(error).__name__}: {error} (please tell the challenge organizers).")
-
-
 def run(args: argparse.Namespace) -> int:
     name = args.challenge or os.environ.get(CHALLENGE_ENV, "").strip()
     if not name:
-        return _fail(f"No challenge given: name one ({', '.join(challenge_names())}) or set {CHALLENGE_ENV}.", EXIT_USAGE)
+        raise UsageError(f"No challenge given: name one ({', '.join(challenge_names())}) or set {CHALLENGE_ENV}.")
     try:
         challenge = challenge_class(name)  # imports this challenge's folder only: start-up time
     except KeyError:
-        return _fail(f"Unknown challenge {name!r}; known challenges: {', '.join(challenge_names())}.", EXIT_USAGE)
+        raise unknown_challenge(name, challenge_names()) from None
     started = time.perf_counter()
     log(f"evaluation {__version__}: {challenge.title}")
     prepare_output(args.output)  # before scoring: an unwritable output must not waste the run
@@ -161,7 +106,7 @@ def _on_sigterm(signum, frame) -> None:
     being written are removed on the way: see grand_challenge.write_atomically)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the unwinding is not interrupted again
     stop_workers()
-    raise Terminated()
+    raise Terminated(STOPPED)
 
 
 def _block_sigterm() -> None:
@@ -192,23 +137,12 @@ def _stopped_by_sigterm():
 
 def main(argv: list[str] | None = None) -> int:
     with _stopped_by_sigterm():
-        try:
-            return _main(argv)
-        except Terminated:
-            return _fail(STOPPED, EXIT_TERMINATED)
+        return run_command(_main, argv)
 
 
 def _main(argv: list[str] | None) -> int:
-    try:  # a challenge module that fails to import is our bug too, not an invalid submission (exit 1)
-        args = _parser().parse_args(argv)
-        if args.list:
-            _print_list(available_challenges())
-            return EXIT_OK
-        return run(args)
-    except Exception as error:  # a dependency missing, a bad ground truth, or a bug of ours
-        code, line = failure(error)
-        if code == EXIT_INTERNAL:  # a bug of ours: full trace for the organizers, one line for everyone
-            traceback.print_exc()
-        sys.stdout.flush()
-        print(line, file=sys.stderr, flush=True)
-        return code
+    args = _parser().parse_args(argv)
+    if args.list:
+        _print_list(available_challenges())
+        return EXIT_OK
+    return run(args)

@@ -1,7 +1,14 @@
-"""The two kinds of failure a run can end in, and the exit codes the platform sees.
+"""The one error hierarchy of every command, and the exit codes the platform (or the shell) sees.
 
-Participants see only the last stderr line of a failed run, so every error carries one
-sentence that says which case is wrong, what was expected and what was found.
+    SubmissionError  exit 1  the participant's submission is wrong; the participant can fix it
+    UsageError       exit 2  the command line is wrong (argparse's own code)
+    SetupError       exit 3  the ground truth, its config.json, the platform's input or the machine
+    InternalError    exit 4  a bug of ours, found by our own check (any other exception is one too)
+    Terminated       exit 143  SIGTERM (the platform's time limit)
+
+Each error carries one sentence: participants see only the last stderr line of a failed run, so
+it says which case is wrong, what was expected and what was found. evaluation.launch.run_command
+turns them into exit codes and that last line, once, for every command.
 """
 
 EXIT_OK = 0
@@ -32,17 +39,48 @@ class SubmissionError(EvaluationError):
     exit_code = EXIT_SUBMISSION
 
 
+class UsageError(EvaluationError):
+    """The command line is wrong, or the command refuses what it was asked (a folder that holds
+    files, say): exit 2, the message as it is."""
+
+    exit_code = EXIT_USAGE
+
+
 class SetupError(EvaluationError):
     """The ground truth, the phase configuration or the platform input is wrong: not the
-    participant's fault, so the message says so (see cli.py)."""
+    participant's fault, so the command's last line says so (evaluation.launch.failure)."""
 
     exit_code = EXIT_SETUP
+    # True for a subclass whose message is already the command's whole last line (the command
+    # framed it itself): shown as it is, without the command's "could not run" sentence around it.
+    framed = False
+
+
+class InternalError(EvaluationError):
+    """A bug of ours that our own code noticed (generated examples that are not what they should
+    be, say): exit 4, the message as it is. Unexpected exceptions are bugs too (exit 4, with their
+    traceback)."""
+
+    exit_code = EXIT_INTERNAL
 
 
 class Terminated(BaseException):
     """SIGTERM arrived (the platform's time limit): raised in the main thread by the command's
-    handler. A BaseException, as KeyboardInterrupt, so that no `except Exception` on the way
-    takes it for a failure of the case being read."""
+    handler, its argument the last line to show. A BaseException, as KeyboardInterrupt, so that
+    no `except Exception` on the way takes it for a failure of the case being read."""
+
+    exit_code = EXIT_TERMINATED
+
+
+MAX_MESSAGE = 1000  # the platform shows at most 1024 characters of the last stderr line
+
+
+def one_line(message: str) -> str:
+    """The last stderr line as the platform shows it: one line, at most MAX_MESSAGE characters."""
+    text = " ".join(message.split())
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 3] + "..."
+    return text
 
 
 def id_list(ids, limit: int = 10) -> str:

@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluation import examples  # noqa: E402
-from evaluation.examples.organizer import OUTPUTS, CommandError, write_example  # noqa: E402
+from evaluation.errors import UsageError  # noqa: E402
+from evaluation.examples.organizer import OUTPUTS, write_example  # noqa: E402
+from evaluation.launch import run_command  # noqa: E402
 
 
 def main(challenge: str, force: bool = False, root: Path = ROOT) -> None:
@@ -36,7 +38,7 @@ def main(challenge: str, force: bool = False, root: Path = ROOT) -> None:
     existing = [str(path.relative_to(root)) for path in (ground_truth, *(example / name for name in OUTPUTS))
                 if os.path.lexists(path)]
     if existing and not force:
-        raise CommandError(f"{', '.join(existing)} already exist(s); rerun with --force to replace "
+        raise UsageError(f"{', '.join(existing)} already exist(s); rerun with --force to replace "
                            f"ground-truth/{challenge}/ and test/{challenge}/'s {', '.join(OUTPUTS)}.")
     with tempfile.TemporaryDirectory() as scratch:
         examples.synthesize(challenge, Path(scratch), seed=0)
@@ -56,8 +58,4 @@ if __name__ == "__main__":
     parser.add_argument("--force", action="store_true", help="replace an existing ground-truth/<challenge>/ and "
                                                              "test/<challenge>/ example")
     args = parser.parse_args()
-    try:
-        main(args.challenge, args.force)
-    except CommandError as error:
-        print(error, file=sys.stderr)
-        sys.exit(error.exit_code)
+    sys.exit(run_command(lambda _: main(args.challenge, args.force), failed="The example could not be made:"))

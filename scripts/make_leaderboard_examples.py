@@ -25,7 +25,8 @@ from evaluation.examples.leaderboard_teams import (  # noqa: E402,F401 (the test
     write_leaderboard,
 )
 from evaluation.examples import examples  # noqa: E402
-from evaluation.examples.organizer import CommandError  # noqa: E402
+from evaluation.errors import UsageError  # noqa: E402
+from evaluation.launch import run_command  # noqa: E402
 
 
 def challenges_with_teams() -> list[str]:
@@ -37,7 +38,7 @@ def main(challenges: list[str], force: bool = False, root: Path = ROOT) -> None:
     targets = {challenge: root / "test" / challenge / LEADERBOARD for challenge in challenges}
     existing = [str(target.relative_to(root)) for target in targets.values() if target.exists()]
     if existing and not force:
-        raise CommandError(f"{', '.join(existing)} already exist(s); rerun with --force to replace "
+        raise UsageError(f"{', '.join(existing)} already exist(s); rerun with --force to replace "
                            f"{'it' if len(existing) == 1 else 'them'}.")
     for challenge, target in targets.items():
         write_leaderboard(challenge, target, ROOT / "ground-truth" / challenge, ROOT / "test" / challenge)
@@ -49,8 +50,5 @@ if __name__ == "__main__":
     parser.add_argument("challenges", nargs="+", metavar="challenge", choices=challenges_with_teams())
     parser.add_argument("--force", action="store_true", help="replace an existing test/<challenge>/leaderboard/")
     args = parser.parse_args()
-    try:
-        main(list(dict.fromkeys(args.challenges)), args.force)
-    except CommandError as error:
-        print(error, file=sys.stderr)
-        sys.exit(error.exit_code)
+    sys.exit(run_command(lambda _: main(list(dict.fromkeys(args.challenges)), args.force),
+                         failed="The leaderboard examples could not be made:"))

@@ -1,4 +1,34 @@
-"""Generic test helpers only (challenge-specific fixtures belong in their own test modules)."""
+"""Generic test fixtures only (challenge-specific ones belong in their own test modules; shared
+helper functions are in tests/common.py).
+
+What a challenge provides for the generic tests
+===============================================
+The generic tests are parametrised over the registry (evaluation.challenges.available_challenges(),
+and evaluation.examples.examples() for the examples): there is no list of challenge names to
+edit. A new challenge folder evaluation/challenges/<folder>/ gets every generic test (hostile
+inputs, faults, phase, phase pack, charts, examples, organizer command, final-ranking teams,
+start-up, image requirements, packaging) once it provides:
+
+1. In <folder>/__init__.py: the Evaluation subclass(es), each `name` starting with the folder's
+   name, with `leaderboards` (Columns) and `final_rankings`; `RUNTIME_PACKAGES`; heavy libraries
+   imported inside functions only (tests/test_startup.py).
+2. In <folder>/examples.py (a module whose name ends in `examples`): `EXAMPLES = {name:
+   Example(synthesize=..., invalid_examples=..., submission=..., min_cases=..., lineup=Lineup(...))}`;
+   `submission` is the organizer command's writer, `lineup` the final ranking's teams.
+3. Its bundled data: ground-truth/<name>/ and test/<name>/ (input/, expected_metrics.json,
+   invalid/<case>/{input/, expected_error.txt}), written by `python scripts/make_example.py NAME`,
+   and test/<name>/leaderboard/ by `python scripts/make_leaderboard_examples.py NAME`.
+4. Its page docs/challenges/<folder>.md, holding what `python -m evaluation.phase NAME` prints.
+
+Per-challenge oracles are optional tables keyed by name, whose absence means only the generic
+checks run (never a failure, never a skip of the generic ones): OFFICIAL_RULES
+(tests/test_leaderboard_examples.py: the final ranking's rule stated from the challenge's docs),
+SCORE_PATHS, PAGE_VARIANTS and EXTRA_VARIANTS (tests/test_phase.py), FILE_NAMES
+(tests/test_charts.py), the format-specific hostile cases (tests/test_hostile.py; the generic ones,
+`generic-<name>-*`, run for every challenge) and SLOW (tests/common.py: a `slow` marker only).
+A challenge whose ground truth is not recorded in tests/fixtures/bundled_ground_truth.json is
+compared with a fresh synthesis instead (tests/bundled.py).
+"""
 
 import sys
 from pathlib import Path
@@ -39,6 +69,39 @@ def evaluate(tmp_path, capsys):
         return Run(code, captured.out, captured.err, output)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def synthetic_dataset(tmp_path_factory):
+    """synthetic_dataset(challenge, seed=0, cases=None) -> folder holding ground-truth/ and input/,
+    written once per session by the challenge's Example.synthesize (read only: copy it with
+    dataset_copy before changing anything)."""
+    made: dict[tuple, Path] = {}
+
+    def make(challenge: str, seed: int = 0, cases: int | None = None) -> Path:
+        key = (challenge, seed, cases)
+        if key not in made:
+            from evaluation.examples import synthesize
+
+            folder = tmp_path_factory.mktemp(f"{challenge}-seed{seed}")
+            synthesize(challenge, folder, seed=seed, cases=cases)
+            made[key] = folder
+        return made[key]
+
+    return make
+
+
+@pytest.fixture
+def dataset_copy(tmp_path):
+    """dataset_copy(folder) -> (input dir, ground-truth dir) of a fresh copy of a synthetic dataset."""
+    import shutil
+
+    def copy(folder: Path) -> tuple[Path, Path]:
+        target = tmp_path / f"data-{len(list(tmp_path.glob('data-*')))}"
+        shutil.copytree(folder, target)
+        return target / "input", target / "ground-truth"
+
+    return copy
 
 
 @pytest.fixture(scope="session")

@@ -30,8 +30,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-KEYS = ("rare26", "isic2018", "isic2019", "csv2026", "hecktor2025-task1", "hecktor2025-task2",
-        "hecktor2025-task3", "camelyon16")
 
 SECRET_TEXT = "API_TOKEN=hunter2-XYZ"
 SECRET_MARK = "hunter2"  # must never appear in stdout or stderr

@@ -15,10 +15,10 @@ import pytest
 
 from evaluation.challenges import available_challenges
 from evaluation.grand_challenge import NAME_MAX, output_file_problem
+from tests.common import SLOW
 from tests.test_charts import ground_truth_with
 
 ROOT = Path(__file__).resolve().parents[1]
-SLOW = {"camelyon16", "csv2026", "hecktor2025-task1"}  # image challenges: a scored run takes seconds
 
 
 def chart_settings(challenge: str) -> list[str]:

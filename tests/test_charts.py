@@ -25,8 +25,9 @@ from evaluation.challenges import available_challenges
 from tests.cli_runs import ROOT, Run, run_command_line
 
 VEGA_LITE_VERSION = "5.8"  # vl-convert's oldest; the platform's 5.1.0 draws them in tests/test_browser.py
-# The chart files of each challenge: {setting: file name}, sub-folders included.
-CHARTS = {
+# The file each chart is asked for, per challenge (one in a subfolder); a challenge not here that
+# declares charts (its chart_builders) gets every generic check, each chart as <setting>.json.
+FILE_NAMES = {
     "isic2018": {"roc_chart_file": "roc-curves.json"},
     "isic2019": {"roc_chart_file": "roc-curves.json"},
     "camelyon16": {"froc_chart_file": "froc.json", "roc_chart_file": "charts/slide-roc.json"},
@@ -34,6 +35,8 @@ CHARTS = {
     "csv2026": {"structure_chart_file": "structures.json"},
     "hecktor2025-task1": {"structure_chart_file": "structures.json"},
 }
+CHARTS = {name: FILE_NAMES.get(name) or {setting: f"{setting.removesuffix('_file')}.json" for setting in cls.chart_builders}
+          for name, cls in available_challenges().items() if cls.chart_builders}
 ALL_CHARTS = [(challenge, setting) for challenge, files in CHARTS.items() for setting in files]
 
 
@@ -154,7 +157,7 @@ def test_charts_are_deterministic(runs, tmp_path, challenge):
 
 def test_every_chart_setting_is_declared_as_an_output_file():
     """The framework draws the charts a challenge declares: each names a setting that is an
-    output file (checked when the settings are read) and a builder method."""
+    output file (checked when the settings are read) and a builder (a function, or a method's name)."""
     import dataclasses
 
     declared = {}
@@ -163,9 +166,10 @@ def test_every_chart_setting_is_declared_as_an_output_file():
         for setting, builder in cls.chart_builders.items():
             assert fields[setting].metadata["output_file"], (name, setting)
             assert fields[setting].default == "", (name, setting)
-            assert callable(getattr(cls, builder)), (name, builder)
+            assert callable(builder) or callable(getattr(cls, builder)), (name, builder)
         declared[name] = set(cls.chart_builders)
     assert {name: files for name, files in declared.items() if files} == {c: set(f) for c, f in CHARTS.items()}
+    assert all(set(FILE_NAMES[name]) == declared[name] for name in FILE_NAMES)
 
 
 # ---- the plotted values against independent computations -------------------------------------------

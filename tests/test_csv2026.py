@@ -15,8 +15,9 @@ import SimpleITK as sitk
 import tifffile
 from sklearn.metrics import f1_score
 
-from evaluation.challenges.csv2026 import Csv2026, binary_f1_scores, time_score
+from evaluation.challenges.csv2026 import Csv2026, time_score
 from evaluation.challenges.csv2026.examples import write_dataset
+from evaluation.metrics.f1 import per_class_f1
 from tests.test_surface import reference_nsd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,7 +241,7 @@ def test_f1_of_each_class_equals_sklearn(seed):
     if seed % 5 == 0:
         y_pred[:] = seed % 2  # one class never predicted
     expected = f1_score(y_true, y_pred, average=None, labels=[0, 1], zero_division=0)
-    assert binary_f1_scores(y_true, y_pred) == pytest.approx(tuple(expected), abs=1e-15)
+    assert tuple(per_class_f1(y_true, y_pred)) == pytest.approx(tuple(expected), abs=1e-15)
 
 
 def write_case(ground_truth, input_dir, case_id, truth_long, truth_trans, pred_long, pred_trans, cls=0, pred_cls=0):

@@ -8,7 +8,8 @@ import pytest
 from scipy import ndimage
 from scipy.spatial.distance import cdist
 
-from evaluation.challenges.csv2026 import LabelMap, label_map, labelled_box, structure_scores
+from evaluation.challenges.csv2026.scoring import labelled_box, structure_scores
+from evaluation.challenges.csv2026.truth import LabelMap, label_map
 
 
 def brute_force_nsd(prediction, truth, tolerance):

@@ -1,7 +1,8 @@
 """Faults of the ground truth, of its upload, of the machine and of the platform, run for real:
 a label file that is a named pipe or a link to nothing (every challenge, from the registry), a
 config.json beside an uploaded challenge folder, `--workers 1000` under a one-CPU affinity, the
-platform's SIGTERM while cases are scored, and no space left for metrics.json."""
+platform's SIGTERM while cases are scored (the framework's, on one slow data set), and no space
+left for metrics.json (every challenge, from the registry)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from evaluation.challenges import challenge_names
 from evaluation.errors import EXIT_TERMINATED
 from evaluation.machine import Ceiling, cgroup_cpu_quota, cgroup_memory_limit, cpu_ceiling, worker_ceiling
 from tests.cli_runs import DROP_ENV, ROOT
+from tests.common import last_line, params
 
 KEYS = [key for key in challenge_names() if (ROOT / "ground-truth" / key).is_dir() and (ROOT / "test" / key).is_dir()]
 RESERVED = {"config.json", "case-mapping.json"}
@@ -40,11 +42,6 @@ def evaluation_process(argv, preexec_fn=None, prefix=()) -> subprocess.Popen:
     return subprocess.Popen([*prefix, sys.executable, "-m", "evaluation", *map(str, argv)], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=preexec_fn)
-
-
-def last_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,8 +399,10 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", str(folder)], check=True)
 
 
-def test_no_space_left_while_writing_metrics(small_tmpfs):
-    """A full file system (a 16 KiB tmpfs, filled): exit 3, one line, no metrics.json."""
+@pytest.mark.parametrize("key", params(KEYS))
+def test_no_space_left_while_writing_metrics(small_tmpfs, key):
+    """A full file system (a 16 KiB tmpfs, filled): exit 3, one line, no metrics.json; for every
+    challenge (each writes metrics.json through the framework, after scoring)."""
     filler = small_tmpfs / "filler"
     descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT)
     try:
@@ -414,8 +413,8 @@ def test_no_space_left_while_writing_metrics(small_tmpfs):
     finally:
         os.close(descriptor)
     process = evaluation_process(
-        ["isic2019", "--input", ROOT / "test" / "isic2019" / "input", "--ground-truth", ROOT / "ground-truth" / "isic2019",
+        [key, "--input", ROOT / "test" / key / "input", "--ground-truth", ROOT / "ground-truth" / key,
          "--output", small_tmpfs, "--workers", "1"])
-    out, err = process.communicate(timeout=120)
+    out, err = process.communicate(timeout=300)
     assert_no_space_failure(process.returncode, err, small_tmpfs, {"filler"})
     assert "(No space left on device)" in last_line(err)

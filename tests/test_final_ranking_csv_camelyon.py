@@ -1,9 +1,9 @@
 """The final ranking's statistics of CSV 2026 and CAMELYON16: aggregate against
-score_aggregates run on the materialised resamples (each case repeated as often as it is drawn,
-as distinct cases), on the bundled examples and on synthetic cases, and the curves of the report
-against scikit-learn. CAMELYON16's metrics.json values are its point values (aggregate on the
-row of ones), so aggregate on a row of counts must equal, bit for bit, the point values of the
-materialised resample."""
+the values computed on the materialised resamples (each case repeated as often as it is drawn,
+as distinct cases; CSV 2026: its point values there, CAMELYON16: score_aggregates, whose values are
+its point values), on the bundled examples and on synthetic cases, and the curves of the report
+against scikit-learn. CAMELYON16: aggregate on a row of counts equals, bit for bit, the point
+values of the materialised resample."""
 
 import copy
 import dataclasses
@@ -25,10 +25,12 @@ from evaluation.challenges.camelyon16 import (
     SlideResult,
     SlideTruth,
 )
-from evaluation.challenges.csv2026 import CaseResult, Csv2026, JobTiming
+from evaluation.challenges.csv2026 import (SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, CaseResult, Csv2026,
+                                          JobTiming)
 from evaluation.errors import SetupError
+from evaluation.grand_challenge import Undefined
 from evaluation.challenges.csv2026.examples import write_dataset
-from evaluation.leaderboard.rules import Key, OrderedRanking
+from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.froc import (
     SlideHits,
     froc_curve,
@@ -107,8 +109,9 @@ def scored(evaluation, input_dir):
 
 
 def test_final_rankings_are_the_rules():
-    assert Csv2026.final_rankings == (OrderedRanking("score_total", (Key("aggregates.score_total", "desc"),),
-                                                     fallback=(Key("aggregates.score_without_time", "desc"),)),)
+    assert Csv2026.final_rankings == (OrderedRanking("score_total", (SCORE_TOTAL,), fallback=(SCORE_WITHOUT_TIME,)),)
+    assert [(column.path, column.order) for column in (SCORE_TOTAL, SCORE_WITHOUT_TIME)] == [
+        ("aggregates.score_total", "desc"), ("aggregates.score_without_time", "desc")]  # csv2026.md, "Leaderboard"
     assert Camelyon16.final_rankings == (OrderedRanking("slide_auc", (SLIDE_AUC,)), OrderedRanking("froc", (FROC_SCORE,)))
     assert [(rule.name, [(key.path, key.order) for key in rule.keys]) for rule in Camelyon16.final_rankings] == [
         ("slide_auc", [("aggregates.slide_auc", "desc")]), ("froc", [("aggregates.froc_score", "desc")])]
@@ -116,7 +119,16 @@ def test_final_rankings_are_the_rules():
 
 # ---- CSV 2026 ---------------------------------------------------------------------------------------
 
-CSV_PATHS = ("aggregates.score_total", "aggregates.score_without_time")
+CSV_PATHS = tuple(column.path for column in VALUES)  # every value; the TIMED ones when there is a time
+UNTIMED_PATHS = tuple(column.path for column in VALUES if column not in TIMED)
+
+
+def materialised_point_values(evaluation, results, counts):
+    """{path: (resamples,) array} of point_values on each materialised resample (the submission's
+    own values had it been those cases); NaN where a resample leaves a path out or undefined."""
+    rows = [evaluation.point_values(materialised(evaluation, results, row)[1]) for row in counts]
+    paths = dict.fromkeys(path for row in rows for path in row)
+    return {path: np.array([row.get(path, np.nan) for row in rows]) for path in paths}
 
 
 @pytest.fixture(scope="module")
@@ -125,28 +137,29 @@ def csv_example():
     return evaluation, scored(evaluation, ROOT / "test" / "csv2026" / "input")
 
 
-def test_csv2026_example_resamples_equal_score_aggregates(csv_example):
+def test_csv2026_example_resamples_equal_point_values_of_the_resample(csv_example):
     evaluation, results = csv_example
     n = len(results)
     counts = np.vstack([random_counts(1, 60, n), single_case_rows(n), np.ones((1, n), dtype=np.int64)])
     got = evaluation.aggregate(results, counts)
     assert set(got) == set(CSV_PATHS)  # timed example with a baseline: S_total is there
-    assert_same(got, materialised_values(evaluation, results, counts, CSV_PATHS))
-    # the row drawing every case once is the submission itself
+    assert_same(got, materialised_point_values(evaluation, results, counts))
+    # the row drawing every case once is the submission itself: metrics.json's values, bit for bit
     metrics = evaluation.score_aggregates(results)
     for path in CSV_PATHS:
-        assert got[path][-1] == pytest.approx(value_at(metrics, path), rel=REL)
+        assert got[path][-1] == value_at(metrics, path), path
 
 
 def test_csv2026_without_timing_leaves_score_total_out(tmp_path):
     write_dataset(tmp_path, seed=5, cases=7, phase="file")
     evaluation = Csv2026(tmp_path / "ground-truth")
     results = scored(evaluation, tmp_path / "input")
-    assert not isinstance(evaluation.score_aggregates(results)["aggregates"]["score_total"], float)  # null
+    metrics = evaluation.score_aggregates(results)
+    assert all(isinstance(value_at(metrics, column.path), Undefined) for column in TIMED)  # null, with the reason
     counts = np.vstack([random_counts(2, 30, 7), single_case_rows(7)])
     got = evaluation.aggregate(results, counts)
-    assert set(got) == {"aggregates.score_without_time"}
-    assert_same(got, materialised_values(evaluation, results, counts, ["aggregates.score_without_time"]))
+    assert set(got) == set(UNTIMED_PATHS)
+    assert_same(got, materialised_point_values(evaluation, results, counts))
 
 
 def synthetic_csv(seed, cases, timing):
@@ -173,7 +186,7 @@ def synthetic_csv(seed, cases, timing):
 
 @pytest.mark.parametrize("timing", ["exec", "span", "mixed", "negative"])
 @pytest.mark.parametrize("baseline", [40.0, 100.0, 400.0])
-def test_csv2026_synthetic_resamples_equal_score_aggregates(csv_example, timing, baseline):
+def test_csv2026_synthetic_resamples_equal_point_values_of_the_resample(csv_example, timing, baseline):
     """Baselines putting t below 2B/3, inside the linear part and beyond 2B; resamples holding one
     class only (an F1 of 0 for the class neither true nor predicted); per-resample time rules."""
     results = synthetic_csv(len(timing) + int(baseline), 9, timing)
@@ -182,7 +195,7 @@ def test_csv2026_synthetic_resamples_equal_score_aggregates(csv_example, timing,
     evaluation.settings = dataclasses.replace(evaluation.settings, baseline_time_seconds=baseline)
     counts = np.vstack([random_counts(int(baseline), 80, 9), single_case_rows(9)])
     got = evaluation.aggregate(results, counts)
-    expected = materialised_values(evaluation, results, counts, CSV_PATHS)
+    expected = materialised_point_values(evaluation, results, counts)
     assert_same(got, expected)
     if timing == "negative":  # resamples drawing the backwards job (and no exec_duration) have no time
         assert np.isnan(got["aggregates.score_total"]).any() and not np.isnan(got["aggregates.score_total"]).all()
@@ -202,10 +215,11 @@ def test_csv2026_one_class_resample_uses_the_empty_class_rule(csv_example):
     counts[0, low[0]] = 6
     cls = f1_score([0] * 6, [0] * 6, labels=[0, 1], average="macro", zero_division=0)
     assert cls == 0.5
-    resampled, resampled_results = materialised(evaluation, results, counts[0])
-    seg = resampled.score_aggregates(resampled_results)["aggregates"]["score_seg"]
-    got = evaluation.aggregate(results, counts)["aggregates.score_without_time"][0]
-    assert got == pytest.approx((0.4 * 100 * cls + 0.4 * seg) / 0.8, rel=REL)
+    _, resampled_results = materialised(evaluation, results, counts[0])
+    seg = evaluation.point_values(resampled_results)["aggregates.score_seg"]
+    got = evaluation.aggregate(results, counts)
+    assert got["aggregates.macro_f1"][0] == cls
+    assert got[SCORE_WITHOUT_TIME.path][0] == pytest.approx((0.4 * 100 * cls + 0.4 * seg) / 0.8, rel=REL)
 
 
 # ---- CAMELYON16 ---------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from sklearn.metrics import roc_auc_score
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
 from evaluation.challenges.isic import Isic2018, Isic2019, Truth
-from evaluation.challenges.rare26 import Rare26, Rare26Settings
+from evaluation.challenges.rare26 import OVER_REPETITIONS, SCORE, Rare26, Rare26Settings
+from evaluation.challenges.rare26 import scoring as rare26_scoring
 from evaluation.leaderboard.rules import Key, OrderedRanking
 from evaluation.grand_challenge import Undefined
 from evaluation.metrics.ranking import resampled_roc_auc
@@ -202,16 +203,25 @@ def test_rare26_repetitions_are_the_resamples_and_their_median_is_the_score():
     assert (resamples, seed) == (evaluation.settings.repetitions, evaluation.settings.seed) == (1000, 2026)
     assert "RARE26" in note and "same draws" in note
     values = evaluation.ranking_resamples(results, resamples, seed)
-    assert list(values) == ["Score"] and values["Score"].shape == (resamples,)
+    assert list(values) == [SCORE.path] and values[SCORE.path].shape == (resamples,)
     metrics = evaluation.score_aggregates(results)
     expected = json.loads((ROOT / "test" / "rare26" / "expected_metrics.json").read_text())
-    assert float(np.median(values["Score"])) == metrics["Score"] == expected["Score"]  # bit for bit
-    lower, upper = np.percentile(values["Score"], [2.5, 97.5])
-    assert (lower, upper) == (metrics["PPV@90RECALL 95% CI Lower Bound"], metrics["PPV@90RECALL 95% CI Upper Bound"])
+    assert float(np.median(values[SCORE.path])) == metrics[SCORE.path] == expected[SCORE.path]  # bit for bit
+    lower, upper = np.percentile(values[SCORE.path], [2.5, 97.5])
+    _, ppv_lower, ppv_upper = OVER_REPETITIONS[rare26_scoring.PPV_AT_RECALL]
+    assert (lower, upper) == (metrics[ppv_lower.path], metrics[ppv_upper.path])
+    # One path: the repetitions metrics.json summarises are those the final ranking resamples,
+    # every metric's median and interval read off them.
+    repetitions, _ = evaluation.repetitions(evaluation.test_set(results), resamples, seed)
+    np.testing.assert_array_equal(repetitions[rare26_scoring.PPV_AT_RECALL], values[SCORE.path])
+    assert rare26_scoring.score(repetitions) == metrics[SCORE.path]
+    for metric, columns in OVER_REPETITIONS.items():
+        summary = (np.median(repetitions[metric]), *np.percentile(repetitions[metric], [2.5, 97.5]))
+        assert tuple(metrics[column.path] for column in columns) == summary
     # Each repetition is the official procedure's PPV@90 (scikit-learn) on the same draws.
     y, s, _ = load_arrays(ROOT / "test" / "rare26" / "input", ROOT / "ground-truth" / "rare26")
     official = official_image_level(y, s, seed, repetitions=resamples)[:, 2]
-    np.testing.assert_allclose(values["Score"], official, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(values[SCORE.path], official, rtol=0, atol=1e-12)
 
 
 def test_rare26_patient_sampling_repetitions_too():
@@ -219,15 +229,18 @@ def test_rare26_patient_sampling_repetitions_too():
     evaluation, results = bundled(Rare26, "rare26", settings)
     resamples, seed, _ = evaluation.resample_plan(1000, 0)
     assert (resamples, seed) == (60, 5)
-    values = evaluation.ranking_resamples(results, resamples, seed)["Score"]
-    assert float(np.median(values)) == evaluation.score_aggregates(results)["Score"]
+    values = evaluation.ranking_resamples(results, resamples, seed)[SCORE.path]
+    assert float(np.median(values)) == evaluation.score_aggregates(results)[SCORE.path]
     y, s, patients = load_arrays(ROOT / "test" / "rare26" / "input", ROOT / "ground-truth" / "rare26")
     np.testing.assert_allclose(values, official_patient_level(y, s, patients, seed, repetitions=60)[:, 2],
                                rtol=0, atol=1e-12)
 
 
 def test_rare26_declares_its_rule():
-    assert Rare26.final_rankings == (OrderedRanking("score", (Key("Score", "desc"),)),)
+    """Score descending, the final ranking's key being the leaderboard's own score column."""
+    assert Rare26.final_rankings == (OrderedRanking("score", (SCORE,)),)
+    assert Rare26.final_rankings[0].keys[0] is Rare26.leaderboards[0].score is SCORE
+    assert (SCORE.path, SCORE.order) == ("Score", "desc")
 
 
 # ---- curves of the report -----------------------------------------------------------------------

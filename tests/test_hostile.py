@@ -26,6 +26,11 @@ in a session fixture; each is then reported as its own test. Runners (HOSTILE_RU
 - "subprocess": `sys.executable -m evaluation ...`, preexec_fn setting RLIMIT_DATA, exactly as
   the platform starts the image's command (CI runs the suite this way too).
 
+The cases named after a challenge and its file formats have their exact lines recorded; the
+`generic-<challenge>-*` cases (named pipe, dangling link, link to the secret, folder in place of
+the first submission file, a stale metrics.json, the command-line faults) run for every challenge
+of the registry with no entry to add: a new challenge folder gets them all.
+
 Cases marked `slow` (10-million-row CSVs) write hundreds of MB; deselect them with
 `-m "not slow"`. The table of every case (expected and actual exit, actual last line):
 `python -m tests.test_hostile [--slow] [--json=PATH] [ids or key prefixes...]`.
@@ -34,6 +39,7 @@ Cases marked `slow` (10-million-row CSVs) write hundreds of MB; deselect them wi
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
 import math
 import os
@@ -79,6 +85,7 @@ class Spec:
     checks: tuple[Callable[["Result", Submission], list[str]], ...] = ()
     touches_secret: bool = False  # points at the secret: must never exit 0
     before_scoring: bool = False  # must stop before any case is scored
+    expect: dict | None = None  # a generic case's expectation, instead of an entry in EXPECTED_FILE
 
 
 SPECS: dict[str, Spec] = {}
@@ -939,37 +946,37 @@ add("rare26-case-mapping-two-images-one-case", "rare26",
 # ---- the command line ---------------------------------------------------------------------
 
 
-def _cli_output_file(case_dir: Path) -> Submission:
-    sub = Submission.example(case_dir, "rare26")
+def _cli_output_file(case_dir: Path, key: str = "rare26") -> Submission:
+    sub = Submission.example(case_dir, key)
     sub.output.rmdir()
     sub.output.write_text("a file where the output folder belongs\n")
     return sub
 
 
-def _cli_output_read_only(case_dir: Path) -> Submission:
+def _cli_output_read_only(case_dir: Path, key: str = "rare26") -> Submission:
     """An output folder the run cannot write to (mode 555). Root ignores permissions, so as root
     the run gives up CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH."""
-    sub = Submission.example(case_dir, "rare26")
+    sub = Submission.example(case_dir, key)
     sub.output.chmod(0o555)
     sub.respect_permissions = os.geteuid() == 0
     return sub
 
 
-def _cli_input_file(case_dir: Path) -> Submission:
-    sub = Submission.example(case_dir, "rare26")
+def _cli_input_file(case_dir: Path, key: str = "rare26") -> Submission:
+    sub = Submission.example(case_dir, key)
     shutil.rmtree(sub.input)
     sub.input.write_text("a file where the input folder belongs\n")
     return sub
 
 
-def _cli_input_missing(case_dir: Path) -> Submission:
-    sub = Submission.example(case_dir, "rare26")
+def _cli_input_missing(case_dir: Path, key: str = "rare26") -> Submission:
+    sub = Submission.example(case_dir, key)
     shutil.rmtree(sub.input)
     return sub
 
 
-def _cli_ground_truth_missing(case_dir: Path) -> Submission:
-    sub = Submission.example(case_dir, "rare26")
+def _cli_ground_truth_missing(case_dir: Path, key: str = "rare26") -> Submission:
+    sub = Submission.example(case_dir, key)
     sub.ground_truth = sub.dir / "no-ground-truth"
     return sub
 
@@ -991,6 +998,63 @@ add("cli-stale-metrics-invalid-submission", "rare26", _stale_metrics(_json_case(
     checks=(stale_metrics_gone,))
 add("cli-stale-metrics-bad-config", "hecktor2025-task1",
     _stale_metrics(_config("hecktor2025-task1", '{"lesion_iou_threshold": 5}\n')), checks=(stale_metrics_gone,))
+
+
+# ---- generic: every challenge of the registry ----------------------------------------------
+# The cases above are keyed by challenge and file format, with their exact lines recorded. These
+# run for EVERY challenge folder (evaluation/challenges/<folder>/, from its bundled example
+# test/<name>/input), with no entry anywhere: a new challenge gets them all. The file hit is the
+# submission's first file other than the platform's predictions.json (a case's output in an
+# algorithm phase, the predictions file of a predictions-file phase): the participant's fault
+# (exit 1, one line). The command-line cases expect the recorded line of their rare26 twin.
+
+
+def generic_target(sub: Submission) -> Path:
+    files = sorted(p for p in sub.input.rglob("*") if p.is_file() and p.relative_to(sub.input).as_posix() != "predictions.json")
+    assert files, f"{sub.key}: test/{sub.key}/input holds no submission file"
+    return files[0]
+
+
+GENERIC_MUTATIONS: dict[str, Callable[[Path, Submission], Any]] = {
+    "named-pipe": lambda p, s: hf.put_fifo(p),
+    "dangling-link": lambda p, s: hf.put_symlink(p, s.dir / "no-such-file"),
+    "symlink-secret": lambda p, s: hf.put_symlink(p, s.secret),
+    "directory": lambda p, s: hf.put_directory(p),
+}
+
+
+def _generic_case(key: str, mutation: str):
+    def build(case_dir: Path) -> Submission:
+        sub = Submission.example(case_dir, key)
+        GENERIC_MUTATIONS[mutation](generic_target(sub), sub)
+        return sub
+    return build
+
+
+def generic_keys() -> list[str]:
+    """Every challenge of the registry (its bundled example test/<name>/input is required)."""
+    from evaluation.challenges import challenge_names
+
+    return challenge_names()
+
+
+def load_expected() -> dict[str, dict]:
+    if not EXPECTED_FILE.exists():
+        return {}
+    return json.loads(EXPECTED_FILE.read_text())
+
+
+GENERIC_CLI = {"cli-output-is-a-file": _cli_output_file, "cli-input-missing": _cli_input_missing,
+               "cli-ground-truth-missing": _cli_ground_truth_missing}
+for _key in generic_keys():
+    for _mutation in GENERIC_MUTATIONS:
+        add(f"generic-{_key}-{_mutation}", _key, _generic_case(_key, _mutation), expect={"exit": 1},
+            timeout=PIPE_TIMEOUT if _mutation == "named-pipe" else TIMEOUT, touches_secret=_mutation == "symlink-secret")
+    add(f"generic-{_key}-stale-metrics", _key, _stale_metrics(_generic_case(_key, "named-pipe")), expect={"exit": 1},
+        checks=(stale_metrics_gone,), timeout=PIPE_TIMEOUT)
+    for _twin, _make in GENERIC_CLI.items():
+        add(f"generic-{_key}-{_twin}", _key, functools.partial(_make, key=_key), expect=load_expected()[_twin],
+            before_scoring=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1111,12 +1175,6 @@ def run_all(specs: list[Spec], base: Path, jobs: int | None = None) -> dict[str,
 # Checking
 
 
-def load_expected() -> dict[str, dict]:
-    if not EXPECTED_FILE.exists():
-        return {}
-    return json.loads(EXPECTED_FILE.read_text())
-
-
 def expand(line: str, sub: Submission | None) -> str:
     if sub is None:
         return line
@@ -1130,6 +1188,8 @@ def problems_of(spec: Spec, result: Result, sub: Submission | None, expected: di
     if result.error:
         return [result.error]
     problems = []
+    if expected is None:
+        expected = spec.expect
     if expected is None:
         problems.append(f"no entry for {spec.id} in {EXPECTED_FILE.name}")
         expected = {}
@@ -1148,6 +1208,9 @@ def problems_of(spec: Spec, result: Result, sub: Submission | None, expected: di
         want_line = expand(expected.get("line", ""), sub)
         # The recorded lines quote the bundled synthetic data; on an organizer's own ground truth
         # (tests/bundled.py) the exit code and the rest are checked, the line must be one line.
+        if "line" not in expected or not is_bundled(spec.key):  # (a generic case: no recorded line)
+            if not result.last_line or "Traceback" in result.stderr:
+                problems.append(f"no one-line message: {result.last_line!r}")
         if not is_bundled(spec.key) and "line" in expected:
             if not result.last_line or "Traceback" in result.stderr:
                 problems.append(f"no one-line message: {result.last_line!r}")
@@ -1196,7 +1259,7 @@ def test_hostile(case_id, hostile_runs):
 def test_expected_file_matches_the_cases():
     """Every case has an expected entry and every entry a case; exit codes are 0, 1 or 3."""
     expected = load_expected()
-    assert sorted(set(SPECS) - set(expected)) == []
+    assert sorted(case_id for case_id, spec in SPECS.items() if spec.expect is None and case_id not in expected) == []
     assert sorted(set(expected) - set(SPECS)) == []
     assert {entry["exit"] for entry in expected.values()} <= {0, 1, 3}
     for case_id, entry in expected.items():
@@ -1204,9 +1267,12 @@ def test_expected_file_matches_the_cases():
             assert entry["line"] and "\n" not in entry["line"] and len(entry["line"]) <= 1024, case_id
 
 
-def test_enough_cases_for_every_challenge():
-    keys = {spec.key for spec in SPECS.values()}
-    assert keys == set(hf.KEYS)
+def test_every_challenge_gets_every_generic_case():
+    generic = {mutation for mutation in (*GENERIC_MUTATIONS, "stale-metrics", *GENERIC_CLI)}
+    for key in generic_keys():
+        assert {case_id.removeprefix(f"generic-{key}-") for case_id in SPECS if case_id.startswith(f"generic-{key}-")
+                and SPECS[case_id].key == key} == generic, key
+    assert {spec.key for spec in SPECS.values()} == set(generic_keys())
     assert len(SPECS) >= 110
 
 

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from evaluation.challenges import available_challenges
-from tests.test_organizer_examples import lookup, tree
+from tests.common import lookup, params, tree
 
 ROOT = Path(__file__).resolve().parents[1]
-SLOW = {"camelyon16", "csv2026", "hecktor2025-task1"}  # images: several seconds a run on a loaded machine
 
 
 def script_module():
@@ -37,9 +36,11 @@ VALID_TEAMS = ("team-a", "team-b", "team-c", "team-d")
 INVALID_TEAM = "team-x"
 TIE = ("team-b", "team-d")
 
-# Per challenge, each leaderboard of the official rule: ("ordered", keys, descending each) or
-# ("borda", (gtvp, gtvn_dsc, gtvn_f1)). csv2026's fallback is not needed: every team has timing.
-LEADERBOARDS = {
+# The official rule of a challenge, stated here from its documentation, independently of its
+# declaration: {leaderboard: ("ordered", keys) or ("borda", (gtvp, gtvn_dsc, gtvn_f1))}, every key
+# descending; csv2026's fallback (score_without_time, when no team has timing) aside. A challenge
+# not in this table gets every generic check: its declared rule is recomputed with scipy.
+OFFICIAL_RULES = {
     "rare26": {"score": ("ordered", ("Score",))},
     "isic2018": {"balanced_accuracy": ("ordered", ("aggregate.balanced_accuracy", "aggregate.auc"))},
     "isic2019": {"balanced_accuracy": ("ordered", ("aggregate.balanced_accuracy", "aggregate.auc"))},
@@ -54,8 +55,19 @@ LEADERBOARDS = {
 }
 
 
-def params(names):
-    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in names]
+def declared_rules(challenge: str) -> dict[str, tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]]:
+    """{leaderboard: (kind, ((path, order) of each key), fallback keys)} of the challenge's
+    declared final_rankings, read from their fields."""
+    from evaluation.leaderboard.rules import NestedBorda
+
+    rules = {}
+    for ranking in available_challenges()[challenge].final_rankings:
+        if isinstance(ranking, NestedBorda):
+            rules[ranking.name] = ("borda", tuple((path, "desc") for path in ranking.paths), ())
+        else:
+            rules[ranking.name] = ("ordered", tuple((key.path, key.order) for key in ranking.keys),
+                                   tuple((key.path, key.order) for key in ranking.fallback))
+    return rules
 
 
 def leaderboard(challenge: str) -> Path:
@@ -70,8 +82,11 @@ def scored(evaluate, challenge: str, team: str):
 
 
 def test_every_challenge_has_leaderboard_examples():
+    """Every challenge's Example declares its lineup (the folder's examples module) and its class
+    the final_rankings the teams are ranked by."""
     assert CHALLENGES == sorted(available_challenges())
-    assert CHALLENGES == sorted(LEADERBOARDS)
+    for challenge in CHALLENGES:
+        assert declared_rules(challenge), f"{challenge} declares no final_rankings"
 
 
 @pytest.mark.parametrize("challenge", CHALLENGES)
@@ -110,13 +125,13 @@ def test_script_reproduces_the_bundled_folders_byte_for_byte(challenge, tmp_path
 
 
 def test_script_refuses_without_force_then_replaces_the_folder(tmp_path, capsys):
-    from evaluation.examples.organizer import CommandError
+    from evaluation.errors import UsageError
 
     target = tmp_path / "test" / "rare26" / "leaderboard"
     (target / "old-team").mkdir(parents=True)
     (target / "old-team" / "predictions.json").write_text("[]")
     (tmp_path / "test" / "rare26" / "notes.md").write_text("kept")
-    with pytest.raises(CommandError, match="--force"):
+    with pytest.raises(UsageError, match="--force"):
         SCRIPT.main(["rare26", "isic2018"], root=tmp_path)
     assert tree(tmp_path) == {"test/rare26/leaderboard/old-team/predictions.json": b"[]",
                               "test/rare26/notes.md": b"kept"}  # nothing written, isic2018 included
@@ -152,43 +167,52 @@ def test_tied_pair_has_byte_identical_metrics_and_the_ranked_values_differ(chall
         metrics[team] = (run.output / "metrics.json").read_bytes()
     assert metrics[TIE[0]] == metrics[TIE[1]]
     documents = {team: json.loads(raw) for team, raw in metrics.items()}
-    for name, (_, paths) in LEADERBOARDS[challenge].items():
+    for name, (_, keys, _) in declared_rules(challenge).items():
         # The primary key (every key of the Borda's first ranking) tells team-a, team-b and team-c apart.
-        primary = [float(lookup(documents[team], paths[0])) for team in ("team-a", "team-b", "team-c")]
+        primary = [float(lookup(documents[team], keys[0][0])) for team in ("team-a", "team-b", "team-c")]
         assert len(set(primary)) == 3, (name, primary)
     for path in SCRIPT.ranked_paths(challenge):
         assert isinstance(lookup(documents["team-a"], path), (int, float)), path
 
 
 @pytest.mark.parametrize("challenge", CHALLENGES)
-def test_ranked_paths_are_those_the_official_rule_reads(challenge):
-    rankings = available_challenges()[challenge].final_rankings
-    expected = tuple(dict.fromkeys(p for _, paths in LEADERBOARDS[challenge].values() for p in paths))
-    if challenge == "csv2026":
-        expected += ("aggregates.score_without_time",)  # the fallback without timing
+def test_ranked_paths_are_those_the_rules_read(challenge):
+    rules = declared_rules(challenge)
+    expected = tuple(dict.fromkeys(path for _, keys, fallback in rules.values() for path, _ in (*keys, *fallback)))
     assert SCRIPT.ranked_paths(challenge) == expected
-    if not rankings:
-        pytest.skip(f"{challenge} declares no final_rankings yet")
-    assert [r.name for r in rankings] == list(LEADERBOARDS[challenge])
-    assert tuple(dict.fromkeys(p for r in rankings for p in r.paths)) == expected
+    assert {order for _, keys, fallback in rules.values() for _, order in (*keys, *fallback)} <= {"asc", "desc"}
+
+
+@pytest.mark.parametrize("challenge", sorted(OFFICIAL_RULES))
+def test_declared_rules_are_the_official_ones(challenge):
+    """The per-challenge oracle: the declaration says what the challenge's documentation says."""
+    declared = {name: (kind, tuple(path for path, _ in keys)) for name, (kind, keys, _) in declared_rules(challenge).items()}
+    assert declared == OFFICIAL_RULES[challenge]
+    assert all(order == "desc" for _, keys, _ in declared_rules(challenge).values() for _, order in keys)
+    fallback = {path for _, _, keys in declared_rules(challenge).values() for path, _ in keys}
+    assert fallback == ({"aggregates.score_without_time"} if challenge == "csv2026" else set())
 
 
 # ---- the final-ranking command on them (when present) ------------------------------------------
 
 
 def expected_ranks(challenge: str, documents: dict[str, dict]) -> dict[str, dict[str, float]]:
-    """{leaderboard: {team: rank}} recomputed with scipy: competition ("min") ranks of the keys
-    taken lexicographically, or the nested Borda count with fractional ("average") ranks."""
+    """{leaderboard: {team: rank}} of the declared rules recomputed with scipy: competition
+    ("min") ranks of the keys taken lexicographically (the fallback keys when no team has the
+    first key), or the nested Borda count with fractional ("average") ranks."""
     import numpy as np
     from scipy.stats import rankdata
 
     teams = sorted(documents)
     ranks = {}
-    for name, (kind, paths) in LEADERBOARDS[challenge].items():
-        columns = np.array([[float(lookup(documents[t], p)) for t in teams] for p in paths])
+    for name, (kind, keys, fallback) in declared_rules(challenge).items():
+        if fallback and all(lookup(documents[t], keys[0][0], None) is None for t in teams):
+            keys = fallback
+        columns = np.array([[float(lookup(documents[t], path)) for t in teams] for path, _ in keys])
         if kind == "ordered":
-            # rows sorted lexicographically (best first, as values are negated): equal rows share an index
-            _, group = np.unique(-columns.T, axis=0, return_inverse=True)
+            # rows sorted lexicographically, best first (a descending key negated): equal rows share an index
+            signed = np.array([-c if order == "desc" else c for c, (_, order) in zip(columns, keys)])
+            _, group = np.unique(signed.T, axis=0, return_inverse=True)
             ranks[name] = dict(zip(teams, rankdata(group.ravel(), method="min")))
         else:
             gtvp, dsc, f1 = (rankdata(-c, method="average") for c in columns)

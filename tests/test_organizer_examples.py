@@ -25,33 +25,16 @@ from evaluation.examples import synthetic
 from evaluation.challenges import available_challenges
 from evaluation.reading.files import shown_path
 from tests.bundled import is_bundled, skip_unless_bundled
+from tests.common import SLOW, lookup, params, tree
 
 ROOT = Path(__file__).resolve().parents[1]
 WITH_SUBMISSION = sorted(name for name, example in examples.examples().items() if example.submission is not None)
 OUTPUTS = {"input", "invalid", "expected_metrics.json"}
-SLOW = {"camelyon16", "csv2026", "hecktor2025-task1"}  # images: over ~5 s a test on a loaded 2-CPU machine
-
-
-def params(names):
-    return [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in names]
-
-
 def command(*args, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("EVALUATION_CHALLENGE", "EVALUATION_WORKERS")}
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run([sys.executable, "-m", "evaluation.examples", *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder` by relative path, with its bytes (small folders only)."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def lookup(document: dict, path: str):
-    for key in path.split("."):
-        document = document[key]
-    return document
 
 
 def assert_one_line(stderr: str) -> str:
@@ -123,9 +106,8 @@ def test_example_for_the_bundled_ground_truth(challenge, tmp_path, evaluate):
 
 
 @pytest.mark.parametrize("challenge", params(WITH_SUBMISSION))
-def test_example_for_another_ground_truth(challenge, tmp_path, evaluate):
-    examples.synthesize(challenge, tmp_path / "synthetic", seed=7)
-    ground_truth = tmp_path / "synthetic" / "ground-truth"
+def test_example_for_another_ground_truth(challenge, tmp_path, evaluate, synthetic_dataset):
+    ground_truth = synthetic_dataset(challenge, seed=7) / "ground-truth"  # only read
     before = tree(ground_truth)
     output = tmp_path / "example"
     done = command(challenge, "--ground-truth", ground_truth, "--output", output, "--seed", 5)
@@ -382,13 +364,13 @@ def test_make_example_regenerates_the_bundled_example_byte_for_byte(challenge, t
 
 
 def test_make_example_refuses_then_force_keeps_other_files(tmp_path):
-    from evaluation.examples.organizer import CommandError
+    from evaluation.errors import UsageError
 
     (tmp_path / "test" / "rare26").mkdir(parents=True)
     (tmp_path / "test" / "rare26" / "README.md").write_text("notes")
     (tmp_path / "test" / "rare26" / "expected_metrics.json").write_text("old")
     module = make_example_module()
-    with pytest.raises(CommandError, match="--force"):
+    with pytest.raises(UsageError, match="--force"):
         module.main("rare26", root=tmp_path)
     assert tree(tmp_path) == {"test/rare26/README.md": b"notes", "test/rare26/expected_metrics.json": b"old"}
     module.main("rare26", force=True, root=tmp_path)

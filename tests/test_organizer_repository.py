@@ -19,7 +19,8 @@ import pytest
 
 from evaluation import examples
 from evaluation.examples.leaderboard_teams import INVALID_TEAM, TEAMS, lineup
-from tests.test_organizer_examples import command, params, tree
+from tests.common import challenges, params, tree
+from tests.test_organizer_examples import command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def organizer_copy(challenge: str, tmp_path: Path) -> tuple[Path, Path]:
     return ground_truth, example
 
 
-@pytest.mark.parametrize("challenge", params(["rare26", "isic2019", "hecktor2025-task2", "camelyon16"]))
+@pytest.mark.parametrize("challenge", params(challenges()))
 def test_examples_command_rewrites_the_leaderboard_teams_for_the_new_ground_truth(challenge, tmp_path, evaluate):
     ground_truth, example = organizer_copy(challenge, tmp_path)
     before = tree(example / "leaderboard")

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.challenges import challenge_folders
+from tests.common import challenges, params
+
 ROOT = Path(__file__).resolve().parents[1]
 PINS = [line.split("#", 1)[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
 PINS = [pin for pin in PINS if pin]
@@ -50,24 +53,39 @@ def test_wheel_declares_the_commands_and_holds_the_package(wheel):
     _, entry_points, names = _metadata(wheel)
     for command, target in COMMANDS.items():
         assert re.search(rf"^{re.escape(command)} = {re.escape(target)}$", entry_points, re.M), entry_points
-    assert "evaluation/cli.py" in names and "evaluation/challenges/rare26/__init__.py" in names
+    assert "evaluation/cli.py" in names
     assert not any(name.startswith(("tests/", "benchmarks/", "test/", "ground-truth/")) for name in names)
 
 
-def test_installed_command_runs_from_any_folder(wheel, tmp_path):
-    target = tmp_path / "site"
+@pytest.mark.parametrize("folder", challenge_folders())
+def test_wheel_holds_every_module_of_every_challenge_folder(wheel, folder):
+    _, _, names = _metadata(wheel)
+    modules = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "evaluation" / "challenges" / folder).rglob("*.py"))
+    assert f"evaluation/challenges/{folder}/__init__.py" in modules
+    assert [m for m in modules if m not in names] == []
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
                     "--no-index", "--target", str(target), str(wheel)], check=True)
+    return target
+
+
+@pytest.mark.parametrize("challenge", params(challenges()))
+def test_installed_command_runs_from_any_folder(installed, tmp_path, challenge):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(target)}
+    env = {**os.environ, "PYTHONPATH": str(installed)}
     for name in ("EVALUATION_CHALLENGE", "EVALUATION_WORKERS"):
         env.pop(name, None)
-    run = subprocess.run([str(target / "bin" / "challenge-evaluation"), "rare26",
-                          "--input", str(ROOT / "test/rare26/input"), "--ground-truth", str(ROOT / "ground-truth/rare26"),
+    run = subprocess.run([str(installed / "bin" / "challenge-evaluation"), challenge,
+                          "--input", str(ROOT / "test" / challenge / "input"),
+                          "--ground-truth", str(ROOT / "ground-truth" / challenge),
                           "--output", str(tmp_path / "out")], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert (tmp_path / "out/metrics.json").read_bytes() == (ROOT / "test/rare26/expected_metrics.json").read_bytes()
+    assert (tmp_path / "out/metrics.json").read_bytes() == (ROOT / "test" / challenge / "expected_metrics.json").read_bytes()
     assert "evaluation" not in {p.name for p in elsewhere.iterdir()}
 
 

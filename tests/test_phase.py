@@ -13,7 +13,7 @@ import sys
 import jsonschema
 import pytest
 
-from evaluation.challenges import available_challenges
+from evaluation.challenges import available_challenges, folder_of
 from evaluation.phase.columns import Column, Leaderboard
 from evaluation.phase.command import main
 from tests.cli_runs import DROP_ENV, ROOT
@@ -137,11 +137,19 @@ def test_the_schema_refuses_what_the_platform_refuses():
         assert not validator.is_valid([bad]), bad
 
 
-def test_camelyon16_has_two_leaderboards_and_the_others_one():
-    for name, cls in CHALLENGES.items():
-        boards = cls.phase_leaderboards(cls.settings_class())
-        assert [b.score.path for b in boards] == (
-            ["aggregates.slide_auc", "aggregates.froc_score"] if name == "camelyon16" else [boards[0].score.path])
+# Per challenge, the score path of each leaderboard of its phase, stated from its docs (a challenge
+# not here gets the generic check: one leaderboard per distinct score path).
+SCORE_PATHS = {"camelyon16": ["aggregates.slide_auc", "aggregates.froc_score"]}
+
+
+@pytest.mark.parametrize("name", CHALLENGES)
+def test_each_leaderboard_scores_its_own_path(name):
+    cls = CHALLENGES[name]
+    scores = [b.score.path for b in cls.phase_leaderboards(cls.settings_class())]
+    assert scores and len(set(scores)) == len(scores)
+    assert scores == SCORE_PATHS.get(name, scores)
+    if name not in SCORE_PATHS:  # the documented default: one leaderboard a phase
+        assert len(scores) == 1
 
 
 def test_a_leaderboard_the_platform_would_misread_cannot_be_declared():
@@ -347,18 +355,18 @@ def test_a_ranked_path_that_is_null_stops_metrics_json():
 
 # ---- the challenge pages show what the command prints ---------------------------------------
 
-PAGES = {"rare26": "rare26", "isic2018": "isic", "isic2019": "isic", "csv2026": "csv2026",
-         "hecktor2025-task1": "hecktor2025", "hecktor2025-task2": "hecktor2025", "hecktor2025-task3": "hecktor2025",
-         "camelyon16": "camelyon16"}
+# A challenge's page is docs/challenges/<its folder>.md. Settings whose leaderboard the page also
+# shows, per challenge (csv2026: a phase without timing).
+PAGE_VARIANTS = {"csv2026": [{"nsd_tolerance_px": 3}]}
 
 
 @pytest.mark.parametrize("name", CHALLENGES)
 def test_the_challenge_page_shows_the_commands_output(name, capsys, tmp_path):
-    page = (ROOT / "docs" / "challenges" / f"{PAGES[name]}.md").read_text()
+    page = (ROOT / "docs" / "challenges" / f"{folder_of(name)}.md").read_text()
     assert f"python -m evaluation.phase {name}" in page
     main([name])
     assert capsys.readouterr().out.rstrip("\n") in page
-    if name == "csv2026":  # and the leaderboard of a phase without timing
-        (tmp_path / "config.json").write_text(json.dumps({"nsd_tolerance_px": 3}))
+    for config in PAGE_VARIANTS.get(name, []):
+        (tmp_path / "config.json").write_text(json.dumps(config))
         main([name, "--ground-truth", str(tmp_path)])
         assert capsys.readouterr().out.rstrip("\n") in page

@@ -18,6 +18,7 @@ import pytest
 from evaluation.errors import SetupError
 from evaluation.challenges import available_challenges
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT
+from tests import common
 from tests.cli_runs import DROP_ENV, ROOT
 from tests.phase_packs import (
     IMAGE_KINDS,
@@ -65,8 +66,7 @@ def run(*args, timeout=600):
 
 
 def last_line(done) -> str:
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    return common.last_line(done.stderr)
 
 
 def ground_truth_copy(challenge, tmp_path) -> Path:

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
-from evaluation.metrics.ranking import metrics_with_drawn_positives, ppv_at_recall, resampled_ranking_metrics
+from evaluation.metrics.ranking import (
+    metrics_with_drawn_groups,
+    metrics_with_drawn_positives,
+    ppv_at_recall,
+    resampled_ranking_metrics,
+)
 from evaluation.metrics.resampling import draws_to_counts, percentile_summary, positives_per_resample
 
 
@@ -289,3 +294,59 @@ def test_bad_draws_are_refused(draws, message):
     s = np.array([0.1, 0.9, 0.2, 0.8, 0.3])
     with pytest.raises(ValueError, match=message):
         metrics_with_drawn_positives(y, s, draws)
+
+
+# --- grouped (cluster) bootstrap: every item of a drawn group, once per draw ----------------------
+
+
+def grouped_case(rng, n_groups=30):
+    """Items in groups of 1 to 6, labels and scores with ties within and across classes."""
+    groups = np.repeat(np.arange(n_groups), rng.integers(1, 7, n_groups))
+    rng.shuffle(groups)
+    y = rng.integers(0, 2, len(groups))
+    y[:2] = [0, 1]
+    s = rng.integers(0, 12, len(groups)) / 11
+    return groups, y, s
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_drawn_groups_equal_sklearn_with_the_group_counts_as_sample_weight(seed):
+    rng = np.random.default_rng(seed)
+    groups, y, s = grouped_case(rng)
+    draws = rng.integers(0, groups.max() + 1, (40, 25))
+    draws[:, :2] = [groups[0], groups[1]]  # both classes in every resample
+    got = metrics_with_drawn_groups(y, s, groups, draws)
+    for r, row in enumerate(draws):
+        weights = np.array([np.count_nonzero(row == g) for g in groups])  # an item's group's draws
+        assert got["auroc"][r] == pytest.approx(roc_auc_score(y, s, sample_weight=weights), abs=1e-12)
+        assert got["average_precision"][r] == pytest.approx(average_precision_score(y, s, sample_weight=weights),
+                                                            abs=1e-12)
+        assert got["ppv_at_recall"][r] == official_ppv(*materialised(y, s, weights))
+
+
+def test_drawn_groups_blocks_do_not_change_results(monkeypatch):
+    from evaluation.metrics import ranking
+
+    rng = np.random.default_rng(9)
+    groups, y, s = grouped_case(rng)
+    draws = rng.integers(0, groups.max() + 1, (23, 40))
+    draws[:, :2] = [groups[0], groups[1]]
+    whole = metrics_with_drawn_groups(y, s, groups, draws)
+    monkeypatch.setattr(ranking, "_GROUP_DRAW_ROWS", 4)
+    blocked = metrics_with_drawn_groups(y, s, groups, draws)
+    for key in whole:
+        np.testing.assert_array_equal(whole[key], blocked[key])
+
+
+@pytest.mark.parametrize("groups, draws, message", [
+    (np.array([0, 1, 1, 2]), np.array([[0, 3]]), "index the 3 groups"),
+    (np.array([0, 1, 1, 2]), np.array([[-1, 0]]), "index the 3 groups"),
+    (np.array([0, 1, 1, 2]), np.array([0, 1]), "2-D"),
+    (np.array([0.0, 1.0, 1.0, 2.0]), np.array([[0, 1]]), "group indices"),
+    (np.array([0, -1, 1, 2]), np.array([[0, 1]]), "group indices"),
+])
+def test_bad_groups_or_draws_are_refused(groups, draws, message):
+    y = np.array([0, 1, 0, 1])
+    s = np.array([0.1, 0.9, 0.2, 0.8])
+    with pytest.raises(ValueError, match=message):
+        metrics_with_drawn_groups(y, s, groups, draws)

@@ -73,6 +73,10 @@ def test_patient_level_equals_rare25_pack_loop(dataset, evaluate, tmp_path):
 def test_official_keys_at_top_level_all_finite_numbers(dataset, evaluate):
     metrics = evaluate("rare26", dataset / "input", dataset / "ground-truth").metrics
     assert list(metrics)[:13] == OFFICIAL_KEYS
+    # The declaration: the leaderboard's 13 columns are the official keys, in the official order.
+    from evaluation.challenges.rare26 import Rare26
+
+    assert list(Rare26.ranked_paths) == OFFICIAL_KEYS
     for key in OFFICIAL_KEYS:
         assert isinstance(metrics[key], float) and np.isfinite(metrics[key]), key
     assert metrics["settings"]["seed"] == 2026 and metrics["settings"]["repetitions"] == 1000
@@ -448,7 +452,7 @@ def test_image_level_bootstrap_draws_as_before_and_equals_rows_of_counts(dataset
     consume the seeded generator exactly as one integers() call over the neoplasia frames does
     (so later draws, and metrics.json, do not move) and give, bit for bit, the numbers of the
     general path on rows of multiplicities (all NDBE once, the drawn neoplasia frames)."""
-    from evaluation.challenges.rare26 import image_level_bootstrap
+    from evaluation.challenges.rare26.scoring import image_level_bootstrap
     from evaluation.metrics.ranking import resampled_ranking_metrics
     from evaluation.metrics.resampling import draws_to_counts
 
@@ -473,7 +477,7 @@ def test_image_level_bootstrap_draws_as_before_and_equals_rows_of_counts(dataset
 def test_bootstraps_equal_sklearn_per_repetition_with_heavy_ties(dataset, scheme, decimals):
     """Both schemes, likelihoods rounded to 2 or 3 decimals (many ties within and across
     classes), against one scikit-learn call per metric and repetition on the same draws."""
-    from evaluation.challenges.rare26 import image_level_bootstrap, patient_level_bootstrap
+    from evaluation.challenges.rare26.scoring import image_level_bootstrap, patient_level_bootstrap
 
     y, s, patients = load_arrays(dataset / "input", dataset / "ground-truth")
     s = np.round(s, decimals)

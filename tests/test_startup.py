@@ -76,8 +76,10 @@ def test_challenge_class_returns_the_imported_class():
         assert challenge_class(name) is cls
 
 
-@pytest.mark.parametrize("name", ["rare99", "isic2020", "nothing", ""])
+@pytest.mark.parametrize("name", ["rare26-unknown", "isic2020", "nothing", ""])
 def test_unknown_name_is_a_key_error(name):
+    """A name in no folder, or one a folder's name starts but that folder does not declare."""
+    assert name not in available_challenges()
     with pytest.raises(KeyError):
         challenge_class(name)
 

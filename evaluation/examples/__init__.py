@@ -39,10 +39,8 @@ is unusable; 4 a bug of evaluation/examples.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import pkgutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -98,20 +96,20 @@ def invalid_examples(challenge: str, input_dir: Path) -> dict[str, dict[str, byt
     return example(challenge).invalid_examples(Path(input_dir))
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line on stderr, exit 2 (a usage error, as every command's)
-        from evaluation.errors import EXIT_USAGE
-
-        self.exit(EXIT_USAGE, f"{self.prog}: {' '.join(message.split())} (see --help).\n")
-
-
 def main(argv: list[str] | None = None) -> int:
-    from evaluation.cli import whole_number
+    from evaluation.launch import run_command
 
-    parser = _Parser(prog="python -m evaluation.examples",
-                     description="Write a synthetic ground truth and a submission for it (--out), or a test "
-                                 "example for your own ground truth (--ground-truth, --output), laid out as "
-                                 "test/<challenge>/.")
+    return run_command(_main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    from evaluation.errors import EXIT_OK, UsageError
+    from evaluation.launch import CommandParser, whole_number
+
+    parser = CommandParser(prog="python -m evaluation.examples",
+                           description="Write a synthetic ground truth and a submission for it (--out), or a test "
+                                       "example for your own ground truth (--ground-truth, --output), laid out as "
+                                       "test/<challenge>/.")
     parser.add_argument("challenge")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--out", type=Path, help="synthetic: folder to write ground-truth/ and input/ into")
@@ -126,39 +124,38 @@ def main(argv: list[str] | None = None) -> int:
                                                              "--ground-truth: replace an existing input/, "
                                                              "expected_metrics.json and invalid/ in --output")
     args = parser.parse_args(argv)
-    from evaluation.examples.organizer import CommandError, make_organizer_example, write_synthetic_example
+    from evaluation.examples.organizer import make_organizer_example, write_synthetic_example
 
     if args.out is not None:
         if args.output is not None:
             parser.error("--output goes with --ground-truth, not --out")
         known = examples()
         if args.challenge not in known:
+            from evaluation.challenges import challenge_names
+            from evaluation.launch import unknown_challenge
+
+            if args.challenge not in challenge_names():
+                raise unknown_challenge(args.challenge, challenge_names())
             parser.error(f"no examples for challenge {args.challenge!r}; known: {', '.join(known)}")
         fewest = known[args.challenge].min_cases
         if args.cases is not None and args.cases < fewest:
             parser.error(f"argument --cases: {args.challenge} needs at least {fewest} cases, not {args.cases}")
-    elif args.output is None:
+        write_synthetic_example(args.challenge, args.out, seed=args.seed, cases=args.cases, force=args.force)
+        return EXIT_OK
+    if args.output is None:
         parser.error("--ground-truth needs --output (the folder for input/, expected_metrics.json and invalid/)")
-    elif args.cases is not None:
+    if args.cases is not None:
         parser.error("--cases goes with --out: the cases are those of the ground truth")
-    try:
-        if args.out is not None:
-            write_synthetic_example(args.challenge, args.out, seed=args.seed, cases=args.cases, force=args.force)
-        else:
-            # A bundled example folder (test/<challenge>/) also holds the final ranking's example
-            # teams: they belong to the ground truth too, so they are rewritten with the rest.
-            leaderboard = args.output / "leaderboard"
-            if leaderboard.is_dir() and not args.force:
-                raise CommandError(f"{args.output} already holds leaderboard/; rerun with --force to replace it.")
-            make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
-            if leaderboard.is_dir():
-                from evaluation.examples.leaderboard_teams import write_leaderboard
-                from evaluation.grand_challenge import resolve_ground_truth_dir
+    # A bundled example folder (test/<challenge>/) also holds the final ranking's example teams:
+    # they belong to the ground truth too, so they are rewritten with the rest.
+    leaderboard = args.output / "leaderboard"
+    if leaderboard.is_dir() and not args.force:
+        raise UsageError(f"{args.output} already holds leaderboard/; rerun with --force to replace it.")
+    make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
+    if leaderboard.is_dir():
+        from evaluation.examples.leaderboard_teams import write_leaderboard
+        from evaluation.grand_challenge import resolve_ground_truth_dir
 
-                ground_truth = resolve_ground_truth_dir(args.ground_truth, args.challenge)  # checked just above
-                write_leaderboard(args.challenge, leaderboard, ground_truth, args.output)
-    except CommandError as error:
-        sys.stdout.flush()
-        print(str(error), file=sys.stderr, flush=True)
-        return error.exit_code
-    return 0
+        ground_truth = resolve_ground_truth_dir(args.ground_truth, args.challenge)  # checked just above
+        write_leaderboard(args.challenge, leaderboard, ground_truth, args.output)
+    return EXIT_OK

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluation.examples import Lineup, example
-from evaluation.examples.organizer import ExamplesBug, generated, run_evaluation
+from evaluation.errors import InternalError
+from evaluation.examples.organizer import generated, run_evaluation
 
 LEADERBOARD = "leaderboard"  # test/<challenge>/leaderboard/<team>/
 SEEDED_TEAMS = ("team-a", "team-b")  # Example.submission with the lineup's seeds
@@ -45,7 +46,7 @@ def lineup(challenge: str) -> Lineup:
     """The seeds and the invalid example of the challenge's teams (its Example's `lineup`)."""
     found = example(challenge).lineup
     if found is None:
-        raise ExamplesBug(f"{challenge}: its Example declares no lineup of leaderboard teams")
+        raise InternalError(f"{challenge}: its Example declares no lineup of leaderboard teams")
     return found
 
 
@@ -57,7 +58,7 @@ def ranked_paths(challenge: str) -> tuple[str, ...]:
     return challenge_class(challenge).final_ranking_paths()
 
 
-class NoRanking(ExamplesBug):
+class NoRanking(InternalError):
     """The valid teams' primary values do not make a ranking."""
 
 
@@ -77,7 +78,7 @@ def write_teams(challenge: str, folder: Path, ground_truth: Path, example: Path,
 def invalid_example(challenge: str, example: Path) -> Path:
     found = example / "invalid" / lineup(challenge).invalid
     if not (found / "input").is_dir():
-        raise ExamplesBug(f"{challenge}: {found} has no input/ for team-x (its Example's lineup.invalid)")
+        raise InternalError(f"{challenge}: {found} has no input/ for team-x (its Example's lineup.invalid)")
     return found
 
 
@@ -89,7 +90,7 @@ def ranked_values(challenge: str, metrics: bytes) -> dict[str, float | None]:
 
 
 def checked_scores(challenge: str, folder: Path, ground_truth: Path, example: Path) -> dict[str, dict]:
-    """Each valid team's ranked values; ExamplesBug unless every valid team exits 0 and team-x
+    """Each valid team's ranked values; InternalError unless every valid team exits 0 and team-x
     exits 1 with the line its invalid submission expects; NoRanking unless team-a, team-b and
     team-c have three distinct finite primary values."""
     values = {}
@@ -98,12 +99,12 @@ def checked_scores(challenge: str, folder: Path, ground_truth: Path, example: Pa
         if team == INVALID_TEAM:
             expected = invalid_example(challenge, example) / "expected_error.txt"
             if run.code != 1 or run.metrics is not None or run.last_error_line != expected.read_text().strip():
-                raise ExamplesBug(f"{challenge} {team} exited {run.code}, not 1 with the line of {expected}: "
+                raise InternalError(f"{challenge} {team} exited {run.code}, not 1 with the line of {expected}: "
                                   f"{run.last_error_line or 'no message'}")
             print(f"  {team}: excluded (exit 1): {run.last_error_line}", flush=True)
             continue
         if run.code != 0 or run.metrics is None:
-            raise ExamplesBug(f"{challenge} {team} exited {run.code}: {run.last_error_line or 'no message'}")
+            raise InternalError(f"{challenge} {team} exited {run.code}: {run.last_error_line or 'no message'}")
         values[team] = ranked_values(challenge, run.metrics)
         shown = ", ".join(f"{path} = {value}" for path, value in values[team].items())
         print(f"  {team}: {shown}", flush=True)

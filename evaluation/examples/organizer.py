@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EXIT_SUBMISSION, EXIT_USAGE, EvaluationError
+from evaluation.errors import EXIT_SETUP, EXIT_SUBMISSION, EvaluationError, InternalError, SetupError, UsageError
 
 INPUT, INVALID, EXPECTED_METRICS = "input", "invalid", "expected_metrics.json"
 OUTPUTS = (INPUT, INVALID, EXPECTED_METRICS)  # the only things the command writes (or removes) in DIR
@@ -54,22 +54,16 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding the e
 Changes = dict[str, dict[str, bytes | None]]  # {name: {relative path: new bytes, or None to delete}}
 
 
-class CommandError(Exception):
-    """One line for stderr and the exit code; raised before anything in DIR is changed, except
-    for the scratch folder (removed)."""
-
-    exit_code = EXIT_USAGE  # 2: bad arguments, or refused
-
-    def __init__(self, message: str):
-        super().__init__(" ".join(str(message).split()))
+# Every refusal is raised before anything in DIR is changed, except for the scratch folder
+# (removed): UsageError (2) for bad arguments or a refused place, GroundTruthError (3), and
+# InternalError (4) when what evaluation/examples wrote is not what it should be.
 
 
-class GroundTruthError(CommandError):
-    exit_code = EXIT_SETUP  # 3
+class GroundTruthError(SetupError):
+    """The organizer's ground truth cannot be used: the message is the whole line, naming the
+    ground truth and the step that stopped on it."""
 
-
-class ExamplesBug(CommandError):
-    exit_code = EXIT_INTERNAL  # 4: what evaluation/examples wrote is not what it should be
+    framed = True
 
 
 @dataclass(frozen=True)
@@ -98,13 +92,14 @@ def make_organizer_example(challenge: str, ground_truth: Path, output: Path, see
     plus "missing-case" for algorithm-job phases."""
     from evaluation.examples import examples
     from evaluation.challenges import available_challenges
+    from evaluation.launch import unknown_challenge
 
     challenges = available_challenges()
     if challenge not in challenges:
-        raise CommandError(f"Unknown challenge {challenge!r}; known challenges: {', '.join(challenges)}.")
+        raise unknown_challenge(challenge, list(challenges))
     example = examples().get(challenge)
     if example is None or example.submission is None:
-        raise CommandError(f"The challenge {challenge} has no submission writer (Example.submission in "
+        raise UsageError(f"The challenge {challenge} has no submission writer (Example.submission in "
                            f"evaluation/examples), so no example can be made for another ground truth.")
     ground_truth_dir = checked_ground_truth(challenges[challenge], ground_truth)
 
@@ -132,13 +127,13 @@ def write_synthetic_example(challenge: str, out: Path, seed: int = 0, cases: int
 
     out = Path(os.path.abspath(out))
     if os.path.lexists(out) and not out.is_dir():
-        raise CommandError(f"The output {out} is not a folder.")
+        raise UsageError(f"The output {out} is not a folder.")
     try:
         held = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
     except OSError as error:
-        raise CommandError(f"The output folder {out} cannot be read ({error.strerror}).") from None
+        raise UsageError(f"The output folder {out} cannot be read ({error.strerror}).") from None
     if held and not force:
-        raise CommandError(f"{out} is not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
+        raise UsageError(f"{out} is not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
                            f"choose an empty or new folder, or rerun with --force to replace its "
                            f"{' and '.join(name + '/' for name in SYNTHETIC_OUTPUTS)} (nothing else in it is touched).")
     with output_folder(out) as scratch:
@@ -158,7 +153,7 @@ def output_folder(output: Path):
         output.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".example-in-progress-", dir=output))
     except OSError as error:
-        raise CommandError(f"The output folder {output} cannot be written ({error.strerror}).") from None
+        raise UsageError(f"The output folder {output} cannot be written ({error.strerror}).") from None
     try:
         yield scratch
     finally:
@@ -176,7 +171,7 @@ def checked_ground_truth(challenge_class, ground_truth: Path) -> Path:
     from evaluation.grand_challenge import resolve_ground_truth_dir
 
     if not ground_truth.is_dir():
-        raise CommandError(f"The ground-truth folder {ground_truth} does not exist or is not a folder.")
+        raise UsageError(f"The ground-truth folder {ground_truth} does not exist or is not a folder.")
     say(f"Checking the ground truth in {ground_truth} ...")
     try:
         directory = resolve_ground_truth_dir(ground_truth, challenge_class.name)
@@ -208,18 +203,18 @@ def check_places(ground_truth: Path, output: Path, force: bool) -> None:
     --force) existing outputs are refused, before anything is written."""
     truth_real, output_real = Path(os.path.realpath(ground_truth)), Path(os.path.realpath(output))
     if output_real == truth_real or truth_real in output_real.parents:
-        raise CommandError(f"The output folder {output} is inside the ground-truth folder {ground_truth}; choose a "
+        raise UsageError(f"The output folder {output} is inside the ground-truth folder {ground_truth}; choose a "
                            f"folder outside it (the ground truth is never written to).")
     for name in (INPUT, INVALID):
         replaced = Path(os.path.realpath(output / name))
         if truth_real == replaced or replaced in truth_real.parents:
-            raise CommandError(f"The ground-truth folder {ground_truth} is inside {output / name}, which this command "
+            raise UsageError(f"The ground-truth folder {ground_truth} is inside {output / name}, which this command "
                                f"writes; move it elsewhere.")
     if os.path.exists(output) and not output.is_dir():
-        raise CommandError(f"The output {output} is not a folder.")
+        raise UsageError(f"The output {output} is not a folder.")
     existing = [name for name in OUTPUTS if os.path.lexists(output / name)]
     if existing and not force:
-        raise CommandError(f"{output} already holds {', '.join(existing)}; rerun with --force to replace "
+        raise UsageError(f"{output} already holds {', '.join(existing)}; rerun with --force to replace "
                            f"{'it' if len(existing) == 1 else 'them'} (nothing else in {output} is touched).")
 
 
@@ -248,7 +243,7 @@ def build(challenge: str, ground_truth: Path, scratch: Path, write_submission: C
         raise GroundTruthError(f"The evaluation of the generated submission stopped on the ground truth: "
                                f"{run.last_error_line}")
     if run.code != 0 or run.metrics is None:
-        raise ExamplesBug(f"The evaluation refused the generated submission (exit {run.code}), a bug of "
+        raise InternalError(f"The evaluation refused the generated submission (exit {run.code}), a bug of "
                           f"evaluation/examples: {run.last_error_line}")
     (scratch / EXPECTED_METRICS).write_bytes(run.metrics)
     show_ranked_values(json.loads(run.metrics), available_challenges()[challenge].ranked_paths)
@@ -261,7 +256,7 @@ def build(challenge: str, ground_truth: Path, scratch: Path, write_submission: C
         apply_changes(case / INPUT, edits)
         run = run_evaluation(challenge, case / INPUT, ground_truth)
         if run.code != EXIT_SUBMISSION or run.metrics is not None or not run.last_error_line:
-            raise ExamplesBug(f"The invalid submission {name!r} exited {run.code}, not 1 with a message and no "
+            raise InternalError(f"The invalid submission {name!r} exited {run.code}, not 1 with a message and no "
                               f"metrics.json, a bug of evaluation/examples: {run.last_error_line or 'no message'}")
         (case / EXPECTED_ERROR).write_text(run.last_error_line + "\n", encoding="utf-8")
         say(f"Invalid submission {name}: exit 1, {run.last_error_line}")
@@ -283,7 +278,7 @@ def generated(make: Callable[[], Any], what: str) -> Any:
     except Exception as error:
         say(printed.getvalue().rstrip())
         traceback.print_exc(file=sys.stdout)
-        raise ExamplesBug(f"{what} failed, a bug of evaluation/examples: {type(error).__name__}: {error}") from None
+        raise InternalError(f"{what} failed, a bug of evaluation/examples: {type(error).__name__}: {error}") from None
 
 
 def checked_changes(changes: Changes) -> Changes:
@@ -353,5 +348,5 @@ def show_ranked_values(document: dict, ranked_paths: tuple[str, ...]) -> None:
         value = value_at_path(document, path)
         finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if not finite:  # metrics_json refuses to write such a file: never expected here
-            raise ExamplesBug(f"The ranked path {path} is {value!r}, not a finite number.")
+            raise InternalError(f"The ranked path {path} is {value!r}, not a finite number.")
         say(f"  {path} = {value}")

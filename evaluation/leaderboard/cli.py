@@ -18,17 +18,16 @@ import io
 import json
 import os
 import stat
-import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from evaluation import __version__
 from evaluation.challenges import challenge_class, challenge_names
-from evaluation.cli import failure, whole_number
-from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, SetupError
+from evaluation.errors import EXIT_OK, SetupError, UsageError
+from evaluation.launch import CommandParser, run_command, unknown_challenge, whole_number
 from evaluation.leaderboard.rules import TIE_METHODS
+from evaluation.leaderboard.scoring import BLAMED
 from evaluation.framework import default_workers, log
 from evaluation.grand_challenge import (BAKED_GROUND_TRUTH_DIR, METRICS_FILE, UPLOADED_GROUND_TRUTH_DIR, metrics_json,
                                         resolve_ground_truth_dir, value_at_path)
@@ -38,12 +37,8 @@ RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submi
 DEFAULT_RESAMPLES = 1000
 
 
-class UsageError(Exception):
-    pass
-
-
 def _parser(names: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m evaluation.leaderboard",
         description="Rank submissions by the challenge's official rule, with paired-bootstrap statistics and a "
                     "report. Each SUBMISSION is a folder laid out like the container's /input (or, with --metrics, "
@@ -459,36 +454,13 @@ def _with_distributions(ranking: dict[str, Any], distributions: dict[str, dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The ground truth or the setup failing stops the whole ranking: no fault of the submissions.
+    return run_command(_main, argv, blamed=BLAMED, requirements="requirements-leaderboard.txt")
+
+
+def _main(argv: list[str] | None) -> int:
     names = challenge_names()
-    parser = _parser(names)
-    args = parser.parse_args(argv)
+    args = _parser(names).parse_args(argv)
     if args.challenge not in names:
-        parser.error(f"unknown challenge {args.challenge!r}; known challenges: {', '.join(names)}")
-    from evaluation.leaderboard.scoring import GroundTruthFault
-
-    try:
-        return run(args)
-    except UsageError as error:
-        parser.error(str(error))
-    except GroundTruthFault as fault:
-        sys.stdout.flush()
-        print(fault.line.replace("through no fault of the submission", "through no fault of the submissions"),
-              file=sys.stderr, flush=True)
-        return fault.exit_code
-    except ModuleNotFoundError as error:
-        if not error.name or error.name.partition(".")[0] == "evaluation":
-            raise
-        from evaluation.launch import missing_dependency
-
-        print(f"The final ranking could not run: {missing_dependency(error.name, 'requirements-leaderboard.txt')}",
-              file=sys.stderr, flush=True)
-        return EXIT_SETUP
-    except Exception as error:
-        code, line = failure(error)
-        if code == EXIT_INTERNAL:
-            traceback.print_exc()
-        line = line.replace("through no fault of the submission", "through no fault of the submissions")
-        sys.stdout.flush()
-        print(line, file=sys.stderr, flush=True)
-        return EXIT_SETUP if code == 1 else code
-    return EXIT_OK
+        raise unknown_challenge(args.challenge, names)
+    return run(args)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from evaluation.cli import failure, one_line
-from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError
+from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupError, one_line
+from evaluation.launch import failure
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
 from evaluation.settings import Settings
@@ -42,24 +42,29 @@ class ChallengeSpec:
         return json.dumps([self.challenge, self.ground_truth_dir, self.settings.as_dict()], sort_keys=True)
 
 
-class GroundTruthFault(Exception):
+BLAMED = "the submissions"  # whose fault a failure of the ground truth is not, in the final ranking
+
+
+class GroundTruthFault(SetupError):
     """The ground truth (or the organizer's configuration) failed while scoring: not any
-    submission's fault, so the whole final ranking stops with this exit code and line rather
-    than excluding every team."""
+    submission's fault, so the whole final ranking stops with this exit code and line (made
+    where it failed, a worker maybe, for the final ranking) rather than excluding every team."""
+
+    framed = True
 
     def __init__(self, exit_code: int, line: str):
         super().__init__(line)
-        self.exit_code, self.line = exit_code, line
+        self.exit_code = exit_code
 
 
 def _ground_truth_failure(case: Case, error: BaseException) -> tuple[int, str]:
     """(exit code, line) of an error raised while reading a case's ground truth: exit 3 whatever
     the error's kind (a corrupt label file is the organizer's to fix), 4 for a bug of ours."""
-    code, line = failure(error)
+    code, line = failure(error, blamed=BLAMED)
     if code == EXIT_INTERNAL or code == EXIT_SETUP:
         return code, line
     message = error.message if isinstance(error, EvaluationError) else str(error)
-    return EXIT_SETUP, one_line(f"The evaluation could not run, through no fault of the submission: the ground truth "
+    return EXIT_SETUP, one_line(f"The evaluation could not run, through no fault of {BLAMED}: the ground truth "
                                 f"of case {case.case_id} cannot be used: {message} (please tell the challenge "
                                 f"organizers).")
 
@@ -337,7 +342,7 @@ def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> No
     except EvaluationError as error:
         code, line = failure(error)
         if code == EXIT_SETUP:  # the aggregates refuse the ground truth (one class only, say): no team's fault
-            raise GroundTruthFault(code, line) from None
+            raise GroundTruthFault(*failure(error, blamed=BLAMED)) from None
         outcome.exit_code, outcome.error, outcome.cases = code, line, []
         return
     except Exception as error:

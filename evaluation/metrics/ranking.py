@@ -12,12 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.classification import ranking_curve, stable_order
+from evaluation.metrics.resampling import draws_to_counts
 
 # Resamples are scored in blocks of rows so that the temporaries stay near 64 MB whatever the
 # number of repetitions and images.
 _BLOCK_ELEMENTS = 1 << 21
 # Drawn positives are placed in blocks of about this many draws: small enough to stay in cache.
 _DRAWS_PER_BLOCK = 1 << 16
+# Resamples of a grouped bootstrap turned into rows of counts (resamples x items) at a time.
+_GROUP_DRAW_ROWS = 100
 
 
 def check_binary_scores(y_true, y_score) -> tuple[np.ndarray, np.ndarray]:
@@ -192,6 +195,28 @@ def metrics_with_drawn_positives(y_true, y_score, draws, recall: float = 0.9) ->
         for name, part in zip(results, values):
             results[name].append(part)
     return {name: np.concatenate(parts) for name, parts in results.items()}
+
+
+def metrics_with_drawn_groups(y_true, y_score, groups, draws, recall: float = 0.9) -> dict[str, np.ndarray]:
+    """AUROC, average precision and PPV at `recall` of a grouped (cluster) bootstrap: item i
+    belongs to group `groups[i]` (0 to n_groups - 1), resample r draws the groups `draws[r]`
+    (repeats allowed) and holds every item of a drawn group once per draw (the RARE25 pack's
+    patient-level bootstrap: all images of each drawn patient). `resampled_ranking_metrics` on
+    those rows of counts, made _GROUP_DRAW_ROWS resamples at a time so that memory stays bounded
+    however many resamples and items (each row's numbers do not depend on the block)."""
+    groups = np.asarray(groups)
+    draws = np.asarray(draws)
+    if groups.ndim != 1 or not np.issubdtype(groups.dtype, np.integer) or (groups.size and groups.min() < 0):
+        raise ValueError("groups must be a 1-D array of non-negative group indices, one per item")
+    n_groups = int(groups.max()) + 1 if groups.size else 0
+    if draws.ndim != 2 or not np.issubdtype(draws.dtype, np.integer):
+        raise ValueError(f"draws must be a 2-D array of group indices, got shape {draws.shape} of {draws.dtype}")
+    if draws.size and (draws.min() < 0 or draws.max() >= n_groups):
+        raise ValueError(f"draws must index the {n_groups} groups")
+    parts = [resampled_ranking_metrics(y_true, y_score, draws_to_counts(draws[start:start + _GROUP_DRAW_ROWS],
+                                                                        n_groups)[:, groups], recall)
+             for start in range(0, max(1, len(draws)), _GROUP_DRAW_ROWS)]
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 
 def _drawn_positives_block(draws, positive_rank, pair_points, negatives_through, negatives_above, recall):

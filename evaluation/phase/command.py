@@ -22,11 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
-from evaluation.errors import EXIT_OK, EXIT_SETUP, EXIT_USAGE, EvaluationError
-from evaluation.launch import missing_dependency
+from evaluation.errors import EXIT_OK, SetupError
+from evaluation.launch import CommandParser, run_command, unknown_challenge
 
 FAILURE = "The phase settings could not be made:"
 PACK_FAILURE = "The phase's sockets could not be set:"
@@ -35,7 +34,7 @@ BUNDLED_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m evaluation.phase",
         description="Print the leaderboard settings of a grand-challenge.org phase for CHALLENGE: a JSON list, one "
                     "object per leaderboard, with the fields of the phase's scoring settings.")
@@ -55,27 +54,31 @@ def phase_settings(challenge, ground_truth: Path) -> list[dict]:
     return [leaderboard.phase_fields() for leaderboard in challenge.phase_leaderboards(settings)]
 
 
+class PackFailure(SetupError):
+    """--pack could not set the sockets: the whole line, in that mode's words."""
+
+    framed = True
+
+
 def main(argv: list[str] | None = None) -> int:
+    return run_command(_main, argv, failed=FAILURE)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.pack is not None and args.ground_truth is None:
         parser.error("--pack needs --ground-truth DIR, the ground truth whose config.json receives the socket names")
     if args.pack is not None and not os.path.exists(args.pack):
         parser.error(f"the phase pack {args.pack} does not exist")
-    try:  # imported here: a Python without the requirements gets one line, as the main command does
-        from evaluation.challenges import challenge_class, challenge_names
-        from evaluation.grand_challenge import resolve_ground_truth_dir
+    # Imported here: a Python without the requirements gets one line (run_command), as every command does.
+    from evaluation.challenges import challenge_class, challenge_names
+    from evaluation.grand_challenge import resolve_ground_truth_dir
 
-        names = challenge_names()  # read from the modules' source; only the challenge asked for is imported
-        if args.challenge not in names:
-            print(f"Unknown challenge {args.challenge!r}; known challenges: {', '.join(names)}.", file=sys.stderr)
-            return EXIT_USAGE
-        challenge = challenge_class(args.challenge)
-    except ModuleNotFoundError as error:
-        if not error.name or error.name.partition(".")[0] == "evaluation":
-            raise  # our own module missing: a broken install, shown in full
-        print(f"{FAILURE} {missing_dependency(error.name)}", file=sys.stderr)
-        return EXIT_SETUP
+    names = challenge_names()  # only the challenge asked for is imported
+    if args.challenge not in names:
+        raise unknown_challenge(args.challenge, names)
+    challenge = challenge_class(args.challenge)
     if args.pack is not None:
         return configure(challenge, args.ground_truth, args.pack)
     explicit = args.ground_truth
@@ -83,10 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         explicit = BUNDLED_GROUND_TRUTH / args.challenge
     try:  # else, as the evaluation: the phase's uploaded ground truth, else the image's baked one
         fields = phase_settings(challenge, resolve_ground_truth_dir(explicit, args.challenge))
-    except EvaluationError as error:
-        hint = " Name the phase's ground truth with --ground-truth DIR." if explicit is None else ""
-        print(f"{FAILURE} {error.message}{hint}", file=sys.stderr)
-        return error.exit_code
+    except SetupError as error:
+        if explicit is not None:
+            raise
+        raise SetupError(f"{error.message} Name the phase's ground truth with --ground-truth DIR.") from error
     print(json.dumps(fields, indent=2))
     return EXIT_OK
 
@@ -98,9 +101,8 @@ def configure(challenge, ground_truth: Path, pack: Path) -> int:
 
     try:
         path, matched, old = configure_from_pack(challenge, resolve_ground_truth_dir(ground_truth, challenge.name), pack)
-    except EvaluationError as error:
-        print(f"{PACK_FAILURE} {error.message}", file=sys.stderr)
-        return error.exit_code
+    except SetupError as error:
+        raise PackFailure(f"{PACK_FAILURE} {error.message}") from error
     print(f"Sockets of the phase pack {pack}, written to {path}:")
     for name, value in matched.items():
         change = "unchanged" if value == old[name] else f"was {json.dumps(old[name])}"
@@ -111,4 +113,6 @@ def configure(challenge, ground_truth: Path, pack: Path) -> int:
 
 
 if __name__ == "__main__":
+    import sys
+
     sys.exit(main())

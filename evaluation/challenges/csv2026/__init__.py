@@ -1,7 +1,7 @@
 """CSV 2026: carotid plaque segmentation and vulnerability in ultrasound (docs/challenges/csv2026.md).
 
 Each case is a longitudinal and a transverse B-mode image; the algorithm segments vessel and
-plaque in both and gives one risk class per case. The leaderboard:
+plaque in both and gives one risk class per case. The leaderboard (scoring.py):
 
     S_total = 0.4 S_cls + 0.4 S_seg + 0.2 S_time       (all on 0-100)
     S_cls   = 100 × macro F1 over the two classes
@@ -13,60 +13,51 @@ Vessel and plaque are exclusive labels (255 and 128), as the official baseline s
 Without timing information (a predictions-file submission) S_time and S_total are null with a
 note and `score_without_time` = (0.4 S_cls + 0.4 S_seg) / 0.8 is what to rank on.
 
-What is read, all through evaluation.reading: the ground truth's NNNN_label.h5 (listed at
-start, each read whole by the worker scoring its case, before the prediction); an algorithm job's
-two mask images (header first, decoded only once their shape is the ground truth's) and its
-plaque-risk JSON; a predictions-file submission's NNNN_pred.h5 (the file's own datasets only,
-masks shape-checked and the class size-checked before a byte is read). The example generators
-are in evaluation/challenges/csv2026/examples.py.
+This module is the declaration: settings, the ranked values (each a Column, declared once), the
+leaderboards and the final-ranking rule built from them, and thin hooks. The parts: truth.py
+(the NNNN_label.h5 ground truth), predictions.py (a job's mask images, risk JSON and timing; a
+predictions file's NNNN_pred.h5), scoring.py (per-case results and the one weighted aggregate),
+charts.py, and examples.py (the example generators).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evaluation.errors import SetupError, SubmissionError
-from evaluation.leaderboard.rules import Key, OrderedRanking
+from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case, Job, Undefined, ground_truth_files, list_submission_files
+from evaluation.grand_challenge import Case, Undefined, value_at_path
+from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
-from evaluation.metrics.overlap import dice
-from evaluation.metrics.surface import normalized_surface_dice
-from evaluation.reading.files import Origin
-from evaluation.reading.hdf5 import Hdf5Dataset, Hdf5File, open_hdf5
-from evaluation.reading.images import shape_text
-from evaluation.reading.values import is_finite_number, one_line_values, shown
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
+
+from . import predictions, scoring
+from . import truth as truth_files
+from .predictions import CLASS_KEYS, HIGH_RISK_PROBABILITY, PREDICTION_SUFFIX, JobTiming, Prediction, job_timing
+from .scoring import STRUCTURE_WEIGHTS, WEIGHT_CLS, WEIGHT_SEG, WEIGHT_TIME, CaseResult, time_score
+from .truth import (
+    LABEL_SUFFIX,
+    MASK_KEYS,
+    PAIRS,
+    RAW_LABELS,
+    STRUCTURES,
+    VIEW_NAMES,
+    VIEWS,
+    CaseTruth,
+    LabelMap,
+    label_map,
+)
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
 # included: mask images (SimpleITK), NNNN_label.h5 ground truth (h5py), surface distances (cv2). build.sh
 # installs these alone; tests/test_image_requirements.py scores the bundled example with every other package
 # blocked.
 RUNTIME_PACKAGES = ("numpy", "SimpleITK", "h5py", "opencv-python-headless")
-
-VIEWS = ("long", "trans")
-VIEW_NAMES = {"long": "longitudinal", "trans": "transverse"}
-STRUCTURES = ("vessel", "plaque")
-PAIRS = tuple((view, structure) for view in VIEWS for structure in STRUCTURES)
-
-# Ground truth and raw-encoded predictions: 0 background, 128 plaque, 255 vessel (csv2026.md).
-RAW_LABELS = {"plaque": 128, "vessel": 255}
-LABEL_SUFFIX = "_label.h5"
-PREDICTION_SUFFIX = "_pred.h5"
-# Dataset names seen in submissions (csv2026.md), in the order they are looked for.
-MASK_KEYS = {"long": ("long_mask", "pred_long"), "trans": ("trans_mask", "pred_trans")}
-CLASS_KEYS = ("cls", "cls_pred", "cls_prob")  # the first present is read; cls_prob is a probability
-HIGH_RISK_PROBABILITY = 0.5  # "high risk when ≥ 0.5"
-
-# The ranking rule's weights (seed text): not settings.
-WEIGHT_CLS, WEIGHT_SEG, WEIGHT_TIME = 0.4, 0.4, 0.2
-STRUCTURE_WEIGHTS = {"vessel": 0.4, "plaque": 0.6}
 
 
 @dataclass(frozen=True)
@@ -100,181 +91,32 @@ class Csv2026Settings(Settings):
                                             "empty: no chart")
 
 
-@dataclass(frozen=True)
-class CaseTruth:
-    """One case's NNNN_label.h5, read whole in the process scoring the case."""
+# ---- the ranked values, each declared once ------------------------------------------------------
 
-    high_risk: int  # cls: 0 low risk (Plaque-RADS 2), 1 high risk (Plaque-RADS 3-4)
-    labels: dict[str, "LabelMap"]  # view -> its label map
+SCORE_TOTAL = Column("Total score S_total = 0.4 S_cls + 0.4 S_seg + 0.2 S_time", "aggregates.score_total", "desc")
+SCORE_WITHOUT_TIME = Column("Score without time = (0.4 S_cls + 0.4 S_seg) / 0.8", "aggregates.score_without_time",
+                            "desc")
+SCORE_CLS = Column("Classification score S_cls", "aggregates.score_cls", "desc", exclude_from_ranking=True)
+SCORE_SEG = Column("Segmentation score S_seg", "aggregates.score_seg", "desc", exclude_from_ranking=True)
+SCORE_TIME = Column("Time score S_time", "aggregates.score_time", "desc", exclude_from_ranking=True)
+MACRO_F1 = Column("Risk class macro F1", "aggregates.macro_f1", "desc", exclude_from_ranking=True)
+F1_LOW_RISK = Column("Low-risk F1", "aggregates.f1_low_risk", "desc", exclude_from_ranking=True)
+F1_HIGH_RISK = Column("High-risk F1", "aggregates.f1_high_risk", "desc", exclude_from_ranking=True)
+PAIR_DSC, PAIR_NSD, PAIR_SCORE = (
+    {(view, structure): Column(f"{VIEW_NAMES[view].capitalize()} {structure} {title}",
+                               f"aggregates.{view}_{structure}_{key}", "desc", exclude_from_ranking=True)
+     for view, structure in PAIRS}
+    for key, title in (("dsc", "DSC"), ("nsd", "NSD"), ("score", "score S_v,c")))
+PROCESSING_TIME = Column("Processing time (s)", "aggregates.processing_time_seconds", "asc",
+                         exclude_from_ranking=True)
 
-    @property
-    def shapes(self) -> tuple[tuple[int, ...], ...]:  # in VIEWS order
-        return tuple(self.labels[view].array.shape for view in VIEWS)
-
-
-@dataclass(frozen=True)
-class JobTiming:
-    """What a job says of its duration: exec_duration in seconds, or its instants (aware, a
-    naive one read as UTC), kept as datetimes so that a span is exact to the microsecond."""
-
-    exec_seconds: float | None
-    started: datetime | None
-    completed: datetime | None
-
-
-@dataclass(frozen=True)
-class LabelMap:
-    """One view's mask as decoded, every pixel checked to be background (0), vessel or plaque.
-    Scoring compares the structures in this form, within the box where either label map has a
-    label (the rest is background in both), so no full-size boolean mask is ever made."""
-
-    array: np.ndarray  # 2D, the values as read
-    vessel: int  # the value of a vessel pixel (255 raw, or a class index)
-    plaque: int
-
-    def value(self, structure: str) -> int:
-        return self.vessel if structure == "vessel" else self.plaque
-
-    def masks(self) -> tuple[np.ndarray, np.ndarray]:
-        """(vessel, plaque) as full-size boolean masks."""
-        return self.array == self.vessel, self.array == self.plaque
-
-
-@dataclass(frozen=True)
-class Prediction:
-    masks: dict[str, LabelMap]  # view -> its label map
-    high_risk: int
-    timing: JobTiming | None  # None: a predictions-file submission
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    dsc: tuple[float, ...]  # in PAIRS order
-    nsd: tuple[float, ...]
-    high_risk: int  # predicted
-    timing: JobTiming | None  # None: a predictions-file submission
-    true_high_risk: int  # the ground truth's cls (read with the case, in its worker)
-
-
-# ---- pure helpers ----------------------------------------------------------------------------
-
-
-def binary_f1_scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, float]:
-    """(F1 of class 0, F1 of class 1), scikit-learn's per-class F1; a class with no true and no
-    predicted case has F1 0 (zero_division=0; the ground truth has both classes, so only a
-    direct call can meet it)."""
-    y_true, y_pred = np.asarray(y_true, dtype=int), np.asarray(y_pred, dtype=int)
-
-    def f1(label: int) -> float:  # 2 TP / (true + predicted), as scikit-learn divides
-        true, predicted = y_true == label, y_pred == label
-        denominator = float(true.sum() + predicted.sum())
-        return 2.0 * float((true & predicted).sum()) / denominator if denominator else 0.0
-
-    return f1(0), f1(1)
-
-
-def time_score(seconds: float, baseline: float) -> float:
-    """100 × (2B − t_clip) / (2B − 2B/3), t_clip = clip(t, 2B/3, 2B): 100 at or below 2B/3, 0 at or above 2B."""
-    fastest, slowest = 2.0 * baseline / 3.0, 2.0 * baseline
-    clipped = min(max(seconds, fastest), slowest)
-    return 100.0 * (slowest - clipped) / (slowest - fastest)
-
-
-def total_processing_time(timings: list[JobTiming | None]) -> tuple[float | None, str]:
-    """t and how it was found: the sum of the jobs' exec_duration when every job has one, else
-    the span from the earliest started_at to the latest completed_at when every job has both
-    (older predictions.json), else None with the reason. The span is a difference of instants
-    (timedelta, whole microseconds), so it is exact before its one rounding to a float."""
-    if not timings or any(timing is None for timing in timings):
-        return None, "a predictions-file submission carries no processing time"
-    if all(timing.exec_seconds is not None for timing in timings):
-        return math.fsum(timing.exec_seconds for timing in timings), "sum of the jobs' exec_duration"
-    if all(timing.started is not None and timing.completed is not None for timing in timings):
-        span = max(timing.completed for timing in timings) - min(timing.started for timing in timings)
-        if span >= timedelta(0):
-            return span.total_seconds(), "span from the earliest started_at to the latest completed_at"
-        return None, "the jobs' completed_at precede their started_at"
-    return None, "not every job carries exec_duration, nor started_at and completed_at"
-
-
-def resampled_processing_time(timings: list[JobTiming | None], counts: np.ndarray) -> np.ndarray:
-    """total_processing_time of each materialised resample (case j drawn counts[r, j] times),
-    NaN where it gives None. Which rule applies depends on the cases drawn: the sum of
-    exec_duration when every drawn case has one (each counted as often as drawn), else the span
-    from the earliest started_at to the latest completed_at of the drawn cases, exact in
-    microseconds before one division (timedelta.total_seconds does the same)."""
-    counts = np.asarray(counts, dtype=np.int64)
-    drawn = counts > 0
-    present = [timing is not None for timing in timings]
-    has_exec = np.array([p and t.exec_seconds is not None for p, t in zip(present, timings)], dtype=bool)
-    has_span = np.array([p and t.started is not None and t.completed is not None for p, t in zip(present, timings)],
-                        dtype=bool)
-    seconds = np.full(counts.shape[0], np.nan)
-    by_exec = ~(drawn & ~has_exec).any(axis=1)
-    exec_seconds = np.array([t.exec_seconds if e else 0.0 for t, e in zip(timings, has_exec)], dtype=np.float64)
-    seconds[by_exec] = counts[by_exec] @ exec_seconds
-    by_span = ~by_exec & ~(drawn & ~has_span).any(axis=1)
-    if by_span.any():
-        origin = min(t.started for t, s in zip(timings, has_span) if s)
-        microsecond = timedelta(microseconds=1)
-        started = np.array([(t.started - origin) // microsecond if s else 0 for t, s in zip(timings, has_span)],
-                           dtype=np.int64)
-        completed = np.array([(t.completed - origin) // microsecond if s else 0 for t, s in zip(timings, has_span)],
-                             dtype=np.int64)
-        rows = drawn[by_span]
-        span = (np.where(rows, completed, np.iinfo(np.int64).min).max(axis=1)
-                - np.where(rows, started, np.iinfo(np.int64).max).min(axis=1))
-        seconds[by_span] = np.where(span >= 0, span / 1e6, np.nan)  # negative: None ("precede")
-    return seconds
-
-
-def job_timing(job: Job) -> JobTiming:
-    def utc(instant: datetime | None) -> datetime | None:
-        if instant is not None and instant.tzinfo is None:  # the platform writes UTC ("Z")
-            return instant.replace(tzinfo=timezone.utc)
-        return instant
-
-    return JobTiming(job.exec_duration_seconds, utc(job.started_at), utc(job.completed_at))
-
-
-def label_map(array: np.ndarray, vessel: int, plaque: int) -> LabelMap | None:
-    """The label map when every pixel is background (0), vessel or plaque, else None. Three
-    comparisons counted (counting booleans is fast, counting other nonzero values is not), no
-    sort: the distinct values are listed only for an error message."""
-    counted = np.count_nonzero(array == 0) + np.count_nonzero(array == vessel) + np.count_nonzero(array == plaque)
-    return LabelMap(array, vessel, plaque) if counted == array.size else None
-
-
-def labelled_box(first: np.ndarray, second: np.ndarray) -> tuple[slice, slice]:
-    """The bounding box of the pixels nonzero in either of two 2D arrays of one shape (an empty
-    box when there is none): every vessel or plaque pixel of either lies inside it."""
-    if first.dtype == second.dtype == np.uint8:
-        either = first | second
-    else:
-        either = (first != 0) | (second != 0)
-    rows, columns = np.flatnonzero(either.any(axis=1)), np.flatnonzero(either.any(axis=0))
-    if rows.size == 0:
-        return slice(0, 0), slice(0, 0)
-    return slice(int(rows[0]), int(rows[-1]) + 1), slice(int(columns[0]), int(columns[-1]) + 1)
-
-
-def structure_scores(predicted: LabelMap, true: LabelMap, tolerance: float) -> tuple[tuple[float, float], ...]:
-    """(DSC, NSD) of each structure (STRUCTURES order) of one view. Both masks are cropped to
-    the box where either label map has a label: outside it both are background, so the counts
-    of Dice and of the NSD (whose borders treat pixels outside the image as background) are
-    those of the whole image."""
-    box = labelled_box(predicted.array, true.array)
-    predicted_box, true_box = predicted.array[box], true.array[box]
-    scores = []
-    for structure in STRUCTURES:
-        p, t = predicted_box == predicted.value(structure), true_box == true.value(structure)
-        scores.append((dice(p, t), normalized_surface_dice(p, t, tolerance)))  # both empty: 1.0; one: 0.0
-    return tuple(scores)
-
-
+# metrics.json's aggregates, in its order (baseline_time_seconds, the setting, follows them).
+VALUES = (SCORE_TOTAL, SCORE_WITHOUT_TIME, SCORE_CLS, SCORE_SEG, SCORE_TIME, MACRO_F1, F1_LOW_RISK, F1_HIGH_RISK,
+          *(column[pair] for pair in PAIRS for column in (PAIR_DSC, PAIR_NSD, PAIR_SCORE)), PROCESSING_TIME)
 # Null without timing (a predictions-file submission, or a job without its time; metrics.json
 # notes why): the timed leaderboard reads them, but they cannot be ranked paths.
-TIMED_PATHS = ("aggregates.score_total", "aggregates.score_time", "aggregates.processing_time_seconds")
+TIMED = (SCORE_TOTAL, SCORE_TIME, PROCESSING_TIME)
+TIMED_PATHS = tuple(column.path for column in TIMED)
 
 
 def csv2026_leaderboard(timed: bool) -> Leaderboard:
@@ -282,24 +124,21 @@ def csv2026_leaderboard(timed: bool) -> Leaderboard:
     components and the eight mean DSC/NSD shown beside it, excluded from ranking. A phase is
     timed when its config.json sets baseline_time_seconds: an algorithm phase, whose jobs carry
     their time, cannot run without it, and a phase without timing has no use for it."""
-    if timed:
-        score = Column("Total score S_total = 0.4 S_cls + 0.4 S_seg + 0.2 S_time", "aggregates.score_total", "desc")
-    else:
-        score = Column("Score without time = (0.4 S_cls + 0.4 S_seg) / 0.8", "aggregates.score_without_time", "desc")
-    timing = (
-        Column("Time score S_time", "aggregates.score_time", "desc", exclude_from_ranking=True),
-        Column("Score without time", "aggregates.score_without_time", "desc", exclude_from_ranking=True),
-        Column("Processing time (s)", "aggregates.processing_time_seconds", "asc", exclude_from_ranking=True),
-    )
-    return Leaderboard(score=score, decimal_places=2, scoring_method=ABSOLUTE, extra_columns=(
-        Column("Classification score S_cls", "aggregates.score_cls", "desc", exclude_from_ranking=True),
-        Column("Segmentation score S_seg", "aggregates.score_seg", "desc", exclude_from_ranking=True),
-        *(timing if timed else ()),
-        Column("Risk class macro F1", "aggregates.macro_f1", "desc", exclude_from_ranking=True),
-        *(Column(f"{VIEW_NAMES[view].capitalize()} {structure} {metric.upper()}",
-                 f"aggregates.{view}_{structure}_{metric}", "desc", exclude_from_ranking=True)
-          for view, structure in PAIRS for metric in ("dsc", "nsd")),
-    ))
+    shown = dataclasses.replace(SCORE_WITHOUT_TIME, title="Score without time", exclude_from_ranking=True)
+    timing = (SCORE_TIME, shown, PROCESSING_TIME)
+    return Leaderboard(score=SCORE_TOTAL if timed else SCORE_WITHOUT_TIME, decimal_places=2, scoring_method=ABSOLUTE,
+                       extra_columns=(SCORE_CLS, SCORE_SEG, *(timing if timed else ()), MACRO_F1,
+                                      *(column[pair] for pair in PAIRS for column in (PAIR_DSC, PAIR_NSD))))
+
+
+def structure_chart(results: dict[str, CaseResult], metrics: dict[str, Any], evaluation: Csv2026) -> dict:
+    """The mean DSC and NSD of each view and structure, read from metrics.json at their Columns."""
+    from .charts import structure_bar_chart
+
+    means = {pair: (value_at_path(metrics, PAIR_DSC[pair].path), value_at_path(metrics, PAIR_NSD[pair].path))
+             for pair in PAIRS}
+    return structure_bar_chart(means, value_at_path(metrics, SCORE_SEG.path), metrics["counts"]["cases"],
+                               evaluation.settings.nsd_tolerance_px)
 
 
 class Csv2026(Evaluation):
@@ -313,308 +152,136 @@ class Csv2026(Evaluation):
     leaderboards = (csv2026_leaderboard(timed=Csv2026Settings().baseline_time_seconds is not None),)
     value_titles = {column.path: column.title for timed in (True, False)
                     for column in (csv2026_leaderboard(timed).score, *csv2026_leaderboard(timed).extra_columns)}
-    # Always finite: every path of both leaderboards but TIMED_PATHS, and a few more.
+    # Always finite: every value but the TIMED ones.
     ranked_paths = tuple(path for path in leaderboard_paths(
         (csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),
-        "aggregates.f1_low_risk", "aggregates.f1_high_risk",
-        *(f"aggregates.{view}_{structure}_score" for view, structure in PAIRS)) if path not in TIMED_PATHS)
+        *(column.path for column in VALUES)) if path not in TIMED_PATHS)
 
     # The rule: S_total; a predictions-file phase (no submission has timing) ranks the score
     # without time (csv2026.md, "Leaderboard").
-    final_rankings = (OrderedRanking("score_total", (Key("aggregates.score_total", "desc"),),
-                                     fallback=(Key("aggregates.score_without_time", "desc"),)),)
+    final_rankings = (OrderedRanking("score_total", (SCORE_TOTAL,), fallback=(SCORE_WITHOUT_TIME,)),)
 
     @classmethod
     def phase_leaderboards(cls, settings: Csv2026Settings) -> tuple[Leaderboard, ...]:
         return (csv2026_leaderboard(timed=settings.baseline_time_seconds is not None),)
 
-    # ---- ground truth --------------------------------------------------------------------
+    # ---- ground truth and submission (truth.py, predictions.py) ---------------------------
 
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
-        """{case id: its NNNN_label.h5} (datasets long_mask, trans_mask: 0/128/255, and cls: 0/1).
-        Only listed here: each file is read by the worker scoring its case (case_truth), and the
-        classes are checked to hold both risks once every case is scored (metrics)."""
-        files = ground_truth_files(directory, LABEL_SUFFIX)
-        if not files:
-            raise SetupError(f"The ground-truth folder {directory} has no NNNN{LABEL_SUFFIX} files.")
-        return {path.name[: -len(LABEL_SUFFIX)]: path for path in files}
+        """{case id: its NNNN_label.h5}, only listed: each file is read by the worker scoring its
+        case (case_truth); both risks are checked to be there once every case is scored (metrics)."""
+        return truth_files.list_ground_truth(directory)
 
     def case_truth(self, case: Case) -> CaseTruth:
         return self.read_truth(self.ground_truth[case.case_id])
 
     def read_truth(self, path: Path) -> CaseTruth:
-        """A case's ground truth: its class and its two label maps, the file opened once."""
-        with open_hdf5(self.truth, path, "Ground truth") as h5:
-            labels = {}
-            for view in VIEWS:
-                dataset = self.truth_mask(h5, view)
-                array = dataset.read()
-                labels[view] = label_map(array, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
-                if labels[view] is None:
-                    values = one_line_values(np.unique(array).tolist())
-                    self.truth.fail(f"Ground truth {h5.name}, {MASK_KEYS[view][0]}: values {values}; the labels are 0, "
-                                    f"128 (plaque) and 255 (vessel).")
-            high_risk = self.truth_class(h5)
-        return CaseTruth(high_risk, labels)
-
-    def truth_mask(self, h5: Hdf5File, view: str) -> Hdf5Dataset:
-        key = MASK_KEYS[view][0]
-        if not h5.has(key):
-            self.truth.fail(f"Ground truth {h5.name} has no 2D dataset {key}.")
-        dataset = h5.dataset(key, "Ground truth")
-        if len(dataset.shape) != 2:
-            self.truth.fail(f"Ground truth {h5.name} has no 2D dataset {key}.")
-        return dataset
-
-    def truth_class(self, h5: Hdf5File) -> int:
-        if not h5.has("cls"):
-            self.truth.fail(f"Ground truth {h5.name} has no single-valued dataset cls.")
-        dataset = h5.dataset("cls", "Ground truth")
-        if dataset.size != 1:
-            self.truth.fail(f"Ground truth {h5.name} has no single-valued dataset cls.")
-        value = dataset.read(max_size=1).reshape(()).item()
-        if value not in (0, 1):
-            self.truth.fail(f"Ground truth {h5.name}: cls is {shown(value)}; it must be 0 (low risk) or 1 (high risk).")
-        return int(value)
-
-    # ---- the submission ------------------------------------------------------------------
+        return truth_files.read_truth(self.truth, path)
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, Path]]:
-        """Predictions-file phase: one NNNN_pred.h5 per case, at any depth of the unpacked archive."""
-        found, ignored = [], []
-        root = Origin.submission(input_dir).real_root
-        for path in list_submission_files(input_dir):
-            if path.name.lower().endswith(PREDICTION_SUFFIX) and len(path.name) > len(PREDICTION_SUFFIX):
-                found.append((path.name[: -len(PREDICTION_SUFFIX)], path))
-            else:
-                ignored.append(path.relative_to(root).as_posix())
-        if ignored:
-            log(f"Ignored {len(ignored)} file(s) not named <case>{PREDICTION_SUFFIX}: {', '.join(ignored[:10])}"
-                + (" ..." if len(ignored) > 10 else ""))
-        if not found:
-            raise SubmissionError(f"The submission holds no <case>{PREDICTION_SUFFIX} file (e.g. 0048{PREDICTION_SUFFIX}) "
-                                  f"and no predictions.json.")
-        return found
+        return predictions.file_cases(input_dir)
 
     def cases(self, input_dir: Path) -> list[Case]:
         cases = super().cases(input_dir)
         if all(case.job is not None for case in cases):  # an algorithm phase: the jobs may carry their time
-            seconds, _ = total_processing_time([job_timing(case.job) for case in cases])
-            if seconds is not None and self.settings.baseline_time_seconds is None:
+            timed, _ = scoring.timing_rule([job_timing(case.job) for case in cases])
+            if timed and self.settings.baseline_time_seconds is None:
                 raise SetupError("config.json sets no baseline_time_seconds, which the time score of this "
                                  "algorithm phase needs (the submission's jobs carry their processing time).")
         return cases
 
     def read_job_prediction(self, case: Case, truth: CaseTruth) -> Prediction:
-        """Two mask images (header first: decoded only once its shape is the ground truth's; the
-        geometry is unused, distances are in pixels) and the risk class from its JSON output."""
         settings = self.settings
-        masks = {}
-        for view, slug, expected in zip(VIEWS, (settings.longitudinal_output_socket, settings.transverse_output_socket),
-                                        truth.shapes):
-            where = f"{case.name}, {VIEW_NAMES[view]} mask"
-            # case.image(slug), but its messages named by the view, as in the predictions-file phase
-            image = case.image(slug, where)
-            masks[view] = self.decode_mask(where, image.read(expected))
-        slug = settings.risk_output_socket
-        value = case.read_json(slug)
-        if isinstance(value, bool):
-            high_risk = int(value)
-        elif is_finite_number(value) and 0 <= value <= 1:
-            high_risk = int(value >= HIGH_RISK_PROBABILITY)
-        else:
-            raise SubmissionError(f"{case.name}, output {slug!r}: found {shown(value)}; expected 0, 1, true, false "
-                                  f"or a probability of high risk between 0 and 1.")
-        return Prediction(masks, high_risk, job_timing(case.job))
+        sockets = (settings.longitudinal_output_socket, settings.transverse_output_socket, settings.risk_output_socket)
+        return predictions.read_job_prediction(case, truth, sockets, settings.plaque_index)
 
     def read_file_prediction(self, case: Case, truth: CaseTruth) -> Prediction:
-        """The case's NNNN_pred.h5: one mask dataset per view, of the ground truth's shape, and
-        the class."""
-        with open_hdf5(case.origin, case.source, case.name) as h5:
-            masks = {view: self.read_h5_mask(case, h5, view, expected) for view, expected in zip(VIEWS, truth.shapes)}
-            high_risk = self.read_h5_class(case, h5)
-        return Prediction(masks, high_risk, None)
-
-    def read_h5_mask(self, case: Case, h5: Hdf5File, view: str, expected: tuple[int, ...]):
-        where = f"{case.name}, {VIEW_NAMES[view]} mask"
-        keys = [key for key in MASK_KEYS[view] if h5.has(key)]
-        if not keys:
-            raise SubmissionError(f"{where}: {h5.name} has no dataset {' or '.join(MASK_KEYS[view])} "
-                                  f"(datasets found: {h5.names_text()}).")
-        if len(keys) > 1:
-            raise SubmissionError(f"{where}: {h5.name} holds both {keys[0]} and {keys[1]}; keep one.")
-        return self.decode_mask(where, h5.dataset(keys[0], where).read(expected_shape=expected))
-
-    def read_h5_class(self, case: Case, h5: Hdf5File) -> int:
-        key = next((key for key in CLASS_KEYS if h5.has(key)), None)
-        if key is None:
-            raise SubmissionError(f"{case.name}: {h5.name} has no class (dataset cls, cls_pred or cls_prob; "
-                                  f"datasets found: {h5.names_text()}).")
-        dataset = h5.dataset(key, f"{case.name}, class")
-        array = dataset.read(max_size=1)
-        if array.size != 1:  # an empty array; a larger one is refused unread
-            raise SubmissionError(f"{dataset.where} must hold one value, found {array.size} (shape "
-                                  f"{shape_text(array.shape)}).")
-        value = array.reshape(()).item()
-        if key == "cls_prob":
-            if isinstance(value, bool) or not is_finite_number(value) or not 0 <= value <= 1:
-                raise SubmissionError(f"{dataset.where} is {shown(value)}; it must be a probability between 0 and 1.")
-            return int(value >= HIGH_RISK_PROBABILITY)
-        if value not in (0, 1):
-            raise SubmissionError(f"{dataset.where} is {shown(value)}; it must be 0 (low risk) or 1 (high risk) "
-                                  f"(a probability goes in cls_prob).")
-        return int(value)
-
-    def decode_mask(self, where: str, array: np.ndarray) -> LabelMap:
-        """The label map of a mask in raw labels (0/128/255) or class indices (0/1/2, plaque =
-        the plaque_index setting); an all-zero mask is both and empty either way."""
-        plaque = self.settings.plaque_index
-        masks = label_map(array, RAW_LABELS["vessel"], RAW_LABELS["plaque"])
-        if masks is None:
-            masks = label_map(array, 3 - plaque, plaque)
-        if masks is None:
-            raise SubmissionError(f"{where}: values {one_line_values(np.unique(array).tolist())}; a mask holds either "
-                                  f"raw labels (0, 128 plaque, 255 vessel) or class indices (0, {plaque} plaque, "
-                                  f"{3 - plaque} vessel).")
-        return masks
+        return predictions.read_file_prediction(case, truth, self.settings.plaque_index)
 
     def score_case(self, case: Case, prediction: Prediction, truth: CaseTruth) -> CaseResult:
-        tolerance = self.settings.nsd_tolerance_px
-        scores = [score for view in VIEWS
-                  for score in structure_scores(prediction.masks[view], truth.labels[view], tolerance)]  # PAIRS order
-        return CaseResult(tuple(dsc for dsc, _ in scores), tuple(nsd for _, nsd in scores), prediction.high_risk,
-                          prediction.timing, truth.high_risk)
+        return scoring.score_case(prediction, truth, self.settings.nsd_tolerance_px)
 
-    # ---- the leaderboard -----------------------------------------------------------------
+    # ---- the ranked values: one aggregate (scoring.py) --------------------------------------
+
+    def aggregate(self, results: dict[str, CaseResult], weights: np.ndarray) -> dict[str, np.ndarray]:
+        """Every value of VALUES on each row of case weights; the TIMED ones only when the
+        submission has a time and the phase a baseline (null in metrics.json otherwise)."""
+        scores = scoring.aggregate([results[case] for case in sorted(results)], weights,
+                                   self.settings.baseline_time_seconds)
+        values = {SCORE_WITHOUT_TIME: scores.score_without_time, SCORE_CLS: scores.score_cls,
+                  SCORE_SEG: scores.score_seg, MACRO_F1: scores.macro_f1, F1_LOW_RISK: scores.f1[:, 0],
+                  F1_HIGH_RISK: scores.f1[:, 1]}
+        for index, pair in enumerate(PAIRS):
+            values.update({PAIR_DSC[pair]: scores.dsc[:, index], PAIR_NSD[pair]: scores.nsd[:, index],
+                           PAIR_SCORE[pair]: scores.structure_scores[:, index]})
+        if scores.score_total is not None:
+            values.update({SCORE_TOTAL: scores.score_total, SCORE_TIME: scores.score_time,
+                           PROCESSING_TIME: scores.processing_time})
+        return {column.path: np.asarray(array, dtype=np.float64) for column, array in values.items()}
 
     def metrics(self, results: dict[str, CaseResult]) -> dict[str, Any]:
         """The whole ground truth's classes are known once every case is scored: checked here,
-        not in score_aggregates, which the final ranking's resamples (one class drawn, F1 0 for
-        the other, as scikit-learn's zero_division=0) must be able to reach."""
-        classes = {result.true_high_risk for result in results.values()}
-        if classes != {0, 1}:
-            raise SetupError(f"The ground truth must hold both low-risk and high-risk cases (macro F1 averages the "
-                             f"F1 of both classes); all {len(results)} case(s) have cls {next(iter(classes), 'none')}.")
+        not in the aggregate, which the final ranking's resamples must be able to reach."""
+        truth_files.check_both_classes([result.true_high_risk for result in results.values()])
         return super().metrics(results)
 
     def score_aggregates(self, results: dict[str, CaseResult]) -> dict[str, Any]:
-        case_ids = sorted(results)
-        n = len(case_ids)
-        y_true = np.array([results[c].true_high_risk for c in case_ids])
-        y_pred = np.array([results[c].high_risk for c in case_ids])
-        f1_low, f1_high = binary_f1_scores(y_true, y_pred)
-        macro_f1 = (f1_low + f1_high) / 2.0
-        score_cls = 100.0 * macro_f1
-
-        components: dict[str, float] = {}
-        structure_scores: dict[tuple[str, str], float] = {}
-        for index, (view, structure) in enumerate(PAIRS):
-            mean_dsc = math.fsum(results[c].dsc[index] for c in case_ids) / n
-            mean_nsd = math.fsum(results[c].nsd[index] for c in case_ids) / n
-            structure_scores[view, structure] = (mean_dsc + mean_nsd) / 2.0
-            components[f"{view}_{structure}_dsc"] = mean_dsc
-            components[f"{view}_{structure}_nsd"] = mean_nsd
-            components[f"{view}_{structure}_score"] = 100.0 * structure_scores[view, structure]
-        score_seg = 100.0 * 0.5 * sum(sum(STRUCTURE_WEIGHTS[s] * structure_scores[v, s] for s in STRUCTURES)
-                                      for v in VIEWS)
-        score_without_time = (WEIGHT_CLS * score_cls + WEIGHT_SEG * score_seg) / (WEIGHT_CLS + WEIGHT_SEG)
-
-        seconds, source = total_processing_time([results[c].timing for c in case_ids])
+        """metrics.json: the point values of VALUES (null with the reason where the submission has
+        no time), the baseline, how the time was found and the counts."""
+        timings = [results[case].timing for case in sorted(results)]
+        timed, source = scoring.timing_rule(timings)
         baseline = self.settings.baseline_time_seconds
-        if seconds is None:
-            reason = f"no timing information ({source}); rank on aggregates.score_without_time"
-            score_time = score_total = processing_time = Undefined(reason)
-        elif baseline is None:  # cases() stops before scoring; kept for direct calls
+        if timed and baseline is None:  # cases() stops before scoring; kept for direct calls
             raise SetupError("config.json sets no baseline_time_seconds, which the time score needs.")
-        else:
-            processing_time = seconds
-            score_time = time_score(seconds, baseline)
-            score_total = WEIGHT_CLS * score_cls + WEIGHT_SEG * score_seg + WEIGHT_TIME * score_time
+        values = self.point_values(results)
         log(f"Processing time: {source}.")
+        untimed = Undefined(f"no timing information ({source}); rank on {SCORE_WITHOUT_TIME.path}")
+        document: dict[str, Any] = {}
+        for column in VALUES:
+            put(document, column.path, values.get(column.path, untimed))
+        document["aggregates"]["baseline_time_seconds"] = (
+            baseline if baseline is not None else Undefined("config.json sets no baseline_time_seconds"))
+        document["timing"] = {"source": source, "jobs": sum(timing is not None for timing in timings)}
+        document["counts"] = {"cases": len(results),
+                              "predicted_high_risk": sum(result.high_risk for result in results.values())}
+        return document
 
-        return {
-            "aggregates": {
-                "score_total": score_total,
-                "score_without_time": score_without_time,
-                "score_cls": score_cls,
-                "score_seg": score_seg,
-                "score_time": score_time,
-                "macro_f1": macro_f1,
-                "f1_low_risk": f1_low,
-                "f1_high_risk": f1_high,
-                **components,
-                "processing_time_seconds": processing_time,
-                "baseline_time_seconds": baseline if baseline is not None else Undefined(
-                    "config.json sets no baseline_time_seconds"),
-            },
-            "timing": {"source": source, "jobs": sum(results[c].timing is not None for c in case_ids)},
-            "counts": {"cases": n, "predicted_high_risk": int(y_pred.sum())},
-        }
+    # ---- chart (only when structure_chart_file is set; charts.py) -------------------------
 
-    # ---- the final ranking's statistics -----------------------------------------------------
-
-    def aggregate(self, results: dict[str, CaseResult], counts: np.ndarray) -> dict[str, np.ndarray]:
-        """score_without_time, and score_total when metrics.json has it (timing and a baseline),
-        on bootstrap resamples of the cases: score_aggregates' expressions with every case
-        weighted by counts[r, j]. Means of DSC/NSD are weighted means; the macro F1 comes from
-        weighted confusion counts (scikit-learn's per-class F1, 0 for a class neither true nor
-        predicted in the resample); the time is total_processing_time on the drawn cases."""
-        case_ids = sorted(results)
-        counts = np.asarray(counts, dtype=np.int64)
-        weights = counts.astype(np.float64)
-        cases = weights.sum(axis=1)  # n of the materialised resample
-
-        y_true = np.array([results[c].true_high_risk for c in case_ids], dtype=bool)
-        y_pred = np.array([results[c].high_risk for c in case_ids], dtype=bool)
-        f1 = []
-        for true, predicted in ((~y_true, ~y_pred), (y_true, y_pred)):  # class 0, class 1
-            hits = weights @ (true & predicted).astype(np.float64)
-            denominator = weights @ true.astype(np.float64) + weights @ predicted.astype(np.float64)
-            f1.append(np.divide(2.0 * hits, denominator, out=np.zeros_like(hits), where=denominator > 0))
-        score_cls = 100.0 * ((f1[0] + f1[1]) / 2.0)
-
-        mean_dsc = (weights @ np.array([results[c].dsc for c in case_ids], dtype=np.float64)) / cases[:, None]
-        mean_nsd = (weights @ np.array([results[c].nsd for c in case_ids], dtype=np.float64)) / cases[:, None]
-        structure = (mean_dsc + mean_nsd) / 2.0  # columns in PAIRS order
-        views = 0.0
-        for view in VIEWS:
-            views = views + sum(STRUCTURE_WEIGHTS[s] * structure[:, PAIRS.index((view, s))] for s in STRUCTURES)
-        score_seg = 100.0 * 0.5 * views
-        values = {"aggregates.score_without_time": (WEIGHT_CLS * score_cls + WEIGHT_SEG * score_seg)
-                  / (WEIGHT_CLS + WEIGHT_SEG)}
-
-        timings = [results[c].timing for c in case_ids]
-        baseline = self.settings.baseline_time_seconds
-        if total_processing_time(timings)[0] is not None and baseline is not None:  # else null in metrics.json
-            seconds = resampled_processing_time(timings, counts)
-            fastest, slowest = 2.0 * baseline / 3.0, 2.0 * baseline  # time_score, vectorised
-            score_time = 100.0 * (slowest - np.clip(seconds, fastest, slowest)) / (slowest - fastest)
-            values["aggregates.score_total"] = (WEIGHT_CLS * score_cls + WEIGHT_SEG * score_seg
-                                                + WEIGHT_TIME * score_time)
-        return values
-
-    # ---- chart (only when structure_chart_file is set) -----------------------------------
-
-    chart_builders = {"structure_chart_file": "structure_chart"}
-
-    def structure_chart(self, results: dict[str, CaseResult], metrics: dict[str, Any]) -> dict:
-        return structure_bar_chart(metrics["aggregates"], metrics["counts"]["cases"], self.settings.nsd_tolerance_px)
+    chart_builders = {"structure_chart_file": structure_chart}
 
 
-# ---- chart --------------------------------------------------------------------------------------
+def put(document: dict[str, Any], path: str, value: Any) -> None:
+    """Sets document's value at a dot-separated path, making the dictionaries on the way."""
+    *parents, key = path.split(".")
+    for part in parents:
+        document = document.setdefault(part, {})
+    document[key] = value
 
 
-def structure_bar_chart(aggregates: dict[str, Any], cases: int, tolerance: float) -> dict:
-    """Mean DSC and NSD of each view and structure: the aggregates.<view>_<structure>_dsc/_nsd
-    values of metrics.json, as bars."""
-    from evaluation import charts
-
-    nsd = f"NSD ({tolerance:g} px)"
-    bars = [charts.Bar(f"{VIEW_NAMES[view]} {structure}", metric, aggregates[f"{view}_{structure}_{key}"])
-            for view, structure in PAIRS for metric, key in (("Dice", "dsc"), (nsd, "nsd"))]
-    subtitle = (f"segmentation score {aggregates['score_seg']:.2f} (per view 0.4 vessel + 0.6 plaque of "
-                f"(Dice + NSD) / 2); {cases} cases")
-    about = ("Mean over the cases of the Dice similarity coefficient and of the normalised surface Dice of each "
-             "view and structure: the aggregates.<view>_<structure>_dsc and _nsd values of metrics.json.")
-    return charts.bar_chart(bars, title="CSV 2026: segmentation per view and structure", subtitle=subtitle,
-                            x_title="view and structure", y_title="mean over cases", about=about)
+__all__ = [
+    "CLASS_KEYS",
+    "HIGH_RISK_PROBABILITY",
+    "LABEL_SUFFIX",
+    "MASK_KEYS",
+    "PAIRS",
+    "PREDICTION_SUFFIX",
+    "RAW_LABELS",
+    "STRUCTURES",
+    "STRUCTURE_WEIGHTS",
+    "TIMED_PATHS",
+    "VIEWS",
+    "VIEW_NAMES",
+    "WEIGHT_CLS",
+    "WEIGHT_SEG",
+    "WEIGHT_TIME",
+    "CaseResult",
+    "CaseTruth",
+    "Csv2026",
+    "Csv2026Settings",
+    "JobTiming",
+    "LabelMap",
+    "Prediction",
+    "label_map",
+    "time_score",
+]
