@@ -216,7 +216,7 @@ def test_detections_file_is_bounded_before_it_is_read(data, evaluate):
 
 
 def test_detections_rows_are_bounded(data, evaluate, monkeypatch):
-    import evaluation.challenges.camelyon16 as module
+    import evaluation.challenges.camelyon16.predictions as module
 
     monkeypatch.setattr(module, "MAX_DETECTIONS", 5)  # workers are forked: they see it too
     input_dir, ground_truth = data
@@ -226,7 +226,7 @@ def test_detections_rows_are_bounded(data, evaluate, monkeypatch):
 
 
 def test_detection_points_are_bounded(jobs, evaluate, monkeypatch):
-    import evaluation.challenges.camelyon16 as module
+    import evaluation.challenges.camelyon16.predictions as module
 
     monkeypatch.setattr(module, "MAX_DETECTIONS", 5)
     input_dir, ground_truth, output = jobs

@@ -1,7 +1,9 @@
 """The final ranking's statistics of CSV 2026 and CAMELYON16: aggregate against
 the values computed on the materialised resamples (each case repeated as often as it is drawn,
-as distinct cases; CSV 2026: its point values there, CAMELYON16: score_aggregates), on the
-bundled examples and on synthetic cases, and the curves of the report against scikit-learn."""
+as distinct cases; CSV 2026: its point values there, CAMELYON16: score_aggregates, whose values are
+its point values), on the bundled examples and on synthetic cases, and the curves of the report
+against scikit-learn. CAMELYON16: aggregate on a row of counts equals, bit for bit, the point
+values of the materialised resample."""
 
 import copy
 import dataclasses
@@ -13,14 +15,30 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from evaluation.challenges.camelyon16 import Camelyon16, SlideResult, SlideTruth
+from evaluation.challenges.camelyon16 import (
+    FROC_SCORE,
+    FROC_SENSITIVITIES,
+    LESIONS_ITC_EXCLUDED,
+    LESIONS_TOTAL,
+    SLIDE_AUC,
+    Camelyon16,
+    SlideResult,
+    SlideTruth,
+)
 from evaluation.challenges.csv2026 import (SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, CaseResult, Csv2026,
                                           JobTiming)
 from evaluation.errors import SetupError
 from evaluation.grand_challenge import Undefined
 from evaluation.challenges.csv2026.examples import write_dataset
-from evaluation.leaderboard.rules import Key, OrderedRanking
-from evaluation.metrics.froc import SlideHits, froc_curve, froc_score, resampled_froc_scores
+from evaluation.leaderboard.rules import OrderedRanking
+from evaluation.metrics.froc import (
+    SlideHits,
+    froc_curve,
+    froc_score,
+    froc_sensitivities,
+    mean_sensitivity,
+    weighted_froc_sensitivities,
+)
 from evaluation.metrics.resampling import draws_to_counts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,8 +112,9 @@ def test_final_rankings_are_the_rules():
     assert Csv2026.final_rankings == (OrderedRanking("score_total", (SCORE_TOTAL,), fallback=(SCORE_WITHOUT_TIME,)),)
     assert [(column.path, column.order) for column in (SCORE_TOTAL, SCORE_WITHOUT_TIME)] == [
         ("aggregates.score_total", "desc"), ("aggregates.score_without_time", "desc")]  # csv2026.md, "Leaderboard"
-    assert Camelyon16.final_rankings == (OrderedRanking("slide_auc", (Key("aggregates.slide_auc", "desc"),)),
-                                         OrderedRanking("froc", (Key("aggregates.froc_score", "desc"),)))
+    assert Camelyon16.final_rankings == (OrderedRanking("slide_auc", (SLIDE_AUC,)), OrderedRanking("froc", (FROC_SCORE,)))
+    assert [(rule.name, [(key.path, key.order) for key in rule.keys]) for rule in Camelyon16.final_rankings] == [
+        ("slide_auc", [("aggregates.slide_auc", "desc")]), ("froc", [("aggregates.froc_score", "desc")])]
 
 
 # ---- CSV 2026 ---------------------------------------------------------------------------------------
@@ -205,21 +224,37 @@ def test_csv2026_one_class_resample_uses_the_empty_class_rule(csv_example):
 
 # ---- CAMELYON16 ---------------------------------------------------------------------------------------
 
-CAMELYON_PATHS = ("aggregates.slide_auc", "aggregates.froc_score")
+CAMELYON_PATHS = Camelyon16.ranked_paths  # every value aggregate returns
+
+
+def test_camelyon16_aggregates_every_ranked_path_once():
+    assert CAMELYON_PATHS == (SLIDE_AUC.path, FROC_SCORE.path, *(c.path for c in FROC_SENSITIVITIES), LESIONS_TOTAL,
+                              LESIONS_ITC_EXCLUDED)
 
 
 def camelyon_expected(evaluation, results, counts):
-    """score_aggregates on the materialised resamples; where it refuses a resample for holding
-    no lesion (the FROC is undefined) the slide AUC still is defined: scikit-learn's on it."""
+    """score_aggregates on the materialised resamples (its values are the point values of the
+    resample); where it refuses a resample for holding no lesion (the FROC is undefined) the
+    slide AUC still is defined: scikit-learn's on it, and the lesions counted are none."""
     expected = materialised_values(evaluation, results, counts, CAMELYON_PATHS)
     slides = sorted(results)
     y = np.array([evaluation.ground_truth[s].is_tumor for s in slides])
     scores = np.array([results[s].probability for s in slides])
-    for r in np.flatnonzero(np.isnan(expected["aggregates.froc_score"])):
+    itc = np.array([results[s].hits.itc_regions if results[s].hits is not None else 0 for s in slides])
+    for r in np.flatnonzero(np.isnan(expected[FROC_SCORE.path])):
         drawn = np.repeat(y, counts[r])
         if drawn.any() and not drawn.all():
-            expected["aggregates.slide_auc"][r] = roc_auc_score(drawn, np.repeat(scores, counts[r]))
+            expected[SLIDE_AUC.path][r] = roc_auc_score(drawn, np.repeat(scores, counts[r]))
+        expected[LESIONS_TOTAL][r] = 0
+        expected[LESIONS_ITC_EXCLUDED][r] = counts[r] @ itc
     return expected
+
+
+def assert_identical(got, expected):
+    """The same values bit for bit (NaN where undefined): one code path, no tolerance."""
+    assert set(got) == set(expected)
+    for path in expected:
+        np.testing.assert_array_equal(got[path], expected[path], err_msg=path, strict=True)
 
 
 @pytest.fixture(scope="module")
@@ -238,11 +273,11 @@ def test_camelyon16_example_resamples_equal_score_aggregates(camelyon_example, r
     counts = np.vstack([random_counts(7, 80, n), single_case_rows(n), np.ones((1, n), dtype=np.int64)])
     got = evaluation.aggregate(results, counts)
     expected = camelyon_expected(evaluation, results, counts)
-    assert_same(got, expected)
-    assert np.isnan(got["aggregates.slide_auc"][80:80 + n]).all()  # one slide: one class
+    assert_identical(got, expected)
+    assert np.isnan(got[SLIDE_AUC.path][80:80 + n]).all()  # one slide: one class
     metrics = evaluation.score_aggregates(results)
-    for path in CAMELYON_PATHS:
-        assert got[path][-1] == pytest.approx(value_at(metrics, path), rel=REL)
+    for path in CAMELYON_PATHS:  # the row of ones: metrics.json's values
+        assert got[path][-1] == value_at(metrics, path)
 
 
 def test_camelyon16_slide_auc_equals_scikit_learn_with_weights(camelyon_example):
@@ -251,13 +286,14 @@ def test_camelyon16_slide_auc_equals_scikit_learn_with_weights(camelyon_example)
     y = [evaluation.ground_truth[s].is_tumor for s in slides]
     scores = [results[s].probability for s in slides]
     counts = random_counts(11, 40, len(slides))
-    got = evaluation.aggregate(results, counts)["aggregates.slide_auc"]
+    got = evaluation.aggregate(results, counts)[SLIDE_AUC.path]
     for row, value in zip(counts, got):
         drawn_y = np.repeat(y, row)
         if drawn_y.all() or not drawn_y.any():
             assert math.isnan(value)
-        else:
-            assert value == pytest.approx(roc_auc_score(drawn_y, np.repeat(scores, row)), rel=REL)
+        else:  # bit for bit, with the row as sample_weight or materialised
+            assert value == roc_auc_score(drawn_y, np.repeat(scores, row))
+            assert value == roc_auc_score(y, scores, sample_weight=row)
 
 
 def synthetic_camelyon(seed, slides, digits):
@@ -300,11 +336,11 @@ def test_camelyon16_synthetic_resamples_equal_score_aggregates(camelyon_example,
     evaluation.settings = dataclasses.replace(evaluation.settings, froc_thresholds=rule)
     counts = np.vstack([random_counts(seed, 60, 14), single_case_rows(14)])
     got = evaluation.aggregate(results, counts)
-    assert_same(got, camelyon_expected(evaluation, results, counts))
+    assert_identical(got, camelyon_expected(evaluation, results, counts))
 
 
 @pytest.mark.parametrize("rule", ["2016", "corrected"])
-def test_resampled_froc_scores_are_bit_identical_to_the_curve(rule):
+def test_weighted_froc_sensitivities_are_bit_identical_to_the_curve(rule):
     """The helper alone, with many resamples and exact float comparisons."""
     rng = np.random.default_rng(len(rule))
     pool = np.array([0.0, 1e-50, 1e-40, 0.1, float(np.float32(0.1)), 0.3, 0.5, 0.7, 1.0, 2.0])
@@ -320,21 +356,28 @@ def test_resampled_froc_scores_are_bit_identical_to_the_curve(rule):
             else:
                 slides.append(SlideHits(false_positives, np.zeros(0), 0))
         counts = random_counts(trial, 30, n)
-        got = resampled_froc_scores(slides, counts, rule)
-        for row, value in zip(counts, got):
+        sensitivities = weighted_froc_sensitivities(slides, counts, rule)
+        scores = mean_sensitivity(sensitivities)
+        for row, at_targets, value in zip(counts, sensitivities, scores):
             drawn = [s for s, times in zip(slides, row) for _ in range(times)]
             if sum(s.lesions for s in drawn) == 0:
-                assert math.isnan(value)
+                assert math.isnan(value) and np.isnan(at_targets).all()
             else:
-                assert value == froc_score(froc_curve(drawn, rule))
+                curve = froc_curve(drawn, rule)
+                assert value == froc_score(curve)
+                assert at_targets.tolist() == froc_sensitivities(curve).tolist()
 
 
-def test_resampled_froc_scores_refuse_bad_input():
+def test_weighted_froc_sensitivities_refuse_bad_input():
     slides = [SlideHits(np.array([0.5]), np.array([0.7]), 0)]
     with pytest.raises(ValueError, match="rule"):
-        resampled_froc_scores(slides, np.ones((1, 1), dtype=np.int64), "2017")
+        weighted_froc_sensitivities(slides, np.ones((1, 1), dtype=np.int64), "2017")
     with pytest.raises(ValueError, match="shape"):
-        resampled_froc_scores(slides, np.ones((1, 2), dtype=np.int64))
+        weighted_froc_sensitivities(slides, np.ones((1, 2), dtype=np.int64))
+    with pytest.raises(ValueError, match="whole numbers"):
+        weighted_froc_sensitivities(slides, np.full((1, 1), 0.5))
+    with pytest.raises(ValueError, match="non-negative"):
+        weighted_froc_sensitivities(slides, -np.ones((1, 1), dtype=np.int64))
 
 
 def test_camelyon16_ranking_resamples_by_blocks(camelyon_example):

@@ -130,7 +130,26 @@ def froc_score(curve: FrocCurve, targets=FP_RATE_TARGETS) -> float:
     return float(np.mean(froc_sensitivities(curve, targets)))
 
 
-# ---- the FROC score on bootstrap resamples of the slides ---------------------------------------
+# ---- the FROC sensitivities over slide weights (point value and bootstrap resamples) -----------
+
+
+def _by_slide(arrays: list[np.ndarray], dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(slide of each value, values) of every slide's array cast to `dtype`, grouped by slide and
+    sorted within it."""
+    lengths = [len(a) for a in arrays]
+    slide = np.repeat(np.arange(len(arrays), dtype=np.int64), lengths)
+    values = np.concatenate([np.zeros(0, dtype=dtype)] + [np.asarray(a).astype(dtype) for a in arrays])
+    order = np.lexsort((values, slide))
+    return slide[order], values[order]
+
+
+def _by_slide_unique(slide: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of each slide, grouped by slide and sorted within it."""
+    order = np.lexsort((values, slide))
+    slide, values = slide[order], values[order]
+    first = np.ones(len(values), dtype=bool)
+    first[1:] = (slide[1:] != slide[:-1]) | (values[1:] != values[:-1])
+    return slide[first], values[first]
 
 
 class _PooledIndices:
@@ -138,15 +157,15 @@ class _PooledIndices:
     slide so that one np.searchsorted answers a query for every (resample, slide) at once (a
     query index lies in [0, span + 1]). A sentinel above every key ends the pool."""
 
-    def __init__(self, arrays: list[np.ndarray], span: int):
+    def __init__(self, keys: np.ndarray, slide: np.ndarray, slides: int, span: int):
+        """`keys` of every slide, grouped by slide in order (`slide`: each key's slide, increasing)
+        and sorted within it."""
         stride = span + 2
-        self.offsets = np.arange(len(arrays), dtype=np.int64) * stride
-        lengths = np.array([len(a) for a in arrays], dtype=np.int64)
-        self.ends = np.cumsum(lengths)
-        self.starts = self.ends - lengths
-        sentinel = np.array([len(arrays) * stride], dtype=np.int64)
-        self.pooled = np.concatenate([np.asarray(a, dtype=np.int64) + o for a, o in zip(arrays, self.offsets)]
-                                     + [sentinel])
+        self.offsets = np.arange(slides, dtype=np.int64) * stride
+        self.ends = np.cumsum(np.bincount(slide, minlength=slides)).astype(np.int64)
+        self.starts = self.ends - np.bincount(slide, minlength=slides)
+        sentinel = np.array([slides * stride], dtype=np.int64)
+        self.pooled = np.concatenate([np.asarray(keys, dtype=np.int64) + self.offsets[slide], sentinel])
 
     def _position(self, index: np.ndarray, side: str) -> np.ndarray:
         return np.searchsorted(self.pooled, index[:, None] + self.offsets, side=side)
@@ -168,11 +187,14 @@ class _PooledIndices:
         return np.where(found, self.pooled[np.maximum(position, 0)] - self.offsets, -1).max(axis=1, initial=-1)
 
 
-def resampled_froc_scores(slides: list[SlideHits], counts, rule: str = "2016", targets=FP_RATE_TARGETS) -> np.ndarray:
-    """froc_score(froc_curve(resample, rule)) of every bootstrap resample of `slides` at once,
-    NaN where the resample holds no lesion (froc_curve refuses it). counts[r, s] is how many
-    times slides[s] is drawn in resample r: its false positives and lesion slots count that many
-    times, and so does the slide in the FP rate's denominator.
+def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: str = "2016",
+                                targets=FP_RATE_TARGETS) -> np.ndarray:
+    """froc_sensitivities(froc_curve(weighted slides, rule), targets) of every row of
+    `sample_weight` (rows x slides, whole numbers) at once: (rows, targets), NaN where the row
+    holds no lesion (froc_curve refuses it). sample_weight[r, s] is how many times slides[s]
+    counts in row r (a bootstrap resample: how many times it is drawn; the point value: once):
+    its false positives and lesion slots count that many times, and so does the slide in the FP
+    rate's denominator. Equal, bit for bit, to the curve of the materialised row.
 
     The same operations as on the materialised resample, without building its curve:
     - every value a resample can hold lies on one grid U (the distinct values of all slides);
@@ -190,25 +212,60 @@ def resampled_froc_scores(slides: list[SlideHits], counts, rule: str = "2016", t
     """
     if rule not in THRESHOLD_RULES:
         raise ValueError(f"rule must be one of {THRESHOLD_RULES}, got {rule!r}")
-    counts = np.asarray(counts, dtype=np.int64)
+    counts = np.asarray(sample_weight)
     if counts.ndim != 2 or counts.shape[1] != len(slides):
-        raise ValueError(f"counts must have shape (resamples, {len(slides)}), got {counts.shape}")
+        raise ValueError(f"sample_weight must have shape (rows, {len(slides)}), got {counts.shape}")
+    if counts.size and not np.issubdtype(counts.dtype, np.integer) and not np.array_equal(counts, np.round(counts)):
+        raise ValueError("sample_weight must hold whole numbers (a slide counts a whole number of times)")
+    counts = counts.astype(np.int64)
+    if (counts < 0).any():
+        raise ValueError("sample_weight must be non-negative")
     slot_type = np.float32 if rule == "2016" else np.float64
-    false_positives = [np.sort(s.false_positives) for s in slides]
-    slots = [np.sort(np.concatenate([s.lesion_confidences, np.zeros(s.itc_regions)]).astype(slot_type)) for s in slides]
-    if any((f < 0).any() for f in false_positives) or any((s < 0).any() for s in slots):
+    # Every slide's values pooled, each array sorted within its slide (one sort for all slides).
+    n = len(slides)
+    fp_slide, false_positives = _by_slide([s.false_positives for s in slides], np.float64)
+    slot_slide, slots = _by_slide([np.concatenate([s.lesion_confidences, np.zeros(s.itc_regions)]) for s in slides],
+                                  slot_type)
+    if (false_positives < 0).any() or (slots < 0).any():
         raise ValueError("confidences must be non-negative (a missed lesion is a 0)")
-    held = [np.unique(np.concatenate([f, s.astype(np.float64)])) for f, s in zip(false_positives, slots)]
-    grid = np.unique(np.concatenate([np.zeros(0)] + held))
+    held_slide, held = _by_slide_unique(np.concatenate([fp_slide, slot_slide]),
+                                        np.concatenate([false_positives, slots.astype(np.float64)]))
+    grid = np.unique(held)
     size = len(grid)
-    fp_cuts = _PooledIndices([np.searchsorted(grid, f, side="right") for f in false_positives], size)
+    fp_cuts = _PooledIndices(np.searchsorted(grid, false_positives, side="right"), fp_slide, n, size)
     slot_grid = grid.astype(slot_type)  # a slot compares with the threshold in its own type
-    slot_cuts = _PooledIndices([np.sort(np.searchsorted(slot_grid, s, side="right")) for s in slots], size)
-    values = _PooledIndices([np.searchsorted(grid, h) for h in held], size)
+    slot_cuts = _PooledIndices(np.searchsorted(slot_grid, slots, side="right"), slot_slide, n, size)
+    values = _PooledIndices(np.searchsorted(grid, held), held_slide, n, size)
+    targets = np.asarray(targets, dtype=np.float64)
+    lesion_counts = np.array([s.lesions for s in slides], dtype=np.int64)
+    rows = counts.shape[0]
+    sensitivities = np.full((rows, len(targets)), np.nan)
+    # One bisection for every (row, target) pair: the rows repeated once per target, a block of
+    # rows at a time so that the (pairs x slides) temporaries stay under _PAIR_CELLS.
+    block = max(1, _PAIR_CELLS // max(1, len(targets) * len(slides)))
+    for start in range(0, rows if len(targets) else 0, block):
+        part = counts[start:start + block]
+        pairs = np.repeat(part, len(targets), axis=0)
+        read = _read_at_targets(pairs, np.tile(targets, len(part)), lesion_counts, grid, values, fp_cuts, slot_cuts,
+                                rule)
+        sensitivities[start:start + len(part)] = read.reshape(len(part), len(targets))
+    lesions = counts @ lesion_counts
+    return np.where((lesions > 0)[:, None], sensitivities, np.nan)
 
+
+_PAIR_CELLS = 1 << 17  # (row, target) pairs x slides per block: 1 MB temporaries stay in cache (measured: 1 << 21 took 2.5x as long)
+
+
+def _read_at_targets(counts: np.ndarray, target: np.ndarray, lesion_counts: np.ndarray, grid: np.ndarray,
+                     values: _PooledIndices, fp_cuts: _PooledIndices, slot_cuts: _PooledIndices,
+                     rule: str) -> np.ndarray:
+    """The sensitivity at target[p] on the curve of the slides weighted by counts[p], for every
+    pair p (a row of weights and one target), as np.interp reads it (see
+    weighted_froc_sensitivities); NaN-free where the pair holds a lesion."""
+    size = len(grid)
     drawn = counts > 0
     slide_count = counts.sum(axis=1).astype(np.float64)
-    lesions = (counts @ np.array([s.lesions for s in slides], dtype=np.int64)).astype(np.float64)
+    lesions = (counts @ lesion_counts).astype(np.float64)
     rows = counts.shape[0]
     if rule == "2016":  # sorted(set(...))[1:]: the smallest value held is no threshold
         floor = values.first_at_or_above(np.zeros(rows, dtype=np.int64), drawn, size)
@@ -225,26 +282,32 @@ def resampled_froc_scores(slides: list[SlideHits], counts, rule: str = "2016", t
         return slot_cuts.weighted_count_above(np.clip(index, 0, max(size - 1, 0)), counts) / lesions
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        read = []
-        for target in np.asarray(targets, dtype=np.float64):
-            # The lowest grid index whose FP rate is <= target (size: none), by bisection.
-            low, high = np.zeros(rows, dtype=np.int64), np.full(rows, size, dtype=np.int64)
-            while (active := low < high).any():
-                middle = (low + high) // 2
-                within = fp_rate(middle) <= target
-                high = np.where(active & within, middle, high)
-                low = np.where(active & ~within, middle + 1, low)
-            first = values.first_at_or_above(low, drawn, size)  # the lowest held value there
-            below = values.last_below(first, drawn)  # the next lower threshold
-            x_first, y_first = fp_rate(first), sensitivity(first)
-            x_below, y_below = fp_rate(below), sensitivity(below)
-            between = (y_below - y_first) / (x_below - x_first) * (target - x_first) + y_first
-            x_highest, y_highest = fp_rate(highest), sensitivity(highest)
-            before_all = (y_highest - 0.0) / (x_highest - 0.0) * (target - 0.0) + 0.0  # from the (0, 0) point
-            value = np.where(first <= lowest, sensitivity(lowest), between)
-            value = np.where(first == size, before_all, value)
-            read.append(np.where(no_threshold, 0.0, value))
-    total = read[0]
-    for value in read[1:]:  # np.mean of the six: their sum left to right, then the division
-        total = total + value
-    return np.where(lesions > 0, total / len(read), np.nan)
+        # The lowest grid index whose FP rate is <= target (size: none), by bisection.
+        low, high = np.zeros(rows, dtype=np.int64), np.full(rows, size, dtype=np.int64)
+        while (active := low < high).any():
+            middle = (low + high) // 2
+            within = fp_rate(middle) <= target
+            high = np.where(active & within, middle, high)
+            low = np.where(active & ~within, middle + 1, low)
+        first = values.first_at_or_above(low, drawn, size)  # the lowest held value there
+        below = values.last_below(first, drawn)  # the next lower threshold
+        x_first, y_first = fp_rate(first), sensitivity(first)
+        x_below, y_below = fp_rate(below), sensitivity(below)
+        between = (y_below - y_first) / (x_below - x_first) * (target - x_first) + y_first
+        x_highest, y_highest = fp_rate(highest), sensitivity(highest)
+        before_all = (y_highest - 0.0) / (x_highest - 0.0) * (target - 0.0) + 0.0  # from the (0, 0) point
+        value = np.where(first <= lowest, sensitivity(lowest), between)
+        value = np.where(first == size, before_all, value)
+        return np.where(no_threshold, 0.0, value)
+
+
+def mean_sensitivity(sensitivities: np.ndarray) -> np.ndarray:
+    """The FROC score of each row of (rows, targets) sensitivities, as froc_score takes np.mean of
+    one curve's: the sum left to right (np.add.reduce adds fewer than 8 values in order), then
+    one division by the number of targets. Summing the columns another way (pairwise, or along a
+    strided axis) could change the last bit of metrics.json's froc_score."""
+    sensitivities = np.asarray(sensitivities, dtype=np.float64)
+    total = sensitivities[:, 0]
+    for column in range(1, sensitivities.shape[1]):
+        total = total + sensitivities[:, column]
+    return total / sensitivities.shape[1]

@@ -339,3 +339,86 @@ def roc_auc_of_weightings(orders: list[PairOrder], weights) -> np.ndarray:
             with np.errstate(divide="ignore", invalid="ignore"):
                 auc[rows, at] = np.where(both > 0, doubled / (2.0 * both), np.nan)
     return auc
+
+
+# ---- scikit-learn's roc_auc_score with sample_weight, of many weightings at once ----------------
+
+
+def roc_auc_score(y_true, y_score, sample_weight=None) -> np.ndarray:
+    """scikit-learn's roc_auc_score(y_true, y_score, sample_weight=w), bit for bit, for every row w
+    of `sample_weight` (rows x items; 1-D: one weighting, a 0-d array back; None: every item
+    once): the trapezoids of the ROC curve, with scikit-learn's floating-point operations in its
+    order. NaN for a row without weighted positives or without weighted negatives. A bootstrap
+    resample is a row of counts (how many times each item is drawn); the point value the row of
+    ones: both go through this one computation.
+
+    Per row, as scikit-learn on the items of nonzero weight: one point per distinct score present
+    (scores decreasing; weights summed left to right by np.cumsum, exact for whole counts), the
+    points collinear with their neighbours dropped (np.diff(_, 2) != 0 on the row's own points),
+    (0, 0) prepended, the rates divided by the row's totals, then the trapezoids
+    ((dx * (y[k] + y[k-1])) / 2.0) added by np.add.reduce. That sum is pairwise, so its rounding
+    depends on how many terms there are: rows are summed in groups of equal length, each row a
+    contiguous run of its own terms, never padded (a padded row would be added in other pairs)."""
+    y_true = np.asarray(y_true)
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if y_true.ndim != 1 or y_score.shape != y_true.shape:
+        raise ValueError(f"y_true and y_score must be 1-D of equal length, got shapes {y_true.shape} and {y_score.shape}")
+    if not np.isin(y_true, (0, 1)).all():
+        raise ValueError("y_true must hold only 0 and 1")
+    if not np.isfinite(y_score).all():
+        raise ValueError("y_score must be finite")
+    weights = np.ones(len(y_true)) if sample_weight is None else np.asarray(sample_weight)
+    single = weights.ndim == 1
+    weights = np.atleast_2d(weights)
+    if weights.ndim != 2 or weights.shape[1] != len(y_true):
+        raise ValueError(f"sample_weight of shape {np.shape(sample_weight)} does not have one column per item")
+    weights = weights.astype(np.float64, copy=False)
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("sample_weight must be finite and non-negative")
+    rows, n = weights.shape
+    auc = np.full(rows, np.nan)
+    if n == 0 or rows == 0:
+        return auc[0] if single else auc
+    order = stable_order(-y_score)  # scores decreasing, ties in item order (scikit-learn's stable sort)
+    scores, positive = y_score[order], y_true[order].astype(bool)
+    weights = weights[:, order]
+    ends = np.r_[np.flatnonzero(np.diff(scores)), n - 1]  # the last item of each distinct score
+    starts = np.r_[0, ends[:-1] + 1]
+    tps = np.cumsum(weights * positive, axis=1)[:, ends]
+    fps = np.cumsum(weights * ~positive, axis=1)[:, ends]
+    present = np.add.reduceat(weights > 0, starts, axis=1) > 0  # a score some item of the row carries
+    positives, negatives = tps[:, -1], fps[:, -1]
+    defined = (positives > 0) & (negatives > 0)
+
+    # Each present point's neighbours among the row's present points (-1 / G: none).
+    columns = np.arange(len(ends))
+    marked = np.where(present, columns, -1)
+    before = np.maximum.accumulate(np.c_[np.full(rows, -1), marked[:, :-1]], axis=1)
+    marked = np.where(present, columns, len(ends))
+    after = np.minimum.accumulate(np.c_[marked[:, 1:], np.full(rows, len(ends))][:, ::-1], axis=1)[:, ::-1]
+    row = np.arange(rows)[:, None]
+    inner = (before >= 0) & (after < len(ends))
+    prev, next_ = np.clip(before, 0, None), np.clip(after, None, len(ends) - 1)
+
+    def corner(values):  # np.diff(values, 2) != 0 at the point: (next - it) - (it - previous)
+        return ((values[row, next_] - values) - (values - values[row, prev])) != 0
+
+    kept = present & (~inner | corner(fps) | corner(tps))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fpr, tpr = fps / negatives[:, None], tps / positives[:, None]
+    # The previous kept point of each kept point: (0, 0) before the first.
+    marked = np.where(kept, columns, -1)
+    last_kept = np.maximum.accumulate(np.c_[np.full(rows, -1), marked[:, :-1]], axis=1)
+    first = last_kept < 0
+    at = np.clip(last_kept, 0, None)
+    fpr_before = np.where(first, 0.0, fpr[row, at])
+    tpr_before = np.where(first, 0.0, tpr[row, at])
+    terms = (fpr - fpr_before) * (tpr + tpr_before) / 2.0
+    lengths = kept.sum(axis=1)
+    for length in np.unique(lengths[defined]):
+        group = np.flatnonzero(defined & (lengths == length))
+        # Row by row, the kept terms in curve order: a C-contiguous (rows, length) block whose
+        # sum along axis 1 is np.add.reduce of each row alone.
+        block = np.ascontiguousarray(terms[group][kept[group]].reshape(len(group), length))
+        auc[group] = np.add.reduce(block, axis=1)
+    return auc[0] if single else auc

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.challenges.camelyon16 import MASKS_FOLDER, MM_TO_UM, NORMAL, REFERENCE_FILE, SLIDES_FILE, TUMOR
+from evaluation.challenges.camelyon16.predictions import MM_TO_UM, SLIDES_FILE
+from evaluation.challenges.camelyon16.truth import (
+    MASKS_FOLDER,
+    NORMAL,
+    REFERENCE_FILE,
+    TUMOR,
+)
 from evaluation.examples import Example, Lineup, synthetic
 
 
@@ -59,8 +65,9 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
     the slide plus, for about 70% of the lesions and ITC regions of its evaluation mask, 1 to 3
     hits (Beta(3, 2)) on tumor pixels. Masks are read one at a time by the challenge's loader at
     the evaluation level; the excluded slides are left out."""
-    from evaluation.challenges.camelyon16 import EVALUATION_LEVEL, Camelyon16
+    from evaluation.challenges.camelyon16 import Camelyon16
     from evaluation.challenges.camelyon16.masks import read_mask
+    from evaluation.challenges.camelyon16.truth import EVALUATION_LEVEL
 
     evaluation = Camelyon16(ground_truth_dir)  # its config.json applies
     settings = evaluation.settings
@@ -205,10 +212,13 @@ def write_synthetic(out_dir: Path, seed: int = 0, slides: int = 6, mask_shape: t
     (truth_dir / MASKS_FOLDER).mkdir(parents=True, exist_ok=True)
     input_dir.mkdir(parents=True, exist_ok=True)
     pixel_size = 0.243
-    names = [f"Test_{n:03d}" for n in range(1, slides + 1)]
+    extra = ["Test_049", "Test_114"] if extra_slides else []
+    # Numbered from Test_001, skipping the extra slides' names (a 60-slide example would list Test_049 twice).
+    numbered = (f"Test_{n:03d}" for n in range(1, slides + len(extra) + 1))
+    names = [name for name in numbered if name not in extra][:slides]
     kinds = {name: TUMOR if n % 2 == 0 else NORMAL for n, name in enumerate(names)}
     if extra_slides:
-        names += ["Test_049", "Test_114"]
+        names += extra
         kinds.update({"Test_049": TUMOR, "Test_114": TUMOR})
     reference = ["image,type"]
     height, width = mask_shape

@@ -1,0 +1,71 @@
+"""evaluation.metrics.ranking.roc_auc_score, the one weighted AUC of CAMELYON16's point value and
+bootstrap: equal bit for bit to scikit-learn's roc_auc_score with sample_weight, for whole counts
+(bootstrap resamples), the row of ones, and real-valued weights, ties and zero weights included."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score as sklearn_roc_auc_score
+
+from evaluation.metrics.classification import ranking_curve, roc_auc
+from evaluation.metrics.ranking import roc_auc_score
+from evaluation.metrics.resampling import draws_to_counts
+
+
+def scikit_learn(y, scores, weights):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one class: NaN and a warning
+        return sklearn_roc_auc_score(y, scores, sample_weight=weights)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_of_counts_equal_scikit_learn_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        n = int(rng.integers(1, 80))
+        y = rng.random(n) < rng.random()
+        scores = rng.random(n).round(int(rng.integers(1, 3))) if trial % 2 else rng.random(n)  # ties, or none
+        counts = draws_to_counts(rng.integers(0, n, size=(8, n)), n)
+        counts = np.vstack([counts, np.ones((1, n), dtype=np.int64), np.eye(n, dtype=np.int64)[:1] * n])
+        got = roc_auc_score(y, scores, counts)
+        assert got.shape == (len(counts),)
+        for row, value in zip(counts, got):
+            expected = scikit_learn(y, scores, row)
+            assert value == expected or (math.isnan(value) and math.isnan(expected))
+
+
+def test_real_weights_equal_scikit_learn_bit_for_bit():
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(2, 300))
+        y = rng.random(n) < 0.4
+        scores = rng.random(n).round(1) if trial % 2 else rng.random(n)
+        weights = rng.random(n) * (rng.random(n) < 0.8)  # some zero: left out, as scikit-learn does
+        value, expected = roc_auc_score(y, scores, weights), scikit_learn(y, scores, weights)
+        assert value.shape == () and (value == expected or (math.isnan(value) and math.isnan(expected)))
+
+
+def test_unweighted_is_the_curve_auc():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(2, 100))
+        y = rng.random(n) < 0.5
+        if y.all() or not y.any():
+            continue
+        scores = rng.random(n).round(2)
+        assert roc_auc_score(y, scores) == roc_auc(ranking_curve(y, scores, np.ones(n))) == sklearn_roc_auc_score(y, scores)
+
+
+def test_refuses_bad_input():
+    with pytest.raises(ValueError, match="equal length"):
+        roc_auc_score([0, 1], [0.5])
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        roc_auc_score([0, 2], [0.5, 0.6])
+    with pytest.raises(ValueError, match="finite"):
+        roc_auc_score([0, 1], [0.5, np.nan])
+    with pytest.raises(ValueError, match="one column per item"):
+        roc_auc_score([0, 1], [0.5, 0.6], np.ones((2, 3)))
+    with pytest.raises(ValueError, match="non-negative"):
+        roc_auc_score([0, 1], [0.5, 0.6], [1, -1])
