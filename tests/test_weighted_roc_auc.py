@@ -1,6 +1,7 @@
-"""evaluation.metrics.ranking.roc_auc_score, the one weighted AUC of CAMELYON16's point value and
-bootstrap: equal bit for bit to scikit-learn's roc_auc_score with sample_weight, for whole counts
-(bootstrap resamples), the row of ones, and real-valued weights, ties and zero weights included."""
+"""evaluation.metrics.classification.roc_auc_score, the one weighted AUC (ISIC's mean AUC and
+CAMELYON16's slide AUC, point value and bootstrap): equal bit for bit to scikit-learn's
+roc_auc_score with sample_weight, for whole counts (bootstrap resamples), the row of ones, and
+real-valued weights, ties and zero weights included; NaN for a row without both classes."""
 
 import math
 import warnings
@@ -9,8 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score as sklearn_roc_auc_score
 
-from evaluation.metrics.classification import ranking_curve, roc_auc
-from evaluation.metrics.ranking import roc_auc_score
+from evaluation.metrics.classification import ranking_curve, roc_auc, roc_auc_score
 from evaluation.metrics.resampling import draws_to_counts
 
 
@@ -36,7 +36,10 @@ def test_rows_of_counts_equal_scikit_learn_bit_for_bit(seed):
             assert value == expected or (math.isnan(value) and math.isnan(expected))
 
 
-def test_real_weights_equal_scikit_learn_bit_for_bit():
+def test_real_weights_equal_scikit_learn():
+    """Fractional weights: the bits of the single-row curve (scikit-learn 1.7's, which ISIC's
+    reference pins: tests/test_isic_parity.py); scikit-learn >= 1.8 orders tied scores the other
+    way and may differ in the last bit (whole weights are exact either way)."""
     rng = np.random.default_rng(7)
     for trial in range(300):
         n = int(rng.integers(2, 300))
@@ -44,7 +47,46 @@ def test_real_weights_equal_scikit_learn_bit_for_bit():
         scores = rng.random(n).round(1) if trial % 2 else rng.random(n)
         weights = rng.random(n) * (rng.random(n) < 0.8)  # some zero: left out, as scikit-learn does
         value, expected = roc_auc_score(y, scores, weights), scikit_learn(y, scores, weights)
-        assert value.shape == () and (value == expected or (math.isnan(value) and math.isnan(expected)))
+        assert value.shape == ()
+        if math.isnan(expected):
+            assert math.isnan(value)
+            continue
+        assert value == roc_auc(ranking_curve(y, scores, weights))
+        assert value == pytest.approx(expected, rel=0, abs=1e-15)
+
+
+def test_rows_of_fractional_weights_equal_the_single_row_auc_bit_for_bit():
+    """Rows of counts times fractional item weights (ISIC: a resample times the score weights),
+    the first the row of ones: each row's value is the single-row curve's AUC and scikit-learn's."""
+    rng = np.random.default_rng(11)
+    for trial in range(160):
+        n = int(rng.integers(1, 150))
+        y = rng.random(n) < rng.random()
+        scores = np.round(rng.random(n), int(rng.integers(0, 4)))  # ties within and across classes
+        weights = rng.integers(0, 3, size=(6, n)).astype(np.float64)
+        if trial % 2:
+            weights *= np.round(rng.uniform(0, 2, n), 3)  # fractional weights, some zero
+        weights[0] = 1.0
+        got = roc_auc_score(y, scores, weights)
+        for r, row in enumerate(weights):
+            expected = roc_auc(ranking_curve(y, scores, row))
+            assert got[r] == expected or (math.isnan(got[r]) and math.isnan(expected)), (trial, r)
+            sklearn_value = scikit_learn(y, scores, row)
+            assert got[r] == pytest.approx(sklearn_value, rel=0, abs=1e-15, nan_ok=True), (trial, r)
+
+
+def test_integer_counts_of_any_type_and_all_zero_rows():
+    """Counts whose pair totals exceed their own type (int32), and rows of zeros: NaN."""
+    rng = np.random.default_rng(8)
+    y, scores = rng.random(300) < 0.4, rng.random(300)
+    counts = rng.integers(0, 40_000, size=(3, 300)).astype(np.int32)
+    counts = np.vstack([counts, np.zeros((1, 300), dtype=np.int32)])
+    got = roc_auc_score(y, scores, counts)
+    for r, row in enumerate(counts[:3]):
+        assert got[r] == scikit_learn(y, scores, row.astype(float))
+    assert math.isnan(got[3])
+    np.testing.assert_array_equal(got, roc_auc_score(y, scores, counts.astype(np.float64)))
+    assert roc_auc_score(y, scores, np.zeros((0, 300))).shape == (0,)
 
 
 def test_unweighted_is_the_curve_auc():

@@ -415,27 +415,39 @@ def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return sums
 
 
-def roc_auc_rows(orders: ScoreOrder | list[ScoreOrder] | tuple[ScoreOrder, ...], sample_weight: np.ndarray
-                 ) -> np.ndarray:
-    """roc_auc(ranking_curve(y_true, y_score, row)) of every row of `sample_weight` (rows, items,
-    non-negative): scikit-learn's roc_auc_score with the row as sample_weight, bit for bit (its
-    curve, collinear points dropped, the trapezoids summed as np.add.reduce sums them); NaN for a
-    row without weighted positives or without weighted negatives. One ScoreOrder: (rows,); a
-    sequence of them (several scorings of the same items): (rows, scorings)."""
-    weights = np.asarray(sample_weight, dtype=np.float64)
-    several = not isinstance(orders, ScoreOrder)
-    orders = list(orders) if several else [orders]
-    if weights.ndim != 2 or any(weights.shape[1] != len(order.order) for order in orders):
-        raise ValueError(f"sample_weight of shape {weights.shape} does not have one column per item")
-    by_item = np.ascontiguousarray(weights.T)  # (items, rows): the items' sorts gather whole rows
-    whole = bool((by_item == np.round(by_item)).all()) and float(by_item.sum(axis=0).max(initial=0.0)) < 2.0 ** 53
-    auc = np.column_stack([_roc_auc_of_items(order, by_item, whole) for order in orders]) if orders else \
-        np.zeros((len(weights), 0))
-    return auc if several else auc[:, 0]
+def roc_auc_score(y_true, y_score, sample_weight=None) -> np.ndarray:
+    """scikit-learn's roc_auc_score(y_true, y_score, sample_weight=w), bit for bit, for every row w
+    of `sample_weight` (rows, items; 1-D: one weighting, a 0-d value back; None: every item once):
+    its curve, collinear points dropped, the trapezoids summed as np.add.reduce sums them. NaN for
+    a row without weighted positives or without weighted negatives. A bootstrap resample is a row
+    of counts (times the items' own weights, if any); the point value the row of ones (or of those
+    weights): both go through this one computation, one sort for every row."""
+    y_true = np.asarray(y_true)
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if y_true.ndim != 1 or y_score.shape != y_true.shape:
+        raise ValueError(f"y_true and y_score must be 1-D of equal length, got shapes {y_true.shape} and {y_score.shape}")
+    if not np.isin(y_true, (0, 1)).all():
+        raise ValueError("y_true must hold only 0 and 1")
+    if not np.isfinite(y_score).all():
+        raise ValueError("y_score must be finite")
+    weights = np.ones(len(y_true)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    single = weights.ndim == 1
+    weights = np.atleast_2d(weights)
+    if weights.ndim != 2 or weights.shape[1] != len(y_true):
+        raise ValueError(f"sample_weight of shape {np.shape(sample_weight)} does not have one column per item")
+    by_item = np.ascontiguousarray(weights.T)  # (items, rows): the sort gathers whole rows
+    if not np.isfinite(by_item).all() or (by_item < 0).any():
+        raise ValueError("sample_weight must be finite and non-negative")
+    if not by_item.size:
+        auc = np.full(len(weights), np.nan)
+    else:
+        whole = bool((by_item == np.round(by_item)).all()) and float(by_item.sum(axis=0).max()) < 2.0 ** 53
+        auc = _roc_auc_of_items(score_order(y_true.astype(bool), y_score), by_item, whole)
+    return auc[0] if single else auc
 
 
 def _roc_auc_of_items(order: ScoreOrder, by_item: np.ndarray, whole: bool) -> np.ndarray:
-    """roc_auc_rows of one scoring, the weights given as (items, rows). Every array below is
+    """roc_auc_score of one sorted scoring, the weights given as (items, rows). Every array below is
     (points or items, rows): cumulative sums run down the items, sequentially, as a 1-D cumsum."""
     rows = by_item.shape[1]
     if not len(order.order):

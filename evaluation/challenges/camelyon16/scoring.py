@@ -15,6 +15,7 @@ from evaluation.challenges.camelyon16.predictions import (
     level0_pixels,
 )
 from evaluation.challenges.camelyon16.truth import SlideTruth, slide_lesions, slide_mask
+from evaluation.metrics.classification import roc_auc_score
 from evaluation.metrics.froc import (
     FrocCurve,
     SlideHits,
@@ -23,7 +24,6 @@ from evaluation.metrics.froc import (
     slide_hits,
     weighted_froc_sensitivities,
 )
-from evaluation.metrics.ranking import roc_auc_score
 from evaluation.reading.files import Origin
 
 CURVE_POINTS = 500  # FROC points kept in metrics.json for plots

@@ -30,9 +30,11 @@ UNDEFINED_BALANCED_ACCURACY = "no category has images with a nonzero score_weigh
 class Submission:
     """What the ranked values need of one submission, made once (the final ranking draws many
     blocks of resamples of the same results): the argmax labels of the truth and of the
-    confidences, one sort of each category's confidences, and the images' score weights."""
+    confidences, each category's positives and one sort of its confidences (metrics.json's
+    curves), and the images' score weights."""
 
     predictions: np.ndarray  # (images, categories), the images in the weights' order
+    positives: np.ndarray  # (images, categories): the truth above THRESHOLD
     truth_labels: np.ndarray
     predicted_labels: np.ndarray
     orders: tuple[classification.ScoreOrder, ...]
@@ -41,9 +43,9 @@ class Submission:
 
 def submission(truth_values: np.ndarray, predictions: np.ndarray, score_weight: np.ndarray) -> Submission:
     """From the truth, the confidences and the score weights of the images, in the weights' order."""
-    orders = tuple(classification.score_order(truth_values[:, c] > THRESHOLD, predictions[:, c])
-                   for c in range(truth_values.shape[1]))
-    return Submission(predictions, classification.argmax_labels(truth_values),
+    positives = truth_values > THRESHOLD
+    orders = tuple(classification.score_order(positives[:, c], predictions[:, c]) for c in range(positives.shape[1]))
+    return Submission(predictions, positives, classification.argmax_labels(truth_values),
                       classification.argmax_labels(predictions), orders, np.asarray(score_weight, dtype=np.float64))
 
 
@@ -60,7 +62,8 @@ def ranked_values(table: Submission, weights: np.ndarray) -> tuple[np.ndarray, n
     n_categories = len(table.orders)
     recall = classification.recall_of_labels_rows(table.truth_labels, table.predicted_labels, sample_weight,
                                                   n_categories)
-    auc = classification.roc_auc_rows(table.orders, sample_weight)
+    auc = np.column_stack([classification.roc_auc_score(table.positives[:, c], table.predictions[:, c], sample_weight)
+                           for c in range(n_categories)])
     return classification.nan_mean_rows(recall), classification.nan_mean_rows(auc)
 
 
