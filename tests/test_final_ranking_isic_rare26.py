@@ -24,7 +24,6 @@ from evaluation.challenges.rare26 import OVER_REPETITIONS, SCORE, Rare26, Rare26
 from evaluation.challenges.rare26 import scoring as rare26_scoring
 from evaluation.grand_challenge import Undefined
 from evaluation.leaderboard.rules import OrderedRanking
-from evaluation.metrics.ranking import resampled_roc_auc
 from evaluation.metrics.resampling import draws_to_counts
 from tests.bundled import is_bundled
 
@@ -167,32 +166,6 @@ def test_isic_values_do_not_depend_on_blocks_or_on_the_previous_submission():
     again = evaluation.ranking_resamples(results, 50, 11)
     for path in ISIC_PATHS:
         np.testing.assert_array_equal(drawn[path], again[path])
-
-
-def test_weighted_auc_of_many_weightings_equals_scikit_learn():
-    rng = np.random.default_rng(7)
-    for trial in range(60):
-        n = int(rng.integers(1, 80))
-        y = rng.random(n) < rng.random()
-        scores = np.round(rng.normal(size=n), int(rng.integers(0, 3)))  # ties within and across classes
-        counts = rng.integers(0, 4, size=(11, n))
-        weights = counts * np.round(rng.uniform(0, 2, n), 2) if trial % 2 else counts
-        got = resampled_roc_auc(y, scores, weights)
-        for r, row in enumerate(weights):
-            if (row * y).sum() > 0 and (row * ~y).sum() > 0:
-                assert got[r] == pytest.approx(roc_auc_score(y, scores, sample_weight=row), rel=1e-12, abs=1e-15)
-            else:
-                assert math.isnan(got[r])
-
-
-def test_weighted_auc_with_counts_too_large_for_their_type_is_summed_in_int64():
-    rng = np.random.default_rng(8)
-    y, scores = rng.random(300) < 0.4, rng.random(300)
-    counts = rng.integers(0, 40_000, size=(3, 300)).astype(np.int32)  # pairs beyond 2**31
-    got = resampled_roc_auc(y, scores, counts)
-    for r, row in enumerate(counts):
-        assert got[r] == pytest.approx(roc_auc_score(y, scores, sample_weight=row.astype(float)), rel=1e-12)
-    np.testing.assert_allclose(got, resampled_roc_auc(y, scores, counts.astype(np.float64)), rtol=1e-12)
 
 
 def test_isic_declares_the_isic_rule():
