@@ -417,32 +417,45 @@ def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
 
 def roc_auc_score(y_true, y_score, sample_weight=None) -> np.ndarray:
     """scikit-learn's roc_auc_score(y_true, y_score, sample_weight=w), bit for bit, for every row w
-    of `sample_weight` (rows, items; 1-D: one weighting, a 0-d value back; None: every item once):
+    of `sample_weight` (rows, items; 1-D: one weighting, that axis dropped; None: every item once):
     its curve, collinear points dropped, the trapezoids summed as np.add.reduce sums them. NaN for
     a row without weighted positives or without weighted negatives. A bootstrap resample is a row
     of counts (times the items' own weights, if any); the point value the row of ones (or of those
-    weights): both go through this one computation, one sort for every row."""
+    weights): both go through this one computation, one sort for every row.
+
+    y_true and y_score (items, labels): each label's AUC, as scikit-learn's average=None on a
+    multilabel indicator, the result (rows, labels) (the weights checked and transposed once).
+    Fractional weights follow scikit-learn 1.7 (the ISIC reference's): ties added in reverse item
+    order; 1.8 and later add them the other way, which can move the last bit (whole numbers are
+    exact in either order)."""
     y_true = np.asarray(y_true)
     y_score = np.asarray(y_score, dtype=np.float64)
-    if y_true.ndim != 1 or y_score.shape != y_true.shape:
-        raise ValueError(f"y_true and y_score must be 1-D of equal length, got shapes {y_true.shape} and {y_score.shape}")
+    if y_true.ndim not in (1, 2) or y_score.shape != y_true.shape:
+        raise ValueError(f"y_true and y_score must be 1-D of equal length (or 2-D, a column per label), "
+                         f"got shapes {y_true.shape} and {y_score.shape}")
     if not np.isin(y_true, (0, 1)).all():
         raise ValueError("y_true must hold only 0 and 1")
     if not np.isfinite(y_score).all():
         raise ValueError("y_score must be finite")
+    labels = y_true.ndim == 2
+    positive, y_score = (y_true.astype(bool), y_score) if labels else (y_true.astype(bool)[:, None], y_score[:, None])
     weights = np.ones(len(y_true)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     single = weights.ndim == 1
     weights = np.atleast_2d(weights)
     if weights.ndim != 2 or weights.shape[1] != len(y_true):
         raise ValueError(f"sample_weight of shape {np.shape(sample_weight)} does not have one column per item")
-    by_item = np.ascontiguousarray(weights.T)  # (items, rows): the sort gathers whole rows
+    by_item = np.ascontiguousarray(weights.T)  # (items, rows): the sorts gather whole rows
     if not np.isfinite(by_item).all() or (by_item < 0).any():
         raise ValueError("sample_weight must be finite and non-negative")
     if not by_item.size:
-        auc = np.full(len(weights), np.nan)
+        auc = np.full((len(weights), y_score.shape[1]), np.nan)
     else:
         whole = bool((by_item == np.round(by_item)).all()) and float(by_item.sum(axis=0).max()) < 2.0 ** 53
-        auc = _roc_auc_of_items(score_order(y_true.astype(bool), y_score), by_item, whole)
+        auc = np.empty((len(weights), y_score.shape[1]))
+        for label in range(y_score.shape[1]):
+            auc[:, label] = _roc_auc_of_items(score_order(positive[:, label], y_score[:, label]), by_item, whole)
+    if not labels:
+        auc = auc[:, 0]
     return auc[0] if single else auc
 
 
