@@ -387,11 +387,12 @@ def ranking_curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCur
 
 
 def _running_sums(weights: np.ndarray, through: np.ndarray) -> np.ndarray:
-    """(points, rows): the sum of the first through[g] rows of weights (items, rows), added in
-    order (a cumulative sum down the items), 0.0 where through[g] is 0."""
-    running = np.zeros((len(weights) + 1, weights.shape[1]))
-    np.cumsum(weights, axis=0, out=running[1:])
-    return running[through]
+    """(rows, points): per row of weights (rows, items), the sum of its first through[g] items,
+    added in order (a cumulative sum along the row, as a 1-D cumsum), 0.0 where through[g] is 0."""
+    by_item = weights.flags.f_contiguous and not weights.flags.c_contiguous
+    running = np.zeros((weights.shape[0], weights.shape[1] + 1), order="F" if by_item else "C")
+    np.cumsum(weights, axis=1, out=running[:, 1:])
+    return running[:, through]
 
 
 def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
@@ -444,68 +445,72 @@ def roc_auc_score(y_true, y_score, sample_weight=None) -> np.ndarray:
     weights = np.atleast_2d(weights)
     if weights.ndim != 2 or weights.shape[1] != len(y_true):
         raise ValueError(f"sample_weight of shape {np.shape(sample_weight)} does not have one column per item")
-    by_item = np.ascontiguousarray(weights.T)  # (items, rows): the sorts gather whole rows
-    if not np.isfinite(by_item).all() or (by_item < 0).any():
+    # The running sums along every row are fastest with each row's items together when the items
+    # outnumber the rows, else with each item's rows together (an accumulate step per item); the
+    # arrays below keep that memory order, and each row's sums are sequential either way.
+    weights = np.ascontiguousarray(weights) if weights.shape[1] >= len(weights) else np.asfortranarray(weights)
+    if not np.isfinite(weights).all() or (weights < 0).any():
         raise ValueError("sample_weight must be finite and non-negative")
-    if not by_item.size:
+    if not weights.size:
         auc = np.full((len(weights), y_score.shape[1]), np.nan)
     else:
-        whole = bool((by_item == np.round(by_item)).all()) and float(by_item.sum(axis=0).max()) < 2.0 ** 53
+        whole = bool((weights == np.round(weights)).all()) and float(weights.sum(axis=1).max()) < 2.0 ** 53
         auc = np.empty((len(weights), y_score.shape[1]))
         for label in range(y_score.shape[1]):
-            auc[:, label] = _roc_auc_of_items(score_order(positive[:, label], y_score[:, label]), by_item, whole)
+            auc[:, label] = _roc_auc_of_items(score_order(positive[:, label], y_score[:, label]), weights, whole)
     if not labels:
         auc = auc[:, 0]
     return auc[0] if single else auc
 
 
-def _roc_auc_of_items(order: ScoreOrder, by_item: np.ndarray, whole: bool) -> np.ndarray:
-    """roc_auc_score of one sorted scoring, the weights given as (items, rows). Every array below is
-    (points or items, rows): cumulative sums run down the items, sequentially, as a 1-D cumsum."""
-    rows = by_item.shape[1]
+def _roc_auc_of_items(order: ScoreOrder, weights: np.ndarray, whole: bool) -> np.ndarray:
+    """roc_auc_score of one sorted scoring, the weights given as (rows, items), in either memory
+    order. Every array below is (rows, points or items): cumulative sums run along the rows,
+    sequentially, as a 1-D cumsum."""
+    rows = weights.shape[0]
     if not len(order.order):
         return np.full(rows, np.nan)
     # ranking_curve's cumulative sums read at the end of each run of equal scores: the positives'
     # weights added in order (the negatives between them add +0.0 there: left out), and the
     # negatives' likewise; a run is a point of the row's curve when it has weight.
-    tps = _running_sums(by_item[order.order[order.positive]], order.positives_through)
-    fps = _running_sums(by_item[order.order[~order.positive]], order.negatives_through)
+    tps = _running_sums(weights[:, order.order[order.positive]], order.positives_through)
+    fps = _running_sums(weights[:, order.order[~order.positive]], order.negatives_through)
     if whole:  # a run with weight raises a sum of whole numbers (< 2**53): its point moved
-        present = np.empty(tps.shape, dtype=bool)
-        present[0] = (tps[0] > 0) | (fps[0] > 0)
-        np.not_equal(tps[1:], tps[:-1], out=present[1:])
-        present[1:] |= fps[1:] != fps[:-1]
+        present = np.empty_like(tps, dtype=bool)  # in the weights' memory order, as every array here
+        present[:, 0] = (tps[:, 0] > 0) | (fps[:, 0] > 0)
+        np.not_equal(tps[:, 1:], tps[:, :-1], out=present[:, 1:])
+        present[:, 1:] |= fps[:, 1:] != fps[:, :-1]
     else:
-        present = np.maximum.reduceat(by_item[order.order], order.starts, axis=0) > 0
+        present = np.maximum.reduceat(weights[:, order.order], order.starts, axis=1) > 0
     # roc_points' drop_intermediate: a point is kept when the second difference of fps or tps
     # through its neighbouring points is not zero; the first and last points always. A run
     # without weight repeats the previous run's sums (it added +0.0), so the previous point's value
     # is the previous run's; the sums never decrease, so the next point's is the least value of
     # the points after.
-    seen = np.logical_or.accumulate(present, axis=0)
-    to_come = np.logical_or.accumulate(present[::-1], axis=0)[::-1]
-    inner = present.copy()
-    inner[0] = False
-    inner[-1] = False
-    inner[1:-1] &= seen[:-2] & to_come[2:]
+    seen = np.logical_or.accumulate(present, axis=1)
+    to_come = np.logical_or.accumulate(present[:, ::-1], axis=1)[:, ::-1]
+    inner = present.copy(order="K")
+    inner[:, 0] = False
+    inner[:, -1] = False
+    inner[:, 1:-1] &= seen[:, :-2] & to_come[:, 2:]
     bend = np.zeros_like(present)
     for x in (fps, tps):
-        after = np.minimum.accumulate(np.where(present, x, np.inf)[::-1], axis=0)[::-1]
-        bend[1:-1] |= ((after[2:] - x[1:-1]) - (x[1:-1] - x[:-2])) != 0
+        after = np.minimum.accumulate(np.where(present, x, np.inf)[:, ::-1], axis=1)[:, ::-1]
+        bend[:, 1:-1] |= ((after[:, 2:] - x[:, 1:-1]) - (x[:, 1:-1] - x[:, :-2])) != 0
     kept = present & (~inner | bend)
     # The trapezoids from the (0, 0) point through the kept points, rates over the row's totals;
     # the rates never decrease, so the last kept point's are the largest kept so far.
-    fp_total, tp_total = fps[-1], tps[-1]
+    fp_total, tp_total = fps[:, -1:], tps[:, -1:]
     defined = (fp_total > 0) & (tp_total > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fpr, tpr = fps / fp_total, tps / tp_total
     fpr_before, tpr_before = np.zeros_like(fpr), np.zeros_like(tpr)
-    np.maximum.accumulate(np.where(kept, fpr, 0.0)[:-1], axis=0, out=fpr_before[1:])
-    np.maximum.accumulate(np.where(kept, tpr, 0.0)[:-1], axis=0, out=tpr_before[1:])
+    np.maximum.accumulate(np.where(kept, fpr, 0.0)[:, :-1], axis=1, out=fpr_before[:, 1:])
+    np.maximum.accumulate(np.where(kept, tpr, 0.0)[:, :-1], axis=1, out=tpr_before[:, 1:])
     with np.errstate(invalid="ignore"):
         terms = (fpr - fpr_before) * (tpr + tpr_before) / 2.0
-    area = row_sums_by_length(terms.T, (kept & defined).T)
-    return np.where(defined, area, np.nan)
+    area = row_sums_by_length(terms, kept & defined)
+    return np.where(defined[:, 0], area, np.nan)
 
 
 def recall_of_labels_rows(truth_labels: np.ndarray, prediction_labels: np.ndarray, sample_weight: np.ndarray,
