@@ -386,6 +386,13 @@ def ranking_curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCur
     return RankingCurve(fps=fps, tps=tps, thresholds=order.thresholds[points])
 
 
+def _columns(weights: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """weights[:, columns] in the weights' memory order (np.take, quicker, makes C order)."""
+    if weights.flags.f_contiguous and not weights.flags.c_contiguous:
+        return weights[:, columns]
+    return np.take(weights, columns, axis=1)
+
+
 def _running_sums(weights: np.ndarray, through: np.ndarray) -> np.ndarray:
     """(rows, points): per row of weights (rows, items), the sum of its first through[g] items,
     added in order (a cumulative sum along the row, as a 1-D cumsum), 0.0 where through[g] is 0."""
@@ -473,15 +480,15 @@ def _roc_auc_of_items(order: ScoreOrder, weights: np.ndarray, whole: bool) -> np
     # ranking_curve's cumulative sums read at the end of each run of equal scores: the positives'
     # weights added in order (the negatives between them add +0.0 there: left out), and the
     # negatives' likewise; a run is a point of the row's curve when it has weight.
-    tps = _running_sums(weights[:, order.order[order.positive]], order.positives_through)
-    fps = _running_sums(weights[:, order.order[~order.positive]], order.negatives_through)
+    tps = _running_sums(_columns(weights, order.order[order.positive]), order.positives_through)
+    fps = _running_sums(_columns(weights, order.order[~order.positive]), order.negatives_through)
     if whole:  # a run with weight raises a sum of whole numbers (< 2**53): its point moved
         present = np.empty_like(tps, dtype=bool)  # in the weights' memory order, as every array here
         present[:, 0] = (tps[:, 0] > 0) | (fps[:, 0] > 0)
         np.not_equal(tps[:, 1:], tps[:, :-1], out=present[:, 1:])
         present[:, 1:] |= fps[:, 1:] != fps[:, :-1]
     else:
-        present = np.maximum.reduceat(weights[:, order.order], order.starts, axis=1) > 0
+        present = np.maximum.reduceat(_columns(weights, order.order), order.starts, axis=1) > 0
     # roc_points' drop_intermediate: a point is kept when the second difference of fps or tps
     # through its neighbouring points is not zero; the first and last points always. A run
     # without weight repeats the previous run's sums (it added +0.0), so the previous point's value
