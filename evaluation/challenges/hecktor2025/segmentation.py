@@ -204,7 +204,7 @@ class SegmentationTask(HecktorEvaluation):
         of TP, FP, FN. Never undefined: the empty-set settings apply per row."""
         settings = self.settings
         patients = [results[p] for p in sorted(results)]
-        weights = np.asarray(counts, dtype=np.float64).reshape(-1, len(patients))
+        weights = np.asarray(counts, dtype=np.float64)
         gtvp_dice = np.array([dice_from_counts(*r.gtvp, both_empty=settings.gtvp_dsc_both_empty) for r in patients],
                              dtype=np.float64)
         # per patient: GTVn v|P∩G|, v|P|, v|G| (mm³); lesion TP, FP, FN
