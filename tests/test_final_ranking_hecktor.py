@@ -248,3 +248,21 @@ def test_task3_resample_with_one_class_is_nan_for_both_values():
     values = assert_resamples_match(task3(ground_truth), predicted, counts)
     for path in ("aggregates.balanced_accuracy", "aggregates.specificity"):
         assert np.isnan(values[path][:2]).all() and np.isfinite(values[path][2]), path
+
+
+def test_task1_point_values_are_the_plain_loops_bit_for_bit():
+    # metrics.json's bits: np.mean of the per-patient GTVp Dice, the GTVn volumes added patient after
+    # patient (past 8 patients a matrix product or a pairwise sum gives other last bits)
+    rng = np.random.default_rng(4)
+    for n in (7, 9, 130, 700):
+        results = synthetic_task1(rng, n)
+        point = task1(results).point_values(results)
+        dice, volumes = [], [0.0, 0.0, 0.0]
+        for patient in sorted(results):
+            result = results[patient]
+            both = result.gtvp[1] + result.gtvp[2]
+            dice.append(2.0 * result.gtvp[0] / both if both else 1.0)
+            for k in range(3):
+                volumes[k] += result.gtvn[k] * result.voxel_volume
+        assert point["aggregates.gtvp_dsc_mean"] == float(np.mean(dice)), n
+        assert point["aggregates.gtvn_dsc_agg"] == 2.0 * volumes[0] / (volumes[1] + volumes[2]), n
