@@ -3,6 +3,11 @@ it, and its statistics against the plain way: re-running the container on every 
 
     .venv/bin/python -m benchmarks.leaderboard [--only NAME]... [--repeats 3] [--quick] [--profile]
     .venv/bin/python -m benchmarks.leaderboard --many-teams [TEAMS] [--repeats 1] [--quick]
+    .venv/bin/python -m benchmarks.leaderboard --aggregate [--repeats 3]
+
+--aggregate: one submission's share of the statistics alone, in this process: HECKTOR tasks 2 and 3's
+`aggregate` on 1000 resamples (counts) of 500 synthetic patients, the best of --repeats, and that
+times 50 submissions.
 
 --many-teams: the scale case alone. 1,000 team folders (40 distinct HECKTOR task 2 submissions,
 the rest linked to them) x 500 patients, the whole command with 1000 resamples on 1 and 2
@@ -396,6 +401,33 @@ MANY_DISTINCT = 40  # distinct submissions written; the other team folders link 
 MANY_TARGET_BYTES = 2 * 2**30
 
 
+def aggregate_timing(repeats: int, patients: int = 500, resamples: int = RESAMPLES) -> None:
+    """HECKTOR tasks 2 and 3: `aggregate` on `resamples` rows of counts over `patients` synthetic
+    patients (tied times and risks, ~40% censored; ~60% HPV positive, 20% wrong), best of `repeats`."""
+    import copy
+
+    from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3
+
+    rng = np.random.default_rng(1)
+    names = [f"P{i:04d}" for i in range(patients)]
+    truth2 = {p: (float(rng.integers(30, 120) * 10), int(rng.random() < 0.6)) for p in names}
+    risks = {p: float(np.round(rng.normal(), 1)) for p in names}
+    truth3 = {p: int(rng.random() < 0.6) for p in names}
+    decisions = {p: bool(label) != bool(rng.random() < 0.2) for p, label in truth3.items()}
+    draws = rng.integers(0, patients, size=(resamples, patients))
+    counts = np.array([np.bincount(row, minlength=patients) for row in draws], dtype=np.int64)
+    for task, truth, results in ((HecktorTask2, truth2, risks), (HecktorTask3, truth3, decisions)):
+        evaluation = copy.copy(task(ROOT / "ground-truth" / task.name))
+        evaluation.ground_truth = truth
+        times = []
+        for _ in range(max(1, repeats)):
+            started = time.perf_counter()
+            evaluation.aggregate(results, counts)
+            times.append(time.perf_counter() - started)
+        print(f"{task.name}: {resamples} resamples of {patients} patients in {min(times) * 1000:.1f} ms "
+              f"(x 50 submissions: {min(times) * 50:.2f} s)", flush=True)
+
+
 def many_teams(teams: int, cases: int, distinct: int, repeats: int, until_report: bool = False) -> int:
     """hecktor2025-task2, `teams` team folders x `cases` patients, the whole command (1000
     resamples, 1 and 2 workers): wall seconds and the peak memory of the main process and of its
@@ -450,7 +482,12 @@ def main(argv: list[str] | None = None) -> None:
                              f"patients, the whole command's peak memory against 2 GiB")
     parser.add_argument("--until-report", action="store_true",
                         help="with --many-teams: stop each command when it starts the report (its charts)")
+    parser.add_argument("--aggregate", action="store_true",
+                        help="only HECKTOR tasks 2 and 3's aggregate on 1000 resamples of 500 patients, in this process")
     args = parser.parse_args(argv)
+    if args.aggregate:
+        aggregate_timing(args.repeats)
+        return
     if args.many_teams is not None:
         sys.exit(many_teams(args.many_teams, 20 if args.quick else MANY_CASES, 4 if args.quick else MANY_DISTINCT,
                             args.repeats, args.until_report))

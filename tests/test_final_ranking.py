@@ -19,8 +19,10 @@ from evaluation.leaderboard.rules import (
 )
 from evaluation.leaderboard.standings import Standing
 from evaluation.leaderboard.statistics import holm_rejections, kendall_tau_b, leaderboard_statistics
+from evaluation.phase.columns import Column
 
-TASK1 = NestedBorda("borda", gtvp="p", gtvn_dsc="d", gtvn_f1="f")
+TASK1 = NestedBorda("borda", gtvp=Column("GTVp", "p", "desc"), gtvn_dsc=Column("GTVn Dice", "d", "desc"),
+                    gtvn_f1=Column("GTVn F1", "f", "desc"))
 
 
 def tied_rows(rng, rows=200, n=7, levels=4):

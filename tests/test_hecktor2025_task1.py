@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from evaluation.challenges.hecktor2025.task1 import HecktorTask1
+from evaluation.challenges.hecktor2025 import HecktorTask1
 from tests.hecktor_data import copy_dataset, evaluate_with_memory_limit, make_dataset
 from tests.test_hecktor2025_metrics import reference_lesions
 

@@ -147,29 +147,36 @@ class NestedBorda:
     """HECKTOR 2025 task 1: GTVp rank by mean DSC; GTVn rank = rank of the Borda count of the
     aggregated-DSC and aggregated-F1 ranks; final = competition rank of the Borda count of the
     GTVp and GTVn ranks (a sum of ranks orders as n - rank points do). Intermediate ranks are
-    fractional ("average": tied values get the mean of their positions) or "min"."""
+    fractional ("average": tied values get the mean of their positions) or "min". The three
+    values are the leaderboard's Columns (any object with a path and order "desc")."""
 
     name: str
-    gtvp: str
-    gtvn_dsc: str
-    gtvn_f1: str
+    gtvp: Any
+    gtvn_dsc: Any
+    gtvn_f1: Any
+
+    def __post_init__(self) -> None:
+        for key in self.keys:
+            if key.order != "desc":
+                raise ValueError(f"nested Borda: {key.path} must be ranked descending (higher is better)")
 
     def applied(self, documents: Iterable[Mapping[str, Any]]) -> "NestedBorda":
         return self
 
     @property
-    def keys(self) -> tuple[Key, ...]:
-        return (Key(self.gtvp), Key(self.gtvn_dsc), Key(self.gtvn_f1))
+    def keys(self) -> tuple[Any, ...]:
+        return (self.gtvp, self.gtvn_dsc, self.gtvn_f1)
 
     @property
     def paths(self) -> tuple[str, ...]:
-        return (self.gtvp, self.gtvn_dsc, self.gtvn_f1)
+        return tuple(key.path for key in self.keys)
 
     def rule(self, tie_method: str = "average") -> str:
         convention = ("tied values share the mean of their positions" if tie_method == "average"
                       else "tied values share the best of their positions")
-        return (f"Nested Borda count: rank by {self.gtvp} descending (gtvp), by {self.gtvn_dsc} descending "
-                f"(gtvn_dsc) and by {self.gtvn_f1} descending (gtvn_f1); gtvn_borda = gtvn_dsc + gtvn_f1, "
+        gtvp, gtvn_dsc, gtvn_f1 = self.paths
+        return (f"Nested Borda count: rank by {gtvp} descending (gtvp), by {gtvn_dsc} descending "
+                f"(gtvn_dsc) and by {gtvn_f1} descending (gtvn_f1); gtvn_borda = gtvn_dsc + gtvn_f1, "
                 f"gtvn = rank of gtvn_borda ascending; borda = gtvp + gtvn; final rank = competition rank of "
                 f"borda ascending (1, 1, 3). Intermediate ranks: {convention} (--tie-method {tie_method}).")
 
@@ -183,8 +190,8 @@ class NestedBorda:
         borda = gtvp + gtvn
         partial = {"gtvp": gtvp, "gtvn_dsc": gtvn_dsc, "gtvn_f1": gtvn_f1, "gtvn_borda": gtvn_borda,
                     "gtvn": gtvn, "borda": borda}
-        return RankedTable(competition_ranks(borda, "asc"),
-                           {self.gtvp: gtvp_values, self.gtvn_dsc: dsc_values, self.gtvn_f1: f1_values}, partial)
+        return RankedTable(competition_ranks(borda, "asc"), dict(zip(self.paths, (gtvp_values, dsc_values, f1_values))),
+                           partial)
 
 
 FinalRanking = OrderedRanking | NestedBorda

@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025.base import HecktorTask2, HecktorTask3, Task2Settings, Task3Settings
+from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3
+from evaluation.challenges.hecktor2025.hpv import Task3Settings
+from evaluation.challenges.hecktor2025.survival import Task2Settings
 from evaluation.examples import Example, Lineup, synthetic
 
 CENTERS = ("CHUM", "CHUP", "CHUV", "HGJ", "HMR", "MDA", "USZ")

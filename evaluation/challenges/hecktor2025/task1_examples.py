@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025.task1 import GTVN, GTVP, HecktorTask1, Task1Settings
+from evaluation.challenges.hecktor2025 import HecktorTask1
+from evaluation.challenges.hecktor2025.segmentation import GTVN, GTVP, Task1Settings
 from evaluation.examples import Example, Lineup, synthetic
 from evaluation.challenges.hecktor2025.examples import image_inputs, organizer_inputs, synthetic_patients
 from evaluation.reading.images import Geometry
