@@ -18,28 +18,15 @@ occupies: 1, 2.5, 2.5, 4). Both equal scipy.stats.rankdata's "min" and "average"
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from evaluation.phase.columns import Column
+
 TIE_RELATIVE = 1e-12  # values this close (relative) count as tied: two runs' rounding is no ranking
 TIE_METHODS = ("average", "min")  # fractional ranks, or the best rank of a tied group
-ORDERS = ("desc", "asc")  # "desc": higher is better
-
-
-@dataclass(frozen=True)
-class Key:
-    """One ranked metrics.json path and which way is better."""
-
-    path: str
-    order: str = "desc"
-
-    def __post_init__(self) -> None:
-        if self.order not in ORDERS:
-            raise ValueError(f"key {self.path!r}: order {self.order!r} is not one of {', '.join(ORDERS)}")
-
-    def describe(self) -> str:
-        return f"{self.path} {'descending' if self.order == 'desc' else 'ascending'}"
 
 
 # ---- pairwise comparisons -------------------------------------------------------------------
@@ -114,8 +101,8 @@ class OrderedRanking:
     without timing ranks the score without time)."""
 
     name: str
-    keys: tuple[Key, ...]
-    fallback: tuple[Key, ...] = ()
+    keys: tuple[Column, ...]  # the leaderboard's own declarations of the ranked values
+    fallback: tuple[Column, ...] = ()
 
     def applied(self, documents: Iterable[Mapping[str, Any]]) -> "OrderedRanking":
         """The rule as applied to these submissions' values ({path: value or None} each)."""

@@ -246,8 +246,7 @@ class Camelyon16(Evaluation):
         fp_rates, sensitivities = plotted_curve(self._froc_curve(results))
         return ranking_curves(fp_rates, sensitivities, *self._slides(results))
 
-    # Only when their settings name a file.
-    chart_builders = {"froc_chart_file": "froc_chart", "roc_chart_file": "slide_roc_chart"}
+    # ---- charts (only when their settings name a file) -----------------------------------
 
     def froc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         aggregates = metrics[AGGREGATES]
@@ -256,3 +255,5 @@ class Camelyon16(Evaluation):
 
     def slide_roc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         return slide_roc_chart(*self._slides(results), metrics[AGGREGATES])
+
+    chart_builders = {"froc_chart_file": froc_chart, "roc_chart_file": slide_roc_chart}

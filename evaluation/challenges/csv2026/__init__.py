@@ -131,7 +131,7 @@ def csv2026_leaderboard(timed: bool) -> Leaderboard:
                                       *(column[pair] for pair in PAIRS for column in (PAIR_DSC, PAIR_NSD))))
 
 
-def structure_chart(results: dict[str, CaseResult], metrics: dict[str, Any], evaluation: Csv2026) -> dict:
+def structure_chart(evaluation: Csv2026, results: dict[str, CaseResult], metrics: dict[str, Any]) -> dict:
     """The mean DSC and NSD of each view and structure, read from metrics.json at their Columns."""
     from .charts import structure_bar_chart
 

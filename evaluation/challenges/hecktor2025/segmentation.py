@@ -242,10 +242,10 @@ class SegmentationTask(HecktorEvaluation):
 
     # ---- chart (only when structure_chart_file is set) -----------------------------------
 
-    chart_builders = {"structure_chart_file": "structure_chart"}
-
     def structure_chart(self, results: dict[str, PatientResult], metrics: dict[str, Any]) -> dict:
         return structure_bar_chart(metrics["aggregates"], metrics["counts"]["patients"])
+
+    chart_builders: ClassVar[dict] = {"structure_chart_file": structure_chart}
 
 
 def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry, settings: Task1Settings,

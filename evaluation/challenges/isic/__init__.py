@@ -146,7 +146,6 @@ class IsicEvaluation(Evaluation):
     # in one process against 17.6 s with two workers, measured side by side.
     cases_in_workers = False
     table: Truth  # the ground truth's table (self.truth is where it was read from)
-    chart_builders = {"roc_chart_file": "roc_chart"}
     # The last submission's scoring.Submission (its sorts), kept while the final ranking draws
     # its blocks of resamples of the same results.
     _submission: tuple[dict[str, np.ndarray], scoring.Submission] | None = None
@@ -230,6 +229,8 @@ class IsicEvaluation(Evaluation):
 
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
         return charts.category_roc_chart(self.table, self.prediction_table(results), metrics, self.title)
+
+    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart}
 
     def ranking_curves(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> list[dict]:
         return charts.ranking_curves(self.table, self.prediction_table(results))

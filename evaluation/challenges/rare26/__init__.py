@@ -105,12 +105,12 @@ WHOLE_TEST_SET = {AUROC: _shown("AUROC, whole test set", "AUROC Full Dataset"),
 # ---- the charts: which of the values above each chart shows (charts.py draws them) --------------
 
 
-def roc_chart(results: dict[str, np.ndarray], metrics: dict[str, Any], evaluation: Rare26) -> dict:
+def roc_chart(evaluation: Rare26, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
     return charts.roc_chart(evaluation.test_set(results).curve(), metrics["counts"],
                             metrics[WHOLE_TEST_SET[AUROC].path], metrics[OVER_REPETITIONS[AUROC][0].path])
 
 
-def precision_recall_chart(results: dict[str, np.ndarray], metrics: dict[str, Any], evaluation: Rare26) -> dict:
+def precision_recall_chart(evaluation: Rare26, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
     settings = evaluation.settings
     return charts.precision_recall_chart(
         evaluation.test_set(results).curve(), metrics["counts"], metrics[WHOLE_TEST_SET[AVERAGE_PRECISION].path],
