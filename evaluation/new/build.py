@@ -13,6 +13,23 @@ import tempfile
 from pathlib import Path
 
 
+PHASE_OUTPUT = "__PHASE_OUTPUT__"  # where docs/challenges/NAME.md shows `python -m evaluation.phase NAME`
+
+
+def phase_output(name: str) -> str:
+    """What `python -m evaluation.phase NAME` prints, without its last newline."""
+    import contextlib
+    import io
+
+    from evaluation.phase.command import main as phase
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        if phase([name]) != 0:
+            raise RuntimeError(f"python -m evaluation.phase {name} failed")
+    return printed.getvalue().rstrip("\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     from evaluation import examples
     from evaluation.examples.leaderboard_teams import LEADERBOARD, write_leaderboard
@@ -30,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                              dirs_exist_ok=True),
                           invalid_changes=lambda input_dir: examples.invalid_examples(name, input_dir))
         write_leaderboard(name, example / LEADERBOARD, ground_truth, example)
+        page = root / "docs" / "challenges" / f"{name}.md"  # shows the phase command's output
+        page.write_text(page.read_text(encoding="utf-8").replace(PHASE_OUTPUT, phase_output(name)), encoding="utf-8")
     except CommandError as error:
         print(str(error), file=sys.stderr, flush=True)
         return error.exit_code
