@@ -176,18 +176,39 @@ def test_template_metrics_agree_with_an_independent_computation(scaffolded, temp
         assert expected[path] == pytest.approx(value, rel=1e-12, abs=1e-12), path
 
 
+# Generic tests that still read a table keyed by the bundled challenges' names (the page of
+# tests/test_phase.py's PAGES, the libraries of tests/test_startup.py's NEEDED, the leaderboards of
+# tests/test_leaderboard_examples.py's LEADERBOARDS) rather than the challenge's own declaration:
+# a new challenge is not in them. Listed so that no other failure passes unseen; a test listed
+# here that passes (its table gone) is fine.
+# The test files parametrised over the registry (and the hostile suite, which takes each
+# challenge's first case from its example).
+GENERIC_FILES = tuple(sorted({"tests/test_hostile.py", *(
+    f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
+    if path.name != "test_new.py" and any(word in path.read_text() for word in (
+        "available_challenges", "challenge_names()", "examples()")))}))
+TABLE_KEYED = {
+    "tests/test_phase.py::test_the_challenge_page_shows_the_commands_output",
+    "tests/test_startup.py::test_a_run_imports_only_the_libraries_its_challenge_uses",
+    "tests/test_leaderboard_examples.py::test_tied_pair_has_byte_identical_metrics_and_the_ranked_values_differ",
+    "tests/test_leaderboard_examples.py::test_ranked_paths_are_those_the_official_rule_reads",
+    "tests/test_leaderboard_examples.py::test_final_ranking_command_ranks_the_examples",
+}
+
+
 @pytest.mark.slow
 def test_generic_tests_run_on_a_new_challenge(scaffolded):
-    """The repository's generic test files, parametrised over the challenges, run on the new one too."""
+    """The repository's tests parametrised over the challenges (GENERIC_FILES, -k NAME) run on the
+    new segmentation challenge in the copy."""
     copy, name = scaffolded["segmentation"]
-    files = [f for f in ("tests/test_startup.py", "tests/test_phase.py", "tests/test_examples.py",
-                         "tests/test_hostile.py", "tests/test_image_requirements.py") if (copy / f).is_file()]
-    result = run(copy, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", name, *files,
-                 timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:]
-    passed = int(result.stdout.strip().splitlines()[-1].split(" passed")[0].split()[-1])
-    print(f"{passed} generic tests passed for {name}")
-    assert passed >= 5
+    result = run(copy, sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-k", name,
+                 *GENERIC_FILES, timeout=900)
+    summary = result.stdout.strip().splitlines()[-1]
+    failed = {line.split()[1].split("[")[0] for line in result.stdout.splitlines() if line.startswith("FAILED ")}
+    passed = int(summary.split(" passed")[0].split()[-1]) if " passed" in summary else 0
+    print(f"generic tests for {name}: {summary}")
+    assert failed <= TABLE_KEYED, result.stdout[-4000:]
+    assert passed >= 30, summary
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -216,3 +237,13 @@ def test_help_documents_the_command():
     result = subprocess.run([sys.executable, "-m", "evaluation.new", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0
     assert all(t in result.stdout for t in TEMPLATES) and "docs/adding-a-challenge.md" in result.stdout
+
+
+def test_the_guide_shows_the_scaffold_output():
+    """docs/adding-a-challenge.md's worked example is what the classification template writes."""
+    from evaluation.new import rendered
+
+    files = rendered("classification", "acme2027", "acme2027")
+    guide = (ROOT / "docs" / "adding-a-challenge.md").read_text()
+    for name in ("__init__.py", "scoring.py", "examples.py"):
+        assert f"```python\n{files[name]}```" in guide, name
