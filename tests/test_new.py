@@ -50,13 +50,16 @@ def repository_copy(target: Path) -> Path:
 def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     """{template: (a repository copy, the challenge written there)}, one copy for all four templates."""
     copy = repository_copy(tmp_path_factory.mktemp("new") / "repo")
-    made = {}
-    for template in TEMPLATES:
-        name = f"acme{template[:3]}"
-        result = run(copy, sys.executable, "-m", "evaluation.new", name, "--template", template)
-        assert result.returncode == 0, result.stdout + result.stderr
-        made[template] = (copy, name)
-    return made
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    # Four scaffolds at once, into the same copy: each builds in its own scratch folder and moves
+    # its own new paths in (renames), so they cannot see each other half-written.
+    started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", f"acme{template[:3]}",
+                                           "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True) for template in TEMPLATES}
+    for template, process in started.items():
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, output
+    return {template: (copy, f"acme{template[:3]}") for template in TEMPLATES}
 
 
 def test_only_files_are_added(scaffolded):
