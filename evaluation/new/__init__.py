@@ -42,11 +42,11 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the folder holding the evaluation package
 # A name: lowercase letters, digits and "_" in its folder part, then "-"-separated parts.
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9]+)*")
-NAME_LENGTH = 40
+NAME_LENGTH = 32  # the class line `title = "NAME: ..."` stays within 120 characters
 TITLES = {
     "classification": "binary classification, ROC AUC (ties: balanced accuracy)",
-    "segmentation": "segmentation, mean Dice (ties: mean NSD at 2 pixels)",
-    "detection": "lesion detection, FROC score (mean sensitivity at 1/4 to 8 false positives per image)",
+    "segmentation": "segmentation, mean Dice (ties: mean NSD at 2 px)",
+    "detection": "lesion detection, FROC score (sensitivity at 1/4 to 8 FP per image)",
     "survival": "survival, Harrell's C-index",
 }
 

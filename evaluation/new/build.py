@@ -12,7 +12,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-
 PHASE_OUTPUT = "__PHASE_OUTPUT__"  # where docs/challenges/NAME.md shows `python -m evaluation.phase NAME`
 
 
