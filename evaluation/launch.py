@@ -177,3 +177,8 @@ def leaderboard(argv=None):
 def examples(argv=None):
     """python -m evaluation.examples / challenge-evaluation-examples"""
     return _run("evaluation.examples", argv)
+
+
+def new(argv=None):
+    """python -m evaluation.new / challenge-evaluation-new"""
+    return _run("evaluation.new", argv)
