@@ -25,7 +25,6 @@ written); 4 the generated challenge failed its own run (a bug of the templates; 
 
 from __future__ import annotations
 
-import argparse
 import keyword
 import os
 import re
@@ -35,7 +34,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evaluation.errors import EXIT_INTERNAL, EXIT_USAGE
+from evaluation.errors import InternalError, UsageError
+from evaluation.launch import CommandParser, run_command
 
 TEMPLATES = ("classification", "segmentation", "detection", "survival")
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -51,14 +51,6 @@ TITLES = {
 }
 
 
-class Refused(Exception):
-    """One line for stderr, exit `code`; nothing was written."""
-
-    def __init__(self, message: str, code: int = EXIT_USAGE):
-        super().__init__(message)
-        self.code = code
-
-
 def folder_for(name: str) -> str:
     """The package folder of a challenge named `name`: the name up to its first "-"."""
     return name.split("-", 1)[0]
@@ -70,30 +62,30 @@ def class_name(name: str) -> str:
 
 
 def check_name(name: str, root: Path = ROOT) -> str:
-    """The folder of a new challenge `name`, or Refused saying why it cannot be added."""
+    """The folder of a new challenge `name`, or a UsageError saying why it cannot be added."""
     if len(name) > NAME_LENGTH or not NAME_PATTERN.fullmatch(name):
-        raise Refused(f"{name!r} is not a challenge name: use lowercase letters and digits, starting with a letter, "
+        raise UsageError(f"{name!r} is not a challenge name: use lowercase letters and digits, starting with a letter, "
                       f"with '-' between parts and '_' only before the first '-' (e.g. acme2027 or acme2027-task1), "
                       f"at most {NAME_LENGTH} characters.")
     folder = folder_for(name)
     if keyword.iskeyword(folder) or not folder.isidentifier():
-        raise Refused(f"{name!r} cannot be a challenge name: its folder {folder!r} is not a Python package name.")
+        raise UsageError(f"{name!r} cannot be a challenge name: its folder {folder!r} is not a Python package name.")
     challenges = root / "evaluation" / "challenges"
     folders = sorted(p.parent.name for p in challenges.glob("*/__init__.py") if not p.parent.name.startswith("_"))
     if folder in folders:
-        raise Refused(f"The folder evaluation/challenges/{folder}/ exists already; a new challenge gets a folder of "
+        raise UsageError(f"The folder evaluation/challenges/{folder}/ exists already; a new challenge gets a folder of "
                       f"its own (to add {name} to it, edit that folder by hand).")
     for existing in folders:
         # The run imports the folder whose name is the longest prefix of the challenge's name:
         # a new folder that prefixes an existing name, or is prefixed by an existing folder, would
         # make one name ambiguous to read.
         if folder.startswith(existing) or existing.startswith(folder):
-            raise Refused(f"{name!r} cannot be added: its folder {folder!r} and the existing folder {existing!r} "
+            raise UsageError(f"{name!r} cannot be added: its folder {folder!r} and the existing folder {existing!r} "
                           f"start alike, so a challenge name could be looked up in the wrong one; pick a name "
                           f"that starts differently.")
     for path in (root / "ground-truth" / name, root / "test" / name, root / "docs" / "challenges" / f"{name}.md"):
         if os.path.lexists(path):
-            raise Refused(f"{path.relative_to(root)} exists already; remove it, or pick another name.")
+            raise UsageError(f"{path.relative_to(root)} exists already; remove it, or pick another name.")
     return folder
 
 
@@ -111,9 +103,9 @@ def rendered(template: str, name: str, folder: str) -> dict[str, str]:
 
 
 def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
-    """Write the challenge; the new paths (relative to `root`). Refused before anything is written."""
+    """Write the challenge; the new paths (relative to `root`). a UsageError before anything is written."""
     if template not in TEMPLATES:
-        raise Refused(f"Unknown template {template!r}; the templates are {', '.join(TEMPLATES)}.")
+        raise UsageError(f"Unknown template {template!r}; the templates are {', '.join(TEMPLATES)}.")
     folder = check_name(name, root)
     files = rendered(template, name, folder)
     scratch = Path(tempfile.mkdtemp(prefix=f".new-{name}-in-progress-", dir=root))
@@ -134,8 +126,8 @@ def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         sys.stdout.write(run.stdout)
         if run.returncode != 0:
-            raise Refused(f"The new challenge {name} failed to make its own example (exit {run.returncode}, output "
-                          f"above): a bug of the {template} template; nothing was written.", EXIT_INTERNAL)
+            raise InternalError(f"The new challenge {name} failed to make its own example (exit {run.returncode}, "
+                                f"output above): a bug of the {template} template; nothing was written.")
         shutil.rmtree(package / "__pycache__", ignore_errors=True)
         moves = [(package, Path("evaluation", "challenges", folder)), (scratch / "ground-truth" / name,
                  Path("ground-truth", name)), (scratch / "test" / name, Path("test", name)),
@@ -149,13 +141,12 @@ def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line on stderr, exit 2, as every command's usage errors
-        self.exit(EXIT_USAGE, f"{self.prog}: {' '.join(message.split())} (see --help).\n")
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(
+    return run_command(_main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = CommandParser(
         prog="python -m evaluation.new",
         description="Write a new, working challenge NAME from a template: its folder "
                     "evaluation/challenges/<folder>/ (the declaration __init__.py, scoring.py, examples.py), "
@@ -171,12 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the kind of challenge: {', '.join(TEMPLATES)} (classification: ROC AUC and "
                              f"balanced accuracy; segmentation: Dice and NSD; detection: FROC; survival: C-index)")
     args = parser.parse_args(argv)
-    try:
-        written = scaffold(args.name, args.template)
-    except Refused as error:
-        sys.stdout.flush()
-        print(" ".join(str(error).split()), file=sys.stderr, flush=True)
-        return error.code
+    written = scaffold(args.name, args.template)  # UsageError: refused, nothing written (exit 2)
     print(f"Wrote the challenge {args.name}: " + ", ".join(f"{path}" for path in written) + ". Try: "
           f"python -m evaluation {args.name} --ground-truth ground-truth/{args.name} --input test/{args.name}/input "
           f"--output /tmp/{args.name}-out", flush=True)
