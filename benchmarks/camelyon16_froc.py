@@ -36,9 +36,9 @@ from benchmarks.camelyon16_reference import (
 )
 from benchmarks.measure import run_evaluation
 from evaluation.challenges.camelyon16.examples import write_synthetic
+from evaluation.challenges.camelyon16.masks import read_mask
 from evaluation.metrics.evaluation_mask import evaluation_mask
 from evaluation.metrics.froc import froc_curve, froc_sensitivities, normal_slide_hits, slide_hits
-from evaluation.challenges.camelyon16.masks import read_mask
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.measure import run_evaluation
-from evaluation.examples import synthetic
 from evaluation.challenges.hecktor2025 import HecktorTask1
 from evaluation.challenges.hecktor2025.segmentation import Task1Settings, score_patient
+from evaluation.examples import synthetic
 from evaluation.reading.images import Geometry
 
 GTVP, GTVN = 1, 2

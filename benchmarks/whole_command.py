@@ -35,9 +35,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from benchmarks.measure import CommandRun, evaluation_snapshot, run_command
 

@@ -18,9 +18,15 @@ from evaluation import __version__
 from evaluation.challenges import available_challenges, challenge_class, challenge_names
 from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError
 from evaluation.framework import default_workers, log, stop_workers
+from evaluation.grand_challenge import (
+    CONFIG_FILE,
+    INPUT_DIR,
+    OUTPUT_DIR,
+    prepare_output,
+    resolve_ground_truth_dir,
+    write_outputs,
+)
 from evaluation.launch import CommandParser, run_command, unknown_challenge, whole_number
-from evaluation.grand_challenge import (CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir,
-                                        write_outputs)
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 

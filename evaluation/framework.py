@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list

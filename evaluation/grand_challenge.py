@@ -14,10 +14,11 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.reading.files import MEGABYTE, Origin, shown_path

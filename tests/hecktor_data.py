@@ -6,7 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from evaluation.challenges.hecktor2025 import examples as hecktor2025, task1_examples as hecktor2025_task1
+from evaluation.challenges.hecktor2025 import examples as hecktor2025
+from evaluation.challenges.hecktor2025 import task1_examples as hecktor2025_task1
 from tests.cli_runs import Run, run_command_line
 
 SYNTHESIZE = {"hecktor2025-task1": hecktor2025_task1.synthesize, "hecktor2025-task2": hecktor2025.synthesize_task2,

@@ -17,10 +17,10 @@ import zlib
 import numpy as np
 import pytest
 
-from evaluation.errors import SetupError
 from evaluation.challenges.camelyon16.examples import write_synthetic
-from evaluation.reading.values import shown
 from evaluation.challenges.camelyon16.masks import read_mask
+from evaluation.errors import SetupError
+from evaluation.reading.values import shown
 
 SETUP = "The evaluation could not run, through no fault of the submission: "
 ORGANIZERS = " (please tell the challenge organizers)."

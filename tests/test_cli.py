@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import __version__, cli, framework
+from evaluation import __version__, cli, examples, framework
 from evaluation import grand_challenge as gc
-from evaluation import examples
-from evaluation.examples import synthetic
 from evaluation.challenges.rare26 import Rare26, Rare26Settings
 from evaluation.errors import SubmissionError
+from evaluation.examples import synthetic
 from evaluation.framework import Evaluation
 from evaluation.grand_challenge import list_submission_files
 from evaluation.reading.json_files import read_json

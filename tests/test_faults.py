@@ -7,7 +7,6 @@ left for metrics.json (every challenge, from the registry)."""
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
 import resource
 import shutil

@@ -20,6 +20,7 @@ from evaluation.leaderboard.standings import Standing
 from evaluation.leaderboard.statistics import holm_rejections, kendall_tau_b, leaderboard_statistics
 from evaluation.phase.columns import Column
 
+
 def ranked(path: str, order: str = "desc") -> Column:
     """A ranked value declared as a leaderboard Column, titled by its path."""
     return Column(path, path, order)

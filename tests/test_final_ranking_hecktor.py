@@ -147,7 +147,7 @@ def task1(results, **settings):
     """Task 1 scoring synthetic patients (score_aggregates reads only their counts; each
     patient's ground truth, a mask path, is not read again)."""
     evaluation = HecktorTask1(ROOT / "ground-truth" / "hecktor2025-task1")
-    return with_ground_truth(evaluation, {patient: None for patient in results}, **settings)
+    return with_ground_truth(evaluation, dict.fromkeys(results), **settings)
 
 
 def test_task1_synthetic_resamples_with_empty_structures():

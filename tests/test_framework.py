@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from evaluation import __version__, framework
-from evaluation.examples import synthetic
-from evaluation.errors import SetupError, SubmissionError, id_list, EvaluationError
 from evaluation.challenges import available_challenges
+from evaluation.errors import EvaluationError, SetupError, SubmissionError, id_list
+from evaluation.examples import synthetic
 from evaluation.framework import Evaluation, default_workers
 from evaluation.grand_challenge import (
     Case,

@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from evaluation import grand_challenge as gc
-from evaluation.examples import synthetic
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.reading.files import Origin
+from evaluation.examples import synthetic
 from evaluation.grand_challenge import (
     Case,
     Undefined,
@@ -29,6 +28,7 @@ from evaluation.grand_challenge import (
     strip_extension,
     write_metrics,
 )
+from evaluation.reading.files import Origin
 
 PK = "05c0bc43-0975-437b-8202-b63c47044453"
 PK2 = "9f1e6a52-1b7e-4c1e-9a0f-2a6a3e0c7d11"
@@ -191,8 +191,8 @@ def test_old_shape_interface_only_and_timestamps():
     (new,) = parse_predictions([raw])
     assert job.inputs == new.inputs and job.outputs == new.outputs
     assert job.exec_duration_seconds is None and job.invoke_duration_seconds is None
-    expected = (datetime(2024, 11, 29, 10, 41, 48, 601799, tzinfo=timezone.utc)
-                - datetime(2024, 11, 29, 10, 31, 25, 691799, tzinfo=timezone.utc)).total_seconds()
+    expected = (datetime(2024, 11, 29, 10, 41, 48, 601799, tzinfo=UTC)
+                - datetime(2024, 11, 29, 10, 31, 25, 691799, tzinfo=UTC)).total_seconds()
     assert job.started_to_completed_seconds == pytest.approx(expected)
     assert job.duration_seconds == pytest.approx(expected)
 

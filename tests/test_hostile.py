@@ -49,9 +49,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,7 +83,7 @@ class Spec:
     build: Callable[[Path], Submission]
     slow: bool = False
     timeout: float = TIMEOUT
-    checks: tuple[Callable[["Result", Submission], list[str]], ...] = ()
+    checks: tuple[Callable[[Result, Submission], list[str]], ...] = ()
     touches_secret: bool = False  # points at the secret: must never exit 0
     before_scoring: bool = False  # must stop before any case is scored
     expect: dict | None = None  # a generic case's expectation, instead of an entry in EXPECTED_FILE
@@ -108,7 +109,7 @@ def expected_metrics(key: str) -> dict:
 def same_metrics_as_example(key: str, only: str | None = None, exclude: tuple[str, ...] = ()):
     """metrics.json equal to test/<key>/expected_metrics.json (or its `only` section, without
     the `exclude` keys of that section)."""
-    def check(result: "Result", sub: Submission) -> list[str]:
+    def check(result: Result, sub: Submission) -> list[str]:
         want, got = expected_metrics(key), result.metrics
         if only is not None:
             want, got = want.get(only, {}), (got or {}).get(only, {})
@@ -124,7 +125,7 @@ def same_metrics_as_example(key: str, only: str | None = None, exclude: tuple[st
 
 
 def aggregate(path: str, predicate: Callable[[Any], bool], description: str):
-    def check(result: "Result", sub: Submission) -> list[str]:
+    def check(result: Result, sub: Submission) -> list[str]:
         value: Any = result.metrics
         for part in path.split("."):
             value = value.get(part) if isinstance(value, dict) else None
@@ -136,7 +137,7 @@ def finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def c_index_as_lifelines(result: "Result", sub: Submission) -> list[str]:
+def c_index_as_lifelines(result: Result, sub: Submission) -> list[str]:
     """The C-index equals lifelines' concordance_index on the same times, events and risks (an
     independent computation; lifelines takes scores that are high for a long survival)."""
     from lifelines.utils import concordance_index
@@ -149,7 +150,7 @@ def c_index_as_lifelines(result: "Result", sub: Submission) -> list[str]:
     return [] if got is not None and abs(got - want) <= 1e-12 else [f"c_index {got!r}; lifelines gives {want!r}"]
 
 
-def stale_metrics_gone(result: "Result", sub: Submission) -> list[str]:
+def stale_metrics_gone(result: Result, sub: Submission) -> list[str]:
     return ["the metrics.json of an earlier run is still in --output"] if (sub.output / "metrics.json").exists() else []
 
 

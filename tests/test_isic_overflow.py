@@ -16,7 +16,12 @@ import numpy as np
 import pytest
 
 from benchmarks.isic_reference import (
-    REFERENCE_READER, REFERENCE_STEPS, REJECTION_CATEGORIES, REJECTION_IMAGES, reference_cli, rejection_truth,
+    REFERENCE_READER,
+    REFERENCE_STEPS,
+    REJECTION_CATEGORIES,
+    REJECTION_IMAGES,
+    reference_cli,
+    rejection_truth,
     values_digest,
 )
 from evaluation.challenges.isic import predictions as isic_csv

@@ -16,8 +16,17 @@ import re
 import pytest
 
 from benchmarks.isic_reference import (
-    FIXTURES, PARITY_CASES, REJECTION_CASES, REJECTION_CATEGORIES, REJECTION_IMAGES, fuzzed_submissions,
-    inputs_digest, reference_cli, rejection_truth, run_reference, values_digest,
+    FIXTURES,
+    PARITY_CASES,
+    REJECTION_CASES,
+    REJECTION_CATEGORIES,
+    REJECTION_IMAGES,
+    fuzzed_submissions,
+    inputs_digest,
+    reference_cli,
+    rejection_truth,
+    run_reference,
+    values_digest,
 )
 from evaluation.challenges.isic import read_predictions_csv
 from evaluation.errors import SubmissionError

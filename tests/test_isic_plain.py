@@ -9,7 +9,11 @@ import numpy as np
 import pytest
 
 from benchmarks.isic_reference import (
-    REJECTION_CASES, REJECTION_CATEGORIES, REJECTION_IMAGES, fuzzed_submissions, parity_inputs,
+    REJECTION_CASES,
+    REJECTION_CATEGORIES,
+    REJECTION_IMAGES,
+    fuzzed_submissions,
+    parity_inputs,
 )
 from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic import read_predictions_csv, read_truth_csv

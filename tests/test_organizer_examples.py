@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from evaluation import examples
-from evaluation.examples import synthetic
 from evaluation.challenges import available_challenges
+from evaluation.examples import synthetic
 from evaluation.reading.files import shown_path
 from tests.bundled import is_bundled, skip_unless_bundled
 from tests.common import SLOW, lookup, params, tree

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.errors import SetupError
 from evaluation.challenges import available_challenges
+from evaluation.errors import SetupError
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT
 from tests import common
 from tests.cli_runs import DROP_ENV, ROOT

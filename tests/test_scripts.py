@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def archive(folder: Path, target: Path) -> subprocess.CompletedProcess:
-    script = f'script_name=test; source scripts/docker-common.sh; make_ground_truth_archive "$1" "$2"'
+    script = 'script_name=test; source scripts/docker-common.sh; make_ground_truth_archive "$1" "$2"'
     return subprocess.run(["bash", "-c", script, "bash", str(folder), str(target)], cwd=ROOT,
                           capture_output=True, text=True)
 

@@ -24,11 +24,10 @@ import json
 import math
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from evaluation.examples import Lineup, example
 from evaluation.errors import InternalError
+from evaluation.examples import Lineup, example
 from evaluation.examples.organizer import generated, run_evaluation
 
 LEADERBOARD = "leaderboard"  # test/<challenge>/leaderboard/<team>/

@@ -55,8 +55,9 @@ import json
 import math
 import re
 import textwrap
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 PLOTTED_DIGITS = 6  # significant digits of a number drawn in a chart
 ROW_STEP = 20  # pixels per submission along a nominal axis

@@ -17,8 +17,9 @@ occupies: 1, 2.5, 2.5, 4). Both equal scipy.stats.rankdata's "min" and "average"
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ class OrderedRanking:
     keys: tuple[Column, ...]  # the leaderboard's own declarations of the ranked values
     fallback: tuple[Column, ...] = ()
 
-    def applied(self, documents: Iterable[Mapping[str, Any]]) -> "OrderedRanking":
+    def applied(self, documents: Iterable[Mapping[str, Any]]) -> OrderedRanking:
         """The rule as applied to these submissions' values ({path: value or None} each)."""
         if self.fallback and all(document.get(self.keys[0].path) is None for document in documents):
             return OrderedRanking(self.name, self.fallback)
@@ -147,7 +148,7 @@ class NestedBorda:
             if key.order != "desc":
                 raise ValueError(f"nested Borda: {key.path} must be ranked descending (higher is better)")
 
-    def applied(self, documents: Iterable[Mapping[str, Any]]) -> "NestedBorda":
+    def applied(self, documents: Iterable[Mapping[str, Any]]) -> NestedBorda:
         return self
 
     @property

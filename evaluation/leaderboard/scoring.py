@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import traceback
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupError, one_line
-from evaluation.launch import failure
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
+from evaluation.launch import failure
 from evaluation.settings import Settings
 
 
@@ -162,7 +163,7 @@ class Runner:
         self.spec, self.evaluation, self.workers, self.scheduler = spec, evaluation, workers, scheduler
         self._pool = self._client = None
 
-    def __enter__(self) -> "Runner":
+    def __enter__(self) -> Runner:
         if self.scheduler is not None:
             self._client = connect(self.scheduler)
             threads = sum(self._client.nthreads().values())

@@ -95,7 +95,7 @@ class EvaluationMask:
 
     @property
     def regions(self) -> int:
-        return int(len(self.itc))
+        return len(self.itc)
 
     @property
     def itc_regions(self) -> int:

@@ -53,7 +53,7 @@ class SlideHits:
 
     @property
     def lesions(self) -> int:
-        return int(len(self.lesion_confidences))
+        return len(self.lesion_confidences)
 
 
 def slide_hits(hit_labels, confidences, itc) -> SlideHits:

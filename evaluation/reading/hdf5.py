@@ -26,10 +26,10 @@ checks the same of the chunks it inflates itself. Memory stays a small multiple 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -50,7 +50,6 @@ class Hdf5File:
         """The names at the top level of the file, sorted; listing follows no link. Listed once
         (the file is open read-only)."""
         if self._names is None:
-            import h5py
 
             found: list[bytes] = []
             self.handle.links.iterate(found.append)
@@ -67,7 +66,7 @@ class Hdf5File:
     def names_text(self) -> str:
         return ", ".join(shown(n) if not n.isidentifier() else n for n in self.names()) or "none"
 
-    def dataset(self, key: str, what: str) -> "Hdf5Dataset":
+    def dataset(self, key: str, what: str) -> Hdf5Dataset:
         """The dataset `key` (top level), refused unless it is the file's own numeric data."""
         import h5py
 

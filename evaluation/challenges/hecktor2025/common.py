@@ -5,22 +5,22 @@ patient bootstrap of tasks 2 and 3 (its interval columns and their paths)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import (
-    Case,
     list_submission_files,
     single_ground_truth_file,
     strip_extension,
 )
-from evaluation.phase.columns import Column, ci_title
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles
+from evaluation.phase.columns import Column, ci_title
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.settings import CASE_INPUT, Settings, setting

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, at_paths, submission_name
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
@@ -26,12 +27,11 @@ from evaluation.grand_challenge import (
     list_submission_files,
     strip_extension,
 )
-from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, at_paths, submission_name
+from evaluation.metrics.lesions import MATCHING_METHODS, lesion_detection_counts
+from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.phase.columns import Column
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
-from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
-from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.settings import IMAGE_OUTPUT, setting
 
 BACKGROUND, GTVP, GTVN = 0, 1, 2
