@@ -63,7 +63,7 @@ def fp_tp_2016(probs, xs, ys, is_tumor: bool, labels, itc: list[int], level: int
     max_label = int(np.amax(labels)) if is_tumor else 0
     fps = []
     tps = np.zeros((max_label,), dtype=slot_dtype)
-    for p, x, y in zip(probs, xs, ys):
+    for p, x, y in zip(probs, xs, ys, strict=True):
         if not is_tumor:
             fps.append(p)
             continue

@@ -35,13 +35,13 @@ GTVP, GTVN = 1, 2
 
 def blob(array: np.ndarray, label: int, center, radii, rng=None) -> None:
     """Write an ellipsoid (slightly lumpy if rng) of `label` into `array`, inside its box only."""
-    lo = [max(0, int(np.floor(c - r)) - 1) for c, r in zip(center, radii)]
-    hi = [min(s, int(np.ceil(c + r)) + 2) for c, r, s in zip(center, radii, array.shape)]
-    grids = np.ogrid[tuple(slice(a, b) for a, b in zip(lo, hi))]
-    distance = sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii))
+    lo = [max(0, int(np.floor(c - r)) - 1) for c, r in zip(center, radii, strict=True)]
+    hi = [min(s, int(np.ceil(c + r)) + 2) for c, r, s in zip(center, radii, array.shape, strict=True)]
+    grids = np.ogrid[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))]
+    distance = sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii, strict=True))
     if rng is not None:
         distance = distance + rng.normal(0, 0.08, distance.shape)
-    region = array[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    region = array[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))]
     region[(distance <= 1.0) & (region == 0)] = label
 
 

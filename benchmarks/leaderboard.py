@@ -271,7 +271,7 @@ def profile_statistics(scored: Scored, lines: int) -> str:
 
 def copy_names(case_ids: list[str], counts: np.ndarray) -> dict[str, list[str]]:
     """{case: its names in the materialised resample}: drawn c times -> case, case~1, ..., case~(c-1)."""
-    return {case: [case if k == 0 else f"{case}~{k}" for k in range(int(c))] for case, c in zip(case_ids, counts) if c}
+    return {case: [case if k == 0 else f"{case}~{k}" for k in range(int(c))] for case, c in zip(case_ids, counts, strict=True) if c}
 
 
 def copy_csv_ground_truth(evaluation, ground_truth: Path, out: Path, copies: dict[str, list[str]]) -> None:

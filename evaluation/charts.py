@@ -233,7 +233,7 @@ def bar_chart(bars: Sequence[Bar], *, title: str, y_title: str, x_title: str, su
     groups = list(dict.fromkeys(b.group for b in bars))
     metrics = list(dict.fromkeys(b.metric for b in bars))
     values = [{"group": b.group, "metric": b.metric, "value": rounded(b.value)} for b in bars]
-    for value, bar in zip(values, bars):
+    for value, bar in zip(values, bars, strict=True):
         if bar.detail:
             value["detail"] = bar.detail
     y: dict = {"field": "value", "type": "quantitative", "title": y_title}

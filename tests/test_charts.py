@@ -100,7 +100,7 @@ def line_points(spec: dict, line: str, x: str, y: str) -> list[tuple[float, floa
 
 
 def rounded_points(xs, ys) -> list[tuple[float, float]]:
-    return [(charts.rounded(x), charts.rounded(y)) for x, y in zip(xs, ys)]
+    return [(charts.rounded(x), charts.rounded(y)) for x, y in zip(xs, ys, strict=True)]
 
 
 # ---- every chart: schema, rendering, files written, metrics.json untouched, determinism -----------
@@ -228,7 +228,7 @@ def test_camelyon16_froc_points_are_the_metrics_curve(runs):
     metrics = runs("camelyon16")[0].metrics
     curve = metrics["froc_curve"]
     fp, sensitivity = curve["average_false_positives_per_slide"], curve["sensitivity"]
-    expected = {(charts.significant(x), charts.rounded(y)) for x, y in zip(fp, sensitivity) if x > 0}
+    expected = {(charts.significant(x), charts.rounded(y)) for x, y in zip(fp, sensitivity, strict=True) if x > 0}
     plotted = line_points(spec, "lesion FROC", "fp_per_slide", "sensitivity")
     assert set(plotted) == expected
     assert [x for x, _ in plotted] == sorted(x for x, _ in plotted)  # drawn with FP rates increasing

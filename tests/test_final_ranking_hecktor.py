@@ -58,7 +58,7 @@ def materialised(evaluation, results, counts_row):
     """The resample as a data set: patient j of sorted(results) repeated counts_row[j] times,
     each copy a patient of its own (`<patient>~<k>`) with the same ground truth."""
     resampled, truth = {}, {}
-    for patient, copies in zip(sorted(results), counts_row):
+    for patient, copies in zip(sorted(results), counts_row, strict=True):
         for k in range(int(copies)):
             resampled[f"{patient}~{k}"] = results[patient]
             truth[f"{patient}~{k}"] = evaluation.ground_truth[patient]

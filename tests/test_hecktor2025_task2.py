@@ -101,7 +101,7 @@ def test_predictions_csv_phase_gives_the_same_numbers(dataset, evaluate, tmp_pat
     patients, _, _, risk = load_arrays(dataset / "input", dataset / "ground-truth")
     submission = tmp_path / "sub"
     submission.mkdir()
-    rows = "\n".join(f"{p},{float(r)!r}" for p, r in zip(patients, risk))
+    rows = "\n".join(f"{p},{float(r)!r}" for p, r in zip(patients, risk, strict=True))
     (submission / "predictions.csv").write_text("\ufeffPatientID,Prediction\n" + rows + "\n")
     by_jobs = evaluate(CHALLENGE, dataset / "input", dataset / "ground-truth").metrics
     by_file = evaluate(CHALLENGE, submission, dataset / "ground-truth").metrics

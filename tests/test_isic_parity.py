@@ -194,7 +194,7 @@ def test_fuzzed_files_are_refused_at_the_same_check_or_read_to_the_same_bits():
     fuzz = RECORDED["fuzz"]
     files = fuzzed_submissions(fuzz["seed"], fuzz["count"])
     disagreements = []
-    for n, (data, outcome) in enumerate(zip(files, fuzz["outcomes"])):
+    for n, (data, outcome) in enumerate(zip(files, fuzz["outcomes"], strict=True)):
         try:
             _, values = read_predictions_csv(data, REJECTION_CATEGORIES, REJECTION_IMAGES)
             ours = "ok " + values_digest(values)

@@ -211,13 +211,13 @@ def expected_ranks(challenge: str, documents: dict[str, dict]) -> dict[str, dict
         columns = np.array([[float(lookup(documents[t], path)) for t in teams] for path, _ in keys])
         if kind == "ordered":
             # rows sorted lexicographically, best first (a descending key negated): equal rows share an index
-            signed = np.array([-c if order == "desc" else c for c, (_, order) in zip(columns, keys)])
+            signed = np.array([-c if order == "desc" else c for c, (_, order) in zip(columns, keys, strict=True)])
             _, group = np.unique(signed.T, axis=0, return_inverse=True)
-            ranks[name] = dict(zip(teams, rankdata(group.ravel(), method="min")))
+            ranks[name] = dict(zip(teams, rankdata(group.ravel(), method="min"), strict=True))
         else:
             gtvp, dsc, f1 = (rankdata(-c, method="average") for c in columns)
             borda = gtvp + rankdata(dsc + f1, method="average")
-            ranks[name] = dict(zip(teams, rankdata(borda, method="min")))
+            ranks[name] = dict(zip(teams, rankdata(borda, method="min"), strict=True))
     return ranks
 
 

@@ -60,7 +60,7 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 def test_team_names_that_are_formulae_are_text_in_the_csv_and_raw_in_ranking_json(tmp_path):
     folders = []
-    for name, team in zip(FORMULAE, valid_teams(TASK2)):
+    for name, team in zip(FORMULAE, valid_teams(TASK2), strict=True):
         shutil.copytree(team, tmp_path / "teams" / name)
         folders.append(str(tmp_path / "teams" / name))  # absolute: "-2+3" is not taken for an option
     shutil.copytree(ROOT / "test" / TASK2 / "leaderboard" / "team-x", tmp_path / "teams" / "=HYPERLINK(1)")

@@ -390,7 +390,7 @@ def test_negative_class_ignores_case_and_surrounding_blanks(dataset, evaluate, t
         return len(frames) - len(frames[::2]), len(frames[::2])
 
     counts = {}
-    edit_metadata(ground_truth, lambda metadata: counts.update(zip(("kept", "respelled"), respell(metadata))))
+    edit_metadata(ground_truth, lambda metadata: counts.update(zip(("kept", "respelled"), respell(metadata), strict=True)))
     run = evaluate("rare26", input_dir, ground_truth)
     assert run.code == 0, run.stderr
     assert (run.output / "metrics.json").read_bytes() == (reference.output / "metrics.json").read_bytes()

@@ -66,7 +66,7 @@ def write_teams(challenge: str, folder: Path, ground_truth: Path, example: Path,
     from evaluation import examples
 
     submission = examples.example(challenge).submission
-    for team, seed in zip(SEEDED_TEAMS, seeds):
+    for team, seed in zip(SEEDED_TEAMS, seeds, strict=True):
         (folder / team).mkdir()
         generated(lambda: submission(ground_truth, folder / team, seed), f"Writing {challenge} {team} (seed {seed})")
     shutil.copytree(example / "input", folder / EXAMPLE_TEAM)

@@ -75,7 +75,7 @@ def lexicographic_ranks(columns: list[np.ndarray], orders: list[str]) -> np.ndar
     """Competition ranks by the first column, ties broken by the next ones in turn."""
     better = np.zeros(np.shape(columns[0])[:-1] + (np.shape(columns[0])[-1],) * 2, dtype=bool)
     still_tied = np.ones_like(better)
-    for values, order in zip(columns, orders):
+    for values, order in zip(columns, orders, strict=True):
         key_better, key_tied = _comparisons(values, order)
         better |= still_tied & key_better
         still_tied &= key_tied
@@ -127,7 +127,7 @@ class OrderedRanking:
     def rank(self, values: Mapping[str, np.ndarray], tie_method: str = "average") -> RankedTable:
         columns = [np.asarray(values[key.path], dtype=np.float64) for key in self.keys]
         ranks = lexicographic_ranks(columns, [key.order for key in self.keys])
-        return RankedTable(ranks, {key.path: column for key, column in zip(self.keys, columns)}, {})
+        return RankedTable(ranks, {key.path: column for key, column in zip(self.keys, columns, strict=True)}, {})
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ class NestedBorda:
         borda = gtvp + gtvn
         partial = {"gtvp": gtvp, "gtvn_dsc": gtvn_dsc, "gtvn_f1": gtvn_f1, "gtvn_borda": gtvn_borda,
                     "gtvn": gtvn, "borda": borda}
-        return RankedTable(competition_ranks(borda, "asc"), dict(zip(self.paths, (gtvp_values, dsc_values, f1_values))),
+        return RankedTable(competition_ranks(borda, "asc"), dict(zip(self.paths, (gtvp_values, dsc_values, f1_values), strict=True)),
                            partial)
 
 

@@ -337,7 +337,7 @@ def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> No
                 log(item[3])
             outcome.cases = []
             return
-    results = {case.case_id: item[1] for case, item in zip(outcome.cases, scored)}
+    results = {case.case_id: item[1] for case, item in zip(outcome.cases, scored, strict=True)}
     try:
         metrics = evaluation.metrics(results)
     except EvaluationError as error:
@@ -378,4 +378,4 @@ def resample_submissions(evaluation: Evaluation, spec: ChallengeSpec, results: d
         workers, scheduler = 1, None
     with Runner(spec, evaluation, workers, scheduler) as runner:
         found = runner.map(resample_unit, ((results[name], resamples, seed) for name in names))
-        return dict(zip(names, found))
+        return dict(zip(names, found, strict=True))

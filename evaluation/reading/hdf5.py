@@ -223,7 +223,7 @@ def _grid(create, shape: tuple[int, ...], itemsize: int) -> tuple[tuple[int, ...
     than the dataset."""
     chunk = tuple(int(n) for n in create.get_chunk())
     chunk_bytes = int(np.prod(chunk, dtype=np.float64)) * itemsize
-    count = int(np.prod([-(-n // c) for n, c in zip(shape, chunk)], dtype=np.float64))
+    count = int(np.prod([-(-n // c) for n, c in zip(shape, chunk, strict=True)], dtype=np.float64))
     dataset_bytes = int(np.prod(shape, dtype=np.float64)) * itemsize
     if len(chunk) != len(shape) or count * chunk_bytes > 4 * dataset_bytes + GRID_SLACK_BYTES:
         raise ChunkProblem(f"is stored in chunks of {shape_text(chunk)} values, far more than its shape "
@@ -241,7 +241,7 @@ def _check_stored(info, chunk: tuple[int, ...], chunk_bytes: int, shape: tuple[i
     """A stored chunk's place and stored size, before its bytes are read: on the grid, inside the
     extent, unfiltered exactly the chunk, filtered at most what the chunk compresses to at worst."""
     offset = tuple(int(n) for n in info.chunk_offset)
-    if len(offset) != len(shape) or any(o < 0 or o >= n or o % c for o, n, c in zip(offset, shape, chunk)):
+    if len(offset) != len(shape) or any(o < 0 or o >= n or o % c for o, n, c in zip(offset, shape, chunk, strict=True)):
         raise ChunkProblem(f"is corrupt: it stores a chunk at {_at(offset)}, outside its shape {shape_text(shape)} or "
                            f"off its grid of {shape_text(chunk)} chunks")
     unknown = [code for code in applied if code not in _READ]
@@ -414,7 +414,7 @@ def check_stored_data(dataset_id, create, shape: tuple[int, ...]) -> None:
             _check_stored(info, chunk, chunk_bytes, shape, list(applied_of[info.filter_mask]))
         filtered = [info for info in stored if applied_of[info.filter_mask]]
         limit = 2 * int(np.prod(shape, dtype=np.float64)) * itemsize + (1 << 20)
-        for info, data in zip(filtered, _stored_chunks(dataset_id, filtered, limit) if filtered else ()):
+        for info, data in zip(filtered, _stored_chunks(dataset_id, filtered, limit) if filtered else (), strict=True):
             applied = applied_of[info.filter_mask]
             key = (data, applied, chunk_bytes)
             if key not in _CHECKED:
@@ -472,7 +472,7 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
             _INFLATED_CHUNK_BYTES[0] = 0
         _INFLATED_CHUNK_BYTES[0] = max(chunk_bytes, _INFLATED_CHUNK_BYTES[0])
         kind = (rows, columns, out.dtype.str)
-        for info, data in zip(stored, _stored_chunks(dataset_id, stored, 2 * out.nbytes + (1 << 20))):
+        for info, data in zip(stored, _stored_chunks(dataset_id, stored, 2 * out.nbytes + (1 << 20)), strict=True):
             key = (data, kind)
             pixels = _INFLATED.get(key)
             if pixels is None:

@@ -250,7 +250,7 @@ class Camelyon16(Evaluation):
 
     def froc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         aggregates = metrics[AGGREGATES]
-        marked = [(target, aggregates[_key(column.path)]) for target, column in zip(FP_RATE_TARGETS, FROC_SENSITIVITIES)]
+        marked = [(target, aggregates[_key(column.path)]) for target, column in zip(FP_RATE_TARGETS, FROC_SENSITIVITIES, strict=True)]
         return lesion_froc_chart(self._froc_curve(results), aggregates, marked, self.settings.froc_thresholds)
 
     def slide_roc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:

@@ -122,7 +122,7 @@ def lesion_hits(tumor: np.ndarray, level: int, pixel_size_um: float, rng: np.ran
     ends = np.searchsorted(regions, np.arange(1, lesions.regions + 1), side="right")
     scale = 2 ** level
     points = []
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=True):
         if end == start or rng.random() >= 0.7:
             continue
         for _ in range(int(rng.integers(1, 4))):

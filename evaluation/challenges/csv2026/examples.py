@@ -96,7 +96,7 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
         masks = {view: labels.masks() for view, labels in truth.labels.items()}
         pk = synthetic.job_pk(rng)
         outputs = []
-        for view, slug in zip(VIEWS, image_slugs):
+        for view, slug in zip(VIEWS, image_slugs, strict=True):
             vessel, plaque = masks[view]
             label = np.where(plaque, RAW_LABELS["plaque"], np.where(vessel, RAW_LABELS["vessel"], 0)).astype(np.uint8)
             offsets = tuple(int(v) for v in rng.integers(-3, 4, 2))
@@ -246,7 +246,7 @@ def write_dataset(out_dir: Path, seed: int = 0, cases: int = 8, phase: str = "al
             continue
         pk = synthetic.job_pk(rng)
         outputs = []
-        for view, slug in zip(VIEWS, ("longitudinal-carotid-segmentation", "transverse-carotid-segmentation")):
+        for view, slug in zip(VIEWS, ("longitudinal-carotid-segmentation", "transverse-carotid-segmentation"), strict=True):
             suffix = ".tif" if number % 3 == 2 else ".mha"
             name = f"{uuid.UUID(bytes=rng.bytes(16), version=4)}{suffix}"
             relative = f"images/{slug}"

@@ -303,7 +303,7 @@ def as_label_map(array: np.ndarray, error) -> np.ndarray:
     if not bad:
         return array.astype(np.uint8)
     values, voxels = np.unique(np.concatenate(bad), return_counts=True)
-    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist())), limit=5))
+    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist(), strict=True)), limit=5))
 
 
 # ---- chart --------------------------------------------------------------------------------------

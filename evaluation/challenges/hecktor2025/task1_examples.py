@@ -112,7 +112,7 @@ def invalid_examples(input_dir: Path, slug: str = OUTPUT_SLUG,
 
 def ellipsoid(shape, center, radii) -> np.ndarray:
     grids = np.ogrid[tuple(slice(0, s) for s in shape)]
-    return sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii)) <= 1.0
+    return sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii, strict=True)) <= 1.0
 
 
 def synthetic_pair(rng: np.random.Generator, with_gtvp: bool, shape) -> tuple[np.ndarray, np.ndarray]:

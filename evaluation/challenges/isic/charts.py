@@ -63,7 +63,7 @@ def roc_for_plot(curves: list[classification.RankingCurve]) -> list[dict[str, li
     points = [classification.roc_points(curve, drop_intermediate=True) for curve in curves]
     kept = simplify_curves([(fpr, tpr) for fpr, tpr, _ in points], ROC_EPSILON)
     plotted = []
-    for (fpr, tpr, thresholds), keep in zip(points, kept):
+    for (fpr, tpr, thresholds), keep in zip(points, kept, strict=True):
         thresholds = np.where(np.isinf(thresholds), 1.0, thresholds)  # the +inf start point, as the reference
         plotted.append({"threshold": np.round(thresholds[keep], 6).tolist(),
                         "fpr": np.round(fpr[keep], ROC_DECIMALS).tolist(),

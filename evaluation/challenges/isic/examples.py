@@ -90,7 +90,7 @@ def write_synthetic(out_dir: Path, categories: tuple[str, ...], seed: int, image
             seconds=float(rng.uniform(2, 10)),
         ))
         synthetic.write_output(input_dir, pk, OUTPUT_FILE,
-                               {c: float(v) for c, v in zip(categories, data["predictions"][n])})
+                               {c: float(v) for c, v in zip(categories, data["predictions"][n], strict=True)})
     synthetic.write_predictions(input_dir, jobs)
 
 
@@ -165,7 +165,7 @@ def submission(evaluation_class, ground_truth_dir: Path, input_dir: Path, seed: 
                                   [synthetic.file_output(settings.output_socket, output_file)],
                                   seconds=float(rng.uniform(2, 10))))
         synthetic.write_output(input_dir, pk, output_file,
-                               {c: float(v) for c, v in zip(table.categories, data["predictions"][n])}, socket)
+                               {c: float(v) for c, v in zip(table.categories, data["predictions"][n], strict=True)}, socket)
     synthetic.write_predictions(input_dir, jobs)
 
 

@@ -857,7 +857,7 @@ def _in_sorted_order(ids: list, values: np.ndarray, truth_ids: tuple[str, ...]) 
     sorted_ids = list(truth_ids) if all(map(str.__lt__, truth_ids, truth_ids[1:])) else sorted(truth_ids)
     if ids == sorted_ids:  # written in sorted order
         return sorted_ids, values
-    row_of = dict(zip(ids, range(len(ids))))
+    row_of = dict(zip(ids, range(len(ids)), strict=True))
     return sorted_ids, values[np.fromiter(map(row_of.__getitem__, sorted_ids), dtype=np.intp, count=len(ids))]
 
 
