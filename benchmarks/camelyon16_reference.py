@@ -36,7 +36,7 @@ def read_level5(path: Path, single_page_level: int = 5) -> tuple[np.ndarray, int
         levels = tif.series[0].levels
         if len(levels) > 1:
             return np.asarray(levels[5].asarray()) != 0, 5
-        pages = [p for p in tif.pages]
+        pages = list(tif.pages)
         if len(pages) > 1:  # reduced pages not grouped into levels: pick the one at 1/32
             height0, width0 = pages[0].shape[:2]
             for page in pages[1:]:

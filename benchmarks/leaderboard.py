@@ -449,7 +449,7 @@ def many_teams(teams: int, cases: int, distinct: int, repeats: int, until_report
             folders.append(link)
         print(f"{challenge}: {teams} teams ({len(written)} distinct submissions) x {cases} patients written in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
-        for repeat in range(repeats):
+        for _repeat in range(repeats):
             for workers in (1, 2):
                 output = root / f"output-{workers}"
                 shutil.rmtree(output, ignore_errors=True)
@@ -513,7 +513,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{setup.name}: {setup.describe(size)} written in {time.perf_counter() - started:.0f} s", flush=True)
 
             runs: dict[int, list[LeaderboardRun]] = {1: [], 2: []}
-            for repeat in range(args.repeats):
+            for _repeat in range(args.repeats):
                 for workers in (1, 2):  # interleaved: a busy moment of the machine hits both
                     output = root / f"output-{workers}"
                     shutil.rmtree(output, ignore_errors=True)

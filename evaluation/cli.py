@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m evaluation",
         description="Evaluate a grand-challenge.org submission and write metrics.json.",
     )
-    parser.add_argument("challenge", nargs="?", help="challenge to evaluate (default: $%s)" % CHALLENGE_ENV)
+    parser.add_argument("challenge", nargs="?", help=f"challenge to evaluate (default: ${CHALLENGE_ENV})")
     parser.add_argument("--input", type=Path, default=INPUT_DIR, help="submission folder (default: %(default)s)")
     parser.add_argument("--output", type=Path, default=OUTPUT_DIR, help="where metrics.json goes (default: %(default)s)")
     parser.add_argument("--ground-truth", type=Path, default=None,

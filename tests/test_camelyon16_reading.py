@@ -91,13 +91,13 @@ POINTS = "Slide Test_001: the output 'metastasis-detections': point 1 has "
 
 
 @pytest.mark.parametrize("point, expected", [
-    ('{"point": [0.1, 0.1, 0], "probability": %s}' % HUGE_400,
+    (f'{{"point": [0.1, 0.1, 0], "probability": {HUGE_400}}}',
      POINTS + "probability an integer of 400 digits; it must be a finite number."),
-    ('{"point": [0.1, 0.1, 0], "probability": %s}' % HUGE_5000,
+    (f'{{"point": [0.1, 0.1, 0], "probability": {HUGE_5000}}}',
      POINTS + "probability an integer of 5000 digits; it must be a finite number."),
-    ('{"point": [%s, 0.1, 0], "probability": 0.5}' % HUGE_400,
+    (f'{{"point": [{HUGE_400}, 0.1, 0], "probability": 0.5}}',
      POINTS + "x an integer of 400 digits; it must be a finite number."),
-    ('{"point": [0.1, -%s, 0], "probability": 0.5}' % HUGE_5000,
+    (f'{{"point": [0.1, -{HUGE_5000}, 0], "probability": 0.5}}',
      POINTS + "y an integer of 5000 digits; it must be a finite number."),
     ('{"point": [0.1, 0.1, 0], "probability": NaN}', POINTS + "probability NaN; it must be a finite number."),
     ('{"point": [Infinity, 0.1, 0], "probability": 0.5}', POINTS + "x Infinity; it must be a finite number."),
@@ -109,7 +109,7 @@ POINTS = "Slide Test_001: the output 'metastasis-detections': point 1 has "
 def test_any_json_point_value_is_one_sentence(jobs, evaluate, point, expected):
     input_dir, ground_truth, output = jobs
     good = '{"point": [0.1, 0.1, 0], "probability": 0.5}'
-    (output / "metastasis-detections.json").write_text('{"points": [%s, %s]}' % (good, point))
+    (output / "metastasis-detections.json").write_text(f'{{"points": [{good}, {point}]}}')
     assert refused(evaluate("camelyon16", input_dir, ground_truth)) == expected
 
 
@@ -118,7 +118,7 @@ def test_a_huge_z_coordinate_is_not_read(jobs, evaluate):
     input_dir, ground_truth, output = jobs
     before = evaluate("camelyon16", input_dir, ground_truth)
     document = json.loads((output / "metastasis-detections.json").read_text())
-    text = json.dumps(document).replace(", 0.0]", ", %s]" % HUGE_5000)
+    text = json.dumps(document).replace(", 0.0]", f", {HUGE_5000}]")
     (output / "metastasis-detections.json").write_text(text)
     after = evaluate("camelyon16", input_dir, ground_truth)
     assert (before.code, after.code) == (0, 0), after.stderr
@@ -231,7 +231,8 @@ def test_detection_points_are_bounded(jobs, evaluate, monkeypatch):
     monkeypatch.setattr(module, "MAX_DETECTIONS", 5)
     input_dir, ground_truth, output = jobs
     point = '{"point": [0.1, 0.1, 0], "probability": 0.5}'
-    (output / "metastasis-detections.json").write_text('{"points": [%s]}' % ", ".join([point] * 6))
+    points = ", ".join([point] * 6)
+    (output / "metastasis-detections.json").write_text(f'{{"points": [{points}]}}')
     assert refused(evaluate("camelyon16", input_dir, ground_truth)) == (
         "Slide Test_001: the output 'metastasis-detections' has 6 points; at most 5 are read per slide.")
 

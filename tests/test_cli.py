@@ -129,13 +129,13 @@ def test_first_bad_stack_named_whatever_the_workers(rare26, capsys, workers):
         path.write_text('"no"')
     code, _, stderr = run_main(capsys, *args(gt, inp, out, "--workers", workers))
     assert code == 1
-    assert last_line(stderr).startswith(f"Stack {list(files)[0]}: ")
+    assert last_line(stderr).startswith(f"Stack {next(iter(files))}: ")
 
 
 def test_missing_stack(rare26, capsys):
     gt, inp, out = rare26
     files = stack_files(inp)
-    first = list(files)[0]
+    first = next(iter(files))
     jobs = [job for job in json.loads((inp / "predictions.json").read_text())
             if not job["inputs"][0]["image"]["name"].startswith(first)]
     synthetic.write_predictions(inp, jobs)

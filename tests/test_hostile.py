@@ -1269,7 +1269,7 @@ def test_expected_file_matches_the_cases():
 
 
 def test_every_challenge_gets_every_generic_case():
-    generic = {mutation for mutation in (*GENERIC_MUTATIONS, "stale-metrics", *GENERIC_CLI)}
+    generic = {*GENERIC_MUTATIONS, "stale-metrics", *GENERIC_CLI}
     for key in generic_keys():
         assert {case_id.removeprefix(f"generic-{key}-") for case_id in SPECS if case_id.startswith(f"generic-{key}-")
                 and SPECS[case_id].key == key} == generic, key

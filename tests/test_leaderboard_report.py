@@ -170,7 +170,7 @@ def check_specs(output: Path, written: list[Path], validator) -> dict[str, dict]
 # --- the full report -------------------------------------------------------------------------
 
 def test_written_files_and_their_names(full_report, schema_validator):
-    ranking, curves, output, written = full_report
+    _ranking, _curves, output, written = full_report
     specs = check_specs(output, written, schema_validator)
     assert [path.name for path in written] == [
         "forest-c_index-aggregates_c_index.vl.json", "forest-c_index-aggregates_specificity.vl.json",
@@ -388,7 +388,7 @@ def test_many_submissions_chart_the_top_ones_and_say_so(tmp_path, schema_validat
     curve = specs["curve-roc_mel"]
     assert curve["encoding"]["color"]["sort"] == top[:10]
     assert "the top 10 of the 120 submissions with this curve" in json.dumps(curve["title"])
-    (header, *rows), = tables_of((tmp_path / "report.html").read_text())[:1]
+    (_header, *rows), = tables_of((tmp_path / "report.html").read_text())[:1]
     assert len(rows) == 120
 
 

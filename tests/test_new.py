@@ -56,7 +56,7 @@ def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", f"acme{template[:3]}",
                                            "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True) for template in TEMPLATES}
-    for template, process in started.items():
+    for process in started.values():
         output, _ = process.communicate(timeout=300)
         assert process.returncode == 0, output
     return {template: (copy, f"acme{template[:3]}") for template in TEMPLATES}

@@ -159,7 +159,7 @@ def test_a_socket_no_job_carries_is_the_configuration(challenge, name, evaluate,
     run_ = evaluate(challenge, input_dir, ground_truth)
     assert (run_.code, run_.wrote_metrics) == (3, False)
     line = run_.last_error_line
-    side = "input" if dict((f.name, f) for f in socket_fields(challenge))[name].metadata["socket"] == CASE_INPUT \
+    side = "input" if {f.name: f for f in socket_fields(challenge)}[name].metadata["socket"] == CASE_INPUT \
         else "output"
     carried = sorted({slug for job in json.loads((input_dir / "predictions.json").read_text())
                       for slug in (v["socket"]["slug"] for v in job[f"{side}s"])})
@@ -176,7 +176,7 @@ def test_a_socket_missing_from_one_job_is_the_submission(challenge, name, evalua
     slug = getattr(settings, name) or None
     if slug is None:  # ISIC's default: the job's only image input, whatever its name
         pytest.skip("the setting names no socket")
-    field = dict((f.name, f) for f in socket_fields(challenge))[name]
+    field = {f.name: f for f in socket_fields(challenge)}[name]
     side = "inputs" if field.metadata["socket"] == CASE_INPUT else "outputs"
     jobs = json.loads((input_dir / "predictions.json").read_text())
     jobs[0][side] = [v for v in jobs[0][side] if v["socket"]["slug"] != slug]

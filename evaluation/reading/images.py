@@ -176,7 +176,7 @@ def open_image(origin: Origin, path: Path, what: str) -> ImageFile:
     found = image_format(given)
     if found is None:
         origin.fail(f"{what}: {name} is not an image format we read (supported: "
-                    f"{', '.join(sorted(set(s.lstrip('.') for s in FORMATS)))}).")
+                    f"{', '.join(sorted({s.lstrip('.') for s in FORMATS}))}).")
     format_name, image_io = found
     head = _head(origin, path, what, name, gzipped=given.lower().endswith(".gz"))
     _check_no_indirection(origin, path, what, name, format_name, head)

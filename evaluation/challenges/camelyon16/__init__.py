@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -256,4 +256,4 @@ class Camelyon16(Evaluation):
     def slide_roc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         return slide_roc_chart(*self._slides(results), metrics[AGGREGATES])
 
-    chart_builders = {"froc_chart_file": froc_chart, "roc_chart_file": slide_roc_chart}
+    chart_builders: ClassVar[dict] = {"froc_chart_file": froc_chart, "roc_chart_file": slide_roc_chart}

@@ -33,8 +33,11 @@ def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
     write_dataset(out_dir, seed=seed, cases=8 if cases is None else cases, phase="algorithm")
 
 
+DEFAULT_SETTINGS = Csv2026Settings()  # frozen: one shared default is safe
+
+
 def invalid_examples(input_dir: Path,
-                     settings: Csv2026Settings = Csv2026Settings()) -> dict[str, dict[str, bytes | None]]:
+                     settings: Csv2026Settings = DEFAULT_SETTINGS) -> dict[str, dict[str, bytes | None]]:
     """For the first case: a longitudinal mask one column short, a stray value in the
     transverse mask, the transverse image removed, the class as text, the class file removed;
     and a job removed from predictions.json. The sockets are those of `settings`."""

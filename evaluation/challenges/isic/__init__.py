@@ -137,7 +137,7 @@ class IsicEvaluation(Evaluation):
     case_label = "Image"
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
-    value_titles = {target.column.path: target.title for target in TARGETS.values()}
+    value_titles: ClassVar[dict] = {target.column.path: target.title for target in TARGETS.values()}
     # The ISIC rule (python -m evaluation.leaderboard): balanced accuracy, ties broken by the mean AUC.
     final_rankings = (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, MEAN_AUC)),)
     ranked_paths = leaderboard_paths((isic_leaderboard(target) for target in TARGETS),

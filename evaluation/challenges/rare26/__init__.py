@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -195,4 +195,4 @@ class Rare26(Evaluation):
 
     # ---- charts (only when their settings name a file) -----------------------------------
 
-    chart_builders = {"roc_chart_file": roc_chart, "pr_chart_file": precision_recall_chart}
+    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart, "pr_chart_file": precision_recall_chart}
