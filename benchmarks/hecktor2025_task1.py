@@ -16,6 +16,7 @@ Not a timed test: run it, read the ratio and the peak memory.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import tempfile
 import time
@@ -112,7 +113,7 @@ def per_case_benchmark(cases: int, shape, reference_every: int) -> None:
     for number in range(cases):
         truth, prediction, geometry = make_case(number, shape)
         tracemalloc.start()
-        ours_seconds, result = timed(lambda: score_patient(truth, prediction, geometry, settings))
+        ours_seconds, result = timed(functools.partial(score_patient, truth, prediction, geometry, settings))
         peak_ours = max(peak_ours, tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         ours_times.append(ours_seconds)
@@ -121,7 +122,7 @@ def per_case_benchmark(cases: int, shape, reference_every: int) -> None:
         if number % reference_every == 0:
             truth_image, prediction_image = sitk.GetImageFromArray(truth), sitk.GetImageFromArray(prediction)
             reference_seconds, (dice, lesions) = timed(
-                lambda: reference_case(truth_image, prediction_image, truth, prediction))
+                functools.partial(reference_case, truth_image, prediction_image, truth, prediction))
             reference_times.append(reference_seconds)
             ratios.append(reference_seconds / ours_seconds)
             ours = {GTVP: our_dice(result.gtvp), GTVN: our_dice(result.gtvn)}
