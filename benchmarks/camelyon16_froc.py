@@ -135,7 +135,8 @@ def main() -> None:
         same = aggregates["froc_score"] == their_score
         print(f"end to end (python -m evaluation, {args.workers} workers): {seconds:.1f} s, peak RSS of the process "
               f"tree {peak / 2**20:.0f} MB; froc_score {aggregates['froc_score']!r} "
-              f"{'identical to' if same else 'DIFFERS from'} the 2016 pipeline; slide_auc {aggregates['slide_auc']:.4f}")
+              f"{'identical to' if same else 'DIFFERS from'} the 2016 pipeline; "
+              f"slide_auc {aggregates['slide_auc']:.4f}")
         if not same:
             raise SystemExit("MISMATCH end to end")
 

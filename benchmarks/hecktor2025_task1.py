@@ -129,7 +129,8 @@ def per_case_benchmark(cases: int, shape, reference_every: int) -> None:
             for label in (GTVP, GTVN):
                 if (ours[label] is None) != (dice[label] is None) or (
                         ours[label] is not None and abs(ours[label] - dice[label]) > 1e-6):
-                    raise SystemExit(f"MISMATCH case {number}, label {label}: ours {ours[label]}, SimpleITK {dice[label]}")
+                    raise SystemExit(f"MISMATCH case {number}, label {label}: ours {ours[label]}, "
+                                     f"SimpleITK {dice[label]}")
             if lesions != result.lesions:
                 raise SystemExit(f"MISMATCH case {number}, lesions: ours {result.lesions}, reference {lesions}")
         print(f"case {number:3d}: ours {ours_seconds * 1000:7.1f} ms"

@@ -233,7 +233,8 @@ class Evaluation:
             log(f"predictions.json lists {len(jobs)} job(s).")
             self.check_phase_sockets(jobs)
             socket = self.case_input_socket()
-            pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None) for job in jobs]
+            pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None)
+                     for job in jobs]
             self.check_mapping_collisions(pairs, socket)
         self.check_case_ids([case_id for case_id, _, _ in pairs])
         label = self.case_label

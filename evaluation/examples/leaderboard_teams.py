@@ -69,7 +69,8 @@ def write_teams(challenge: str, folder: Path, ground_truth: Path, example: Path,
     submission = examples.example(challenge).submission
     for team, seed in zip(SEEDED_TEAMS, seeds, strict=True):
         (folder / team).mkdir()
-        generated(functools.partial(submission, ground_truth, folder / team, seed), f"Writing {challenge} {team} (seed {seed})")
+        generated(functools.partial(submission, ground_truth, folder / team, seed),
+                  f"Writing {challenge} {team} (seed {seed})")
     shutil.copytree(example / "input", folder / EXAMPLE_TEAM)
     shutil.copytree(folder / TIED_WITH, folder / TIED_TEAM)
     shutil.copytree(invalid_example(challenge, example) / "input", folder / INVALID_TEAM)

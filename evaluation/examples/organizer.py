@@ -87,7 +87,8 @@ def say(message: str) -> None:
 # ---- the command ----------------------------------------------------------------------------
 
 
-def make_organizer_example(challenge: str, ground_truth: Path, output: Path, seed: int = 0, force: bool = False) -> None:
+def make_organizer_example(challenge: str, ground_truth: Path, output: Path, seed: int = 0,
+                           force: bool = False) -> None:
     """The example for the organizer's ground truth: the challenge's `submission` (perturbed
     from the ground truth, deterministic from `seed`), its invalid variants for any ground truth,
     plus "missing-case" for algorithm-job phases."""

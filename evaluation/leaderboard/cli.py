@@ -142,7 +142,8 @@ def read_metrics_file(challenge: str, path: Path, ranked_paths: tuple[str, ...] 
                          f"{file} cannot be read as JSON ({error})") from None
     if not isinstance(document, dict):
         raise ValueError(f"{file} is not a JSON object")
-    written_by = (document.get("evaluation") or {}).get("challenge") if isinstance(document.get("evaluation"), dict) else None
+    written = document.get("evaluation")
+    written_by = written.get("challenge") if isinstance(written, dict) else None
     if written_by is not None and written_by != challenge:
         raise ValueError(f"{file} was written by the {written_by} evaluation, not {challenge}")
     for ranked in ranked_paths:

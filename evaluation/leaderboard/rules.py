@@ -178,8 +178,8 @@ class NestedBorda:
         borda = gtvp + gtvn
         partial = {"gtvp": gtvp, "gtvn_dsc": gtvn_dsc, "gtvn_f1": gtvn_f1, "gtvn_borda": gtvn_borda,
                     "gtvn": gtvn, "borda": borda}
-        return RankedTable(competition_ranks(borda, "asc"), dict(zip(self.paths, (gtvp_values, dsc_values, f1_values), strict=True)),
-                           partial)
+        ranked = dict(zip(self.paths, (gtvp_values, dsc_values, f1_values), strict=True))
+        return RankedTable(competition_ranks(borda, "asc"), ranked, partial)
 
 
 FinalRanking = OrderedRanking | NestedBorda

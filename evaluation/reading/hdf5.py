@@ -120,7 +120,8 @@ class Hdf5Dataset:
             self.origin.fail(f"{self.where}: shape {shape_text(self.shape)}, expected {shape_text(expected_shape)} "
                              f"as in the ground truth.")
         if max_size is not None and self.size > max_size:
-            self.origin.fail(f"{self.where} must hold {'one value' if max_size == 1 else f'at most {max_size} values'}, "
+            most = "one value" if max_size == 1 else f"at most {max_size} values"
+            self.origin.fail(f"{self.where} must hold {most}, "
                              f"found {self.size} (shape {shape_text(self.shape)}).")
         import h5py
 

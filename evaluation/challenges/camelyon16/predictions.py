@@ -213,8 +213,8 @@ def check_confidences(detections: Detections, slide: str) -> None:
     bad = np.flatnonzero(detections.confidences < 0)
     if len(bad):
         i = bad[0]
-        raise SubmissionError(f"{slide}: {detections.where[i]} has confidence {shown(float(detections.confidences[i]))}; "
-                              f"confidences must be 0 or more.")
+        raise SubmissionError(f"{slide}: {detections.where[i]} has confidence "
+                              f"{shown(float(detections.confidences[i]))}; confidences must be 0 or more.")
 
 
 def level0_pixels(detections: Detections, pixel_size_um: float) -> tuple[np.ndarray, np.ndarray]:
@@ -240,4 +240,5 @@ def check_inside(x: np.ndarray, y: np.ndarray, detections: Detections, slide: st
     bad = np.flatnonzero(outside)
     if len(bad):
         i = bad[0]
-        raise SubmissionError(f"{slide}: {detections.where[i]} lies outside the slide (X {x[i]:g}, Y {y[i]:g}; {limit}).")
+        raise SubmissionError(f"{slide}: {detections.where[i]} lies outside the slide "
+                              f"(X {x[i]:g}, Y {y[i]:g}; {limit}).")

@@ -150,8 +150,10 @@ class Csv2026(Evaluation):
     # they saved on the 8 small cases of the bundled example (benchmarks/workers.py).
     min_cases_per_worker = 16
     leaderboards = (csv2026_leaderboard(timed=Csv2026Settings().baseline_time_seconds is not None),)
-    value_titles: ClassVar[dict] = {column.path: column.title for timed in (True, False)
-                                    for column in (csv2026_leaderboard(timed).score, *csv2026_leaderboard(timed).extra_columns)}
+    value_titles: ClassVar[dict] = {
+        column.path: column.title for timed in (True, False)
+        for column in (csv2026_leaderboard(timed).score, *csv2026_leaderboard(timed).extra_columns)
+    }
     # Always finite: every value but the TIMED ones.
     ranked_paths = tuple(path for path in leaderboard_paths(
         (csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),

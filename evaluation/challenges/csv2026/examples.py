@@ -42,7 +42,8 @@ def invalid_examples(input_dir: Path,
     transverse mask, the transverse image removed, the class as text, the class file removed;
     and a job removed from predictions.json. The sockets are those of `settings`."""
     predictions = json.loads((input_dir / "predictions.json").read_text())
-    first = min(predictions, key=lambda job: _input_name(job, synthetic.first_socket(settings.longitudinal_input_socket)))
+    socket = synthetic.first_socket(settings.longitudinal_input_socket)
+    first = min(predictions, key=lambda job: _input_name(job, socket))
     pk = first["pk"]
     outputs = {o["socket"]["slug"]: o for o in first["outputs"]}
 
@@ -61,7 +62,9 @@ def invalid_examples(input_dir: Path,
     risk = f"{pk}/output/{outputs[settings.risk_output_socket]['socket']['relative_path']}"
     rest = [job for job in predictions if job["pk"] != pk]
     return {
-        "wrong-shape": {long_path.relative_to(input_dir).as_posix(): _image_bytes(long_array[:, :-1], long_path.suffix)},
+        "wrong-shape": {
+            long_path.relative_to(input_dir).as_posix(): _image_bytes(long_array[:, :-1], long_path.suffix),
+        },
         "unknown-mask-values": {trans_path.relative_to(input_dir).as_posix(): _image_bytes(stray, trans_path.suffix)},
         "missing-view": {trans_path.relative_to(input_dir).as_posix(): None},
         "malformed-class": {risk: b'"high"\n'},
@@ -168,7 +171,8 @@ def _render_view(view: str, shape: tuple[int, int], geometry: dict[str, float]) 
         wall_y = geometry["cy"] * height + (half if geometry["side"] > 0 else -half)
         plaque_centre = (wall_y, geometry["px"] * width)
     else:
-        cy, cx, ry, rx = geometry["cy"] * height, geometry["cx"] * width, geometry["ry"] * height, geometry["rx"] * width
+        cy, cx = geometry["cy"] * height, geometry["cx"] * width
+        ry, rx = geometry["ry"] * height, geometry["rx"] * width
         vessel = ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1
         angle = geometry["angle"]
         plaque_centre = (cy + ry * np.sin(angle), cx + rx * np.cos(angle))
@@ -249,7 +253,8 @@ def write_dataset(out_dir: Path, seed: int = 0, cases: int = 8, phase: str = "al
             continue
         pk = synthetic.job_pk(rng)
         outputs = []
-        for view, slug in zip(VIEWS, ("longitudinal-carotid-segmentation", "transverse-carotid-segmentation"), strict=True):
+        slugs = ("longitudinal-carotid-segmentation", "transverse-carotid-segmentation")
+        for view, slug in zip(VIEWS, slugs, strict=True):
             suffix = ".tif" if number % 3 == 2 else ".mha"
             name = f"{uuid.UUID(bytes=rng.bytes(16), version=4)}{suffix}"
             relative = f"images/{slug}"

@@ -155,7 +155,8 @@ def csv_file_cases(input_dir: Path, patients: int) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class BootstrapSettings(HecktorSettings):
-    bootstrap_repetitions: int = setting(1000, minimum=1, maximum=100_000, doc="bootstrap resamples of the patients (spec: 1000)")
+    bootstrap_repetitions: int = setting(1000, minimum=1, maximum=100_000,
+                                         doc="bootstrap resamples of the patients (spec: 1000)")
     seed: int = setting(2025, minimum=0, doc="seed of the bootstrap draws (--seed overrides)")
     confidence_level: float = setting(95.0, minimum=1.0, below=100.0, doc="percentile interval, in percent (spec: 95)")
     unlabelled_patients: str = setting("error", choices=("error", "skip"),

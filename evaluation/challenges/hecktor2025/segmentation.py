@@ -110,7 +110,8 @@ class SegmentationTask(HecktorEvaluation):
                                  f"(besides config.json and case-mapping.json).")
             patient = strip_extension(path.name)
             if patient in masks:
-                raise SetupError(f"Ground truth: patient {patient} has two masks ({masks[patient].name} and {path.name}).")
+                raise SetupError(f"Ground truth: patient {patient} has two masks "
+                                 f"({masks[patient].name} and {path.name}).")
             masks[patient] = path
         return masks
 
@@ -303,7 +304,8 @@ def as_label_map(array: np.ndarray, error) -> np.ndarray:
     if not bad:
         return array.astype(np.uint8)
     values, voxels = np.unique(np.concatenate(bad), return_counts=True)
-    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist(), strict=True)), limit=5))
+    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist(), strict=True)),
+                        limit=5))
 
 
 # ---- chart --------------------------------------------------------------------------------------

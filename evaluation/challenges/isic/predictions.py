@@ -424,7 +424,8 @@ class PlainTable:
             return []
         spans = ends - starts + 1  # each field and its separator
         offsets = np.cumsum(spans) - spans  # where each field starts in the gathered bytes
-        picked = np.frombuffer(self.data, dtype=np.uint8)[np.arange(int(spans.sum())) + np.repeat(starts - offsets, spans)]
+        gathered = np.arange(int(spans.sum())) + np.repeat(starts - offsets, spans)
+        picked = np.frombuffer(self.data, dtype=np.uint8)[gathered]
         picked[offsets + spans - 1] = 10
         return picked.tobytes().decode("utf-8").split("\n")[:-1]
 
