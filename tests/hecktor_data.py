@@ -41,7 +41,8 @@ def value_outputs(input_dir, filename):
     values = {}
     for job in json.loads((input_dir / "predictions.json").read_text()):
         ct = next(i for i in job["inputs"] if i["socket"]["slug"] == "ct-image")
-        values[ct["image"]["name"].split("__")[0]] = json.loads((input_dir / job["pk"] / "output" / filename).read_text())
+        output = input_dir / job["pk"] / "output" / filename
+        values[ct["image"]["name"].split("__")[0]] = json.loads(output.read_text())
     return values
 
 

@@ -35,7 +35,8 @@ FILE_NAMES = {
     "csv2026": {"structure_chart_file": "structures.json"},
     "hecktor2025-task1": {"structure_chart_file": "structures.json"},
 }
-CHARTS = {name: FILE_NAMES.get(name) or {setting: f"{setting.removesuffix('_file')}.json" for setting in cls.chart_builders}
+CHARTS = {name: FILE_NAMES.get(name)
+          or {setting: f"{setting.removesuffix('_file')}.json" for setting in cls.chart_builders}
           for name, cls in available_challenges().items() if cls.chart_builders}
 ALL_CHARTS = [(challenge, setting) for challenge, files in CHARTS.items() for setting in files]
 
@@ -90,7 +91,8 @@ def chart(runs, challenge: str, setting: str) -> dict:
 
 def layer_values(spec: dict, mark: str) -> list[dict]:
     """The data points of the layer drawing `mark` (its own data, else the chart's)."""
-    (layer,) = [layer for layer in spec.get("spec", spec)["layer"] if layer["mark"]["type"] == mark and "strokeDash" not in layer["mark"]]
+    (layer,) = [layer for layer in spec.get("spec", spec)["layer"]
+                if layer["mark"]["type"] == mark and "strokeDash" not in layer["mark"]]
     return (layer.get("data") or spec["data"])["values"]
 
 

@@ -307,7 +307,9 @@ def test_unknown_challenge_from_env_exit_2(capsys, monkeypatch):
 def test_bad_option_exit_2(capsys):
     code, _, stderr = run_main(capsys, "rare26", "--workers", "two")
     assert code == 2
-    assert stderr.splitlines() == ["python -m evaluation: argument --workers: 'two' is not a whole number (see --help)."]
+    assert stderr.splitlines() == [
+        "python -m evaluation: argument --workers: 'two' is not a whole number (see --help).",
+    ]
 
 
 def test_challenge_from_env(rare26, capsys, monkeypatch):
@@ -572,8 +574,8 @@ def test_case_mapping_to_unknown_ids_is_the_organizers_error(rare26, capsys):
     code, _, stderr = run_main(capsys, *args(gt, inp, out))
     assert code == 3 and not (out / "metrics.json").exists()
     assert last_line(stderr) == ("The evaluation could not run, through no fault of the submission: case-mapping.json "
-                                 "maps images to 1 case id(s) that are not in the ground truth (no-such-stack). (please "
-                                 "tell the challenge organizers).")
+                                 "maps images to 1 case id(s) that are not in the ground truth (no-such-stack). "
+                                 "(please tell the challenge organizers).")
 
 
 def test_two_jobs_sharing_a_pk_are_refused(rare26, capsys):

@@ -60,7 +60,8 @@ def broken_variants(key: str) -> list[tuple[str, str, str]]:
     name behind a prefix (so with its suffix, in its folder)."""
     first = label_files(key)[0]
     extra = str(Path(first).with_name("zz" + Path(first).name))
-    return [(kind, where, name) for kind in ("fifo", "dangling") for where, name in (("first", first), ("extra", extra))]
+    return [(kind, where, name) for kind in ("fifo", "dangling")
+            for where, name in (("first", first), ("extra", extra))]
 
 
 def run_broken(key: str, kind: str, name: str, base: Path) -> tuple[int | None, str, str, Path, Path]:
@@ -377,8 +378,8 @@ def test_file_size_limit_while_writing_metrics(tmp_path):
     """RLIMIT_FSIZE in the run's process: metrics.json cannot be written whole (EFBIG)."""
     output = tmp_path / "out"
     process = evaluation_process(
-        ["isic2019", "--input", ROOT / "test" / "isic2019" / "input", "--ground-truth", ROOT / "ground-truth" / "isic2019",
-         "--output", output, "--workers", "1"],
+        ["isic2019", "--input", ROOT / "test" / "isic2019" / "input",
+         "--ground-truth", ROOT / "ground-truth" / "isic2019", "--output", output, "--workers", "1"],
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200)))
     _out, err = process.communicate(timeout=120)
     assert_no_space_failure(process.returncode, err, output, set())

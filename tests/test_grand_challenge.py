@@ -670,7 +670,8 @@ def test_file_output_without_relative_path_is_the_platforms_error(tmp_path):
 
 
 @pytest.mark.parametrize("content, expected", [
-    ("[" * 100_000 + "]" * 100_000, "The platform's predictions.json: predictions.json is nested too deeply to be read."),
+    ("[" * 100_000 + "]" * 100_000,
+     "The platform's predictions.json: predictions.json is nested too deeply to be read."),
     ('[{"pk": "a", "pk": "b"}]', "The platform's predictions.json: predictions.json gives the key \"pk\" twice in one "
                                  "object."),
 ])

@@ -1011,7 +1011,8 @@ add("cli-stale-metrics-bad-config", "hecktor2025-task1",
 
 
 def generic_target(sub: Submission) -> Path:
-    files = sorted(p for p in sub.input.rglob("*") if p.is_file() and p.relative_to(sub.input).as_posix() != "predictions.json")
+    files = sorted(p for p in sub.input.rglob("*")
+                   if p.is_file() and p.relative_to(sub.input).as_posix() != "predictions.json")
     assert files, f"{sub.key}: test/{sub.key}/input holds no submission file"
     return files[0]
 
@@ -1050,7 +1051,8 @@ GENERIC_CLI = {"cli-output-is-a-file": _cli_output_file, "cli-input-missing": _c
 for _key in generic_keys():
     for _mutation in GENERIC_MUTATIONS:
         add(f"generic-{_key}-{_mutation}", _key, _generic_case(_key, _mutation), expect={"exit": 1},
-            timeout=PIPE_TIMEOUT if _mutation == "named-pipe" else TIMEOUT, touches_secret=_mutation == "symlink-secret")
+            timeout=PIPE_TIMEOUT if _mutation == "named-pipe" else TIMEOUT,
+            touches_secret=_mutation == "symlink-secret")
     add(f"generic-{_key}-stale-metrics", _key, _stale_metrics(_generic_case(_key, "named-pipe")), expect={"exit": 1},
         checks=(stale_metrics_gone,), timeout=PIPE_TIMEOUT)
     for _twin, _make in GENERIC_CLI.items():

@@ -46,7 +46,8 @@ OUR_MESSAGES = {
     "row-too-long": "The CSV cannot be parsed: data row 3 has 10 fields, more than the 8 of the header and first row.",
     "no-header-only-blank-lines": "The CSV cannot be parsed: the file has no header line.",
     "no-image-column": "The CSV has no 'image' column (nor 'lesion_id'); its header is 'img', 'MEL',",
-    "semicolons": "The CSV has no 'image' column (nor 'lesion_id'); its header is 'image;MEL;NV;BCC;AKIEC;BKL;DF;VASC'.",
+    "semicolons": "The CSV has no 'image' column (nor 'lesion_id'); "
+                  "its header is 'image;MEL;NV;BCC;AKIEC;BKL;DF;VASC'.",
     "duplicate-rows": "The CSV has more than one row for image(s) ISIC_0000002.",
     "duplicate-after-jpg": "The CSV has more than one row for image(s) ISIC_0000003.",
     "missing-column": "The CSV has no column for category VASC; the header must be image followed by MEL, NV, BCC, "

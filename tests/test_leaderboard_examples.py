@@ -186,7 +186,8 @@ def test_ranked_paths_are_those_the_rules_read(challenge):
 @pytest.mark.parametrize("challenge", sorted(OFFICIAL_RULES))
 def test_declared_rules_are_the_official_ones(challenge):
     """The per-challenge oracle: the declaration says what the challenge's documentation says."""
-    declared = {name: (kind, tuple(path for path, _ in keys)) for name, (kind, keys, _) in declared_rules(challenge).items()}
+    declared = {name: (kind, tuple(path for path, _ in keys))
+                for name, (kind, keys, _) in declared_rules(challenge).items()}
     assert declared == OFFICIAL_RULES[challenge]
     assert all(order == "desc" for _, keys, _ in declared_rules(challenge).values() for _, order in keys)
     fallback = {path for _, _, keys in declared_rules(challenge).values() for path, _ in keys}

@@ -278,7 +278,8 @@ def pages_needed(tmp_path_factory):
     out = tmp_path_factory.mktemp("full") / "out"
     result = run(TASK2, *map(str, teams(TASK2)), "--output", str(out), *NO_SPACE_ARGUMENTS)
     assert result.returncode == 0, result.stderr
-    return sum(-(-p.stat().st_size // 4096) for p in out.rglob("*") if p.is_file()), (out / "ranking.json").stat().st_size
+    blocks = sum(-(-p.stat().st_size // 4096) for p in out.rglob("*") if p.is_file())
+    return blocks, (out / "ranking.json").stat().st_size
 
 
 @pytest.mark.parametrize("share", [0.0, 0.3, 0.6, 0.9, 1.0])

@@ -289,7 +289,8 @@ def test_same_bytes_twice_and_in_another_process(full_report, tmp_path):
     assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(output) for p in written]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(written, again, strict=True))
     (tmp_path / "input.json").write_text(json.dumps({"ranking": ranking, "curves": curves}))
-    script = ("import json, sys; from pathlib import Path; from evaluation.leaderboard.report import MAX_CHARTED, VL_CONVERT_VERSION, write_report; "
+    script = ("import json, sys; from pathlib import Path; from evaluation.leaderboard.report import MAX_CHARTED, "
+              "VL_CONVERT_VERSION, write_report; "
               "d = json.loads(Path(sys.argv[1]).read_text()); "
               "write_report(Path(sys.argv[2]), d['ranking'], d['curves'])")
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "input.json"), str(tmp_path / "other")],

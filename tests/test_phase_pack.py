@@ -163,7 +163,8 @@ def test_a_socket_no_job_carries_is_the_configuration(challenge, name, evaluate,
         else "output"
     carried = sorted({slug for job in json.loads((input_dir / "predictions.json").read_text())
                       for slug in (v["socket"]["slug"] for v in job[f"{side}s"])})
-    assert f"No job of predictions.json has the {side} socket 'not-this-phases-socket' that the setting {name!r}" in line
+    assert (f"No job of predictions.json has the {side} socket 'not-this-phases-socket' "
+            f"that the setting {name!r}") in line
     assert f"the jobs' {side}s are {', '.join(carried)}." in line
     assert f"Set {name!r} in config.json" in line and "--pack" in line
     assert len(run_.stderr.strip().splitlines()[-1]) < 1024
@@ -387,4 +388,5 @@ def test_a_value_output_as_a_file_scores_the_same_bytes(challenge, tmp_path):
     (tmp_path / "input" / "predictions.json").write_text(json.dumps(jobs, indent=2))
     run_ = run_command_line(challenge, tmp_path / "input", ROOT / "ground-truth" / challenge, tmp_path / "out")
     assert run_.code == 0, run_.stderr
-    assert (tmp_path / "out" / "metrics.json").read_bytes() == (ROOT / "test" / challenge / "expected_metrics.json").read_bytes()
+    expected = (ROOT / "test" / challenge / "expected_metrics.json").read_bytes()
+    assert (tmp_path / "out" / "metrics.json").read_bytes() == expected
