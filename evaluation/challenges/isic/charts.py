@@ -26,11 +26,12 @@ def simplify_curves(curves: list[tuple[np.ndarray, np.ndarray]], epsilon: float)
     """simplify_curve of each (x, y) curve, all at once: the curves end to end, and every
     segment of a level of the recursion (of every curve) in one pass; each segment's farthest
     point (the first of equals) is kept, and splits it, when it is farther than epsilon."""
-    sizes = [len(x) for x, _ in curves]
-    x = np.concatenate([x for x, _ in curves]) if curves else np.zeros(0)
-    y = np.concatenate([y for _, y in curves]) if curves else np.zeros(0)
+    if not curves:  # (np.split below would give one empty array: one per curve it must be)
+        return []
+    sizes = np.array([len(x) for x, _ in curves], dtype=np.intp)
+    x = np.concatenate([x for x, _ in curves])
+    y = np.concatenate([y for _, y in curves])
     keep = np.zeros(len(x), dtype=bool)
-    sizes = np.array(sizes, dtype=np.intp)  # integers even when there is no curve
     ends = np.cumsum(sizes)
     a, b = (ends - sizes)[sizes > 0], ends[sizes > 0] - 1  # each curve's first and last point
     keep[a] = keep[b] = True
