@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list
@@ -233,7 +233,8 @@ class Evaluation:
             log(f"predictions.json lists {len(jobs)} job(s).")
             self.check_phase_sockets(jobs)
             socket = self.case_input_socket()
-            pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None) for job in jobs]
+            pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None)
+                     for job in jobs]
             self.check_mapping_collisions(pairs, socket)
         self.check_case_ids([case_id for case_id, _, _ in pairs])
         label = self.case_label

@@ -17,10 +17,20 @@ import importlib
 import os
 import sys
 import traceback
-from typing import Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
-from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EvaluationError, InternalError,
-                               SubmissionError, Terminated, UsageError, one_line)
+from evaluation.errors import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_SETUP,
+    EvaluationError,
+    InternalError,
+    SubmissionError,
+    Terminated,
+    UsageError,
+    one_line,
+)
 
 MINIMUM_PYTHON = (3, 11)
 

@@ -13,8 +13,18 @@ from pathlib import Path
 import pytest
 
 from evaluation.challenges import challenge_names
-from evaluation.errors import (EXIT_INTERNAL, EXIT_SETUP, EXIT_SUBMISSION, EXIT_TERMINATED, EXIT_USAGE, InternalError,
-                               SetupError, SubmissionError, Terminated, UsageError)
+from evaluation.errors import (
+    EXIT_INTERNAL,
+    EXIT_SETUP,
+    EXIT_SUBMISSION,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    InternalError,
+    SetupError,
+    SubmissionError,
+    Terminated,
+    UsageError,
+)
 from evaluation.launch import run_command
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,6 +20,7 @@ from evaluation.leaderboard.standings import Standing
 from evaluation.leaderboard.statistics import holm_rejections, kendall_tau_b, leaderboard_statistics
 from evaluation.phase.columns import Column
 
+
 def ranked(path: str, order: str = "desc") -> Column:
     """A ranked value declared as a leaderboard Column, titled by its path."""
     return Column(path, path, order)
@@ -181,7 +182,7 @@ def test_statistics_equal_a_direct_recomputation_on_materialised_rankings():
     # Adjacent pairs of the final ranking a, b|c (tied: alphabetical), d, e; tested and Holm-adjusted.
     adjacent = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
     p = np.array([1 - document["pairwise"][x][y]["p_better"] for x, y in adjacent])
-    for (x, y), expected in zip(adjacent, holm_reference(p, 0.05)):
+    for (x, y), expected in zip(adjacent, holm_reference(p, 0.05), strict=True):
         assert document["pairwise"][x][y]["significant"] is bool(expected)
         assert document["pairwise"][y][x]["significant"] is None
     assert document["pairwise"]["a"]["c"]["significant"] is None

@@ -58,7 +58,7 @@ def materialised(evaluation, results, counts_row):
     """The resample as a data set: patient j of sorted(results) repeated counts_row[j] times,
     each copy a patient of its own (`<patient>~<k>`) with the same ground truth."""
     resampled, truth = {}, {}
-    for patient, copies in zip(sorted(results), counts_row):
+    for patient, copies in zip(sorted(results), counts_row, strict=True):
         for k in range(int(copies)):
             resampled[f"{patient}~{k}"] = results[patient]
             truth[f"{patient}~{k}"] = evaluation.ground_truth[patient]
@@ -147,7 +147,7 @@ def task1(results, **settings):
     """Task 1 scoring synthetic patients (score_aggregates reads only their counts; each
     patient's ground truth, a mask path, is not read again)."""
     evaluation = HecktorTask1(ROOT / "ground-truth" / "hecktor2025-task1")
-    return with_ground_truth(evaluation, {patient: None for patient in results}, **settings)
+    return with_ground_truth(evaluation, dict.fromkeys(results), **settings)
 
 
 def test_task1_synthetic_resamples_with_empty_structures():

@@ -30,7 +30,8 @@ def git(copy: Path, *args: str) -> str:
 
 
 def repository_copy(target: Path) -> Path:
-    """The repository's files (tracked and untracked, not ignored) in `target`, as one commit of a new git repository."""
+    """The repository's files (tracked and untracked, not ignored) in `target`, as one commit of a new
+    git repository."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             check=True, capture_output=True).stdout.split(b"\0")
     target.mkdir()
@@ -56,7 +57,7 @@ def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", f"acme{template[:3]}",
                                            "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True) for template in TEMPLATES}
-    for template, process in started.items():
+    for process in started.values():
         output, _ = process.communicate(timeout=300)
         assert process.returncode == 0, output
     return {template: (copy, f"acme{template[:3]}") for template in TEMPLATES}
@@ -119,7 +120,8 @@ def test_every_command_picks_it_up(scaffolded, template, tmp_path):
         script = run(copy, "./run-leaderboard.sh", name, *teams, "--output", str(tmp_path / "script"),
                      "--resamples", "100")
         assert script.returncode == 0, script.stderr
-        assert (tmp_path / "script" / "ranking.json").read_bytes() == (tmp_path / "ranking" / "ranking.json").read_bytes()
+        script_ranking = (tmp_path / "script" / "ranking.json").read_bytes()
+        assert script_ranking == (tmp_path / "ranking" / "ranking.json").read_bytes()
 
 
 def independent(template: str, copy: Path, name: str) -> dict[str, float]:
@@ -230,7 +232,8 @@ def test_refusals_write_nothing(arguments, message):
 
 
 def test_help_documents_the_command():
-    result = subprocess.run([sys.executable, "-m", "evaluation.new", "--help"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "evaluation.new", "--help"], cwd=ROOT, capture_output=True,
+                            text=True)
     assert result.returncode == 0
     assert all(t in result.stdout for t in TEMPLATES) and "docs/adding-a-challenge.md" in result.stdout
 

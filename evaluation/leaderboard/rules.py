@@ -17,8 +17,9 @@ occupies: 1, 2.5, 2.5, 4). Both equal scipy.stats.rankdata's "min" and "average"
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def lexicographic_ranks(columns: list[np.ndarray], orders: list[str]) -> np.ndar
     """Competition ranks by the first column, ties broken by the next ones in turn."""
     better = np.zeros(np.shape(columns[0])[:-1] + (np.shape(columns[0])[-1],) * 2, dtype=bool)
     still_tied = np.ones_like(better)
-    for values, order in zip(columns, orders):
+    for values, order in zip(columns, orders, strict=True):
         key_better, key_tied = _comparisons(values, order)
         better |= still_tied & key_better
         still_tied &= key_tied
@@ -104,7 +105,7 @@ class OrderedRanking:
     keys: tuple[Column, ...]  # the leaderboard's own declarations of the ranked values
     fallback: tuple[Column, ...] = ()
 
-    def applied(self, documents: Iterable[Mapping[str, Any]]) -> "OrderedRanking":
+    def applied(self, documents: Iterable[Mapping[str, Any]]) -> OrderedRanking:
         """The rule as applied to these submissions' values ({path: value or None} each)."""
         if self.fallback and all(document.get(self.keys[0].path) is None for document in documents):
             return OrderedRanking(self.name, self.fallback)
@@ -126,7 +127,7 @@ class OrderedRanking:
     def rank(self, values: Mapping[str, np.ndarray], tie_method: str = "average") -> RankedTable:
         columns = [np.asarray(values[key.path], dtype=np.float64) for key in self.keys]
         ranks = lexicographic_ranks(columns, [key.order for key in self.keys])
-        return RankedTable(ranks, {key.path: column for key, column in zip(self.keys, columns)}, {})
+        return RankedTable(ranks, {key.path: column for key, column in zip(self.keys, columns, strict=True)}, {})
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class NestedBorda:
             if key.order != "desc":
                 raise ValueError(f"nested Borda: {key.path} must be ranked descending (higher is better)")
 
-    def applied(self, documents: Iterable[Mapping[str, Any]]) -> "NestedBorda":
+    def applied(self, documents: Iterable[Mapping[str, Any]]) -> NestedBorda:
         return self
 
     @property
@@ -177,8 +178,8 @@ class NestedBorda:
         borda = gtvp + gtvn
         partial = {"gtvp": gtvp, "gtvn_dsc": gtvn_dsc, "gtvn_f1": gtvn_f1, "gtvn_borda": gtvn_borda,
                     "gtvn": gtvn, "borda": borda}
-        return RankedTable(competition_ranks(borda, "asc"), dict(zip(self.paths, (gtvp_values, dsc_values, f1_values))),
-                           partial)
+        ranked = dict(zip(self.paths, (gtvp_values, dsc_values, f1_values), strict=True))
+        return RankedTable(competition_ranks(borda, "asc"), ranked, partial)
 
 
 FinalRanking = OrderedRanking | NestedBorda

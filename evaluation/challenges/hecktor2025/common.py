@@ -5,22 +5,22 @@ patient bootstrap of tasks 2 and 3 (its interval columns and their paths)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import (
-    Case,
     list_submission_files,
     single_ground_truth_file,
     strip_extension,
 )
-from evaluation.phase.columns import Column, ci_title
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles
+from evaluation.phase.columns import Column, ci_title
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.settings import CASE_INPUT, Settings, setting
@@ -155,7 +155,8 @@ def csv_file_cases(input_dir: Path, patients: int) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class BootstrapSettings(HecktorSettings):
-    bootstrap_repetitions: int = setting(1000, minimum=1, maximum=100_000, doc="bootstrap resamples of the patients (spec: 1000)")
+    bootstrap_repetitions: int = setting(1000, minimum=1, maximum=100_000,
+                                         doc="bootstrap resamples of the patients (spec: 1000)")
     seed: int = setting(2025, minimum=0, doc="seed of the bootstrap draws (--seed overrides)")
     confidence_level: float = setting(95.0, minimum=1.0, below=100.0, doc="percentile interval, in percent (spec: 95)")
     unlabelled_patients: str = setting("error", choices=("error", "skip"),

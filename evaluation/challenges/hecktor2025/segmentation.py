@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, at_paths, submission_name
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
@@ -26,12 +27,11 @@ from evaluation.grand_challenge import (
     list_submission_files,
     strip_extension,
 )
-from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, at_paths, submission_name
+from evaluation.metrics.lesions import MATCHING_METHODS, lesion_detection_counts
+from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.phase.columns import Column
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
-from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
-from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.settings import IMAGE_OUTPUT, setting
 
 BACKGROUND, GTVP, GTVN = 0, 1, 2
@@ -110,7 +110,8 @@ class SegmentationTask(HecktorEvaluation):
                                  f"(besides config.json and case-mapping.json).")
             patient = strip_extension(path.name)
             if patient in masks:
-                raise SetupError(f"Ground truth: patient {patient} has two masks ({masks[patient].name} and {path.name}).")
+                raise SetupError(f"Ground truth: patient {patient} has two masks "
+                                 f"({masks[patient].name} and {path.name}).")
             masks[patient] = path
         return masks
 
@@ -303,7 +304,8 @@ def as_label_map(array: np.ndarray, error) -> np.ndarray:
     if not bad:
         return array.astype(np.uint8)
     values, voxels = np.unique(np.concatenate(bad), return_counts=True)
-    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist())), limit=5))
+    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist(), strict=True)),
+                        limit=5))
 
 
 # ---- chart --------------------------------------------------------------------------------------

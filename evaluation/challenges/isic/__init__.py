@@ -137,7 +137,7 @@ class IsicEvaluation(Evaluation):
     case_label = "Image"
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
-    value_titles = {target.column.path: target.title for target in TARGETS.values()}
+    value_titles: ClassVar[dict] = {target.column.path: target.title for target in TARGETS.values()}
     # The ISIC rule (python -m evaluation.leaderboard): balanced accuracy, ties broken by the mean AUC.
     final_rankings = (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, MEAN_AUC)),)
     ranked_paths = leaderboard_paths((isic_leaderboard(target) for target in TARGETS),
@@ -169,7 +169,7 @@ class IsicEvaluation(Evaluation):
                 f"({', '.join(self.categories)}); the ground truth's are used.")
         check_truth_scorable(self.table)
         log(f"Ground truth {path.name}: {len(self.table.ids)} images, categories {', '.join(categories)}.")
-        return dict(zip(self.table.ids, range(len(self.table.ids))))  # {image: its row}
+        return dict(zip(self.table.ids, range(len(self.table.ids)), strict=True))  # {image: its row}
 
     # ---- the submission ------------------------------------------------------------------
 
@@ -181,7 +181,7 @@ class IsicEvaluation(Evaluation):
         max_bytes = bytes_for_rows(len(self.table.ids) + SPARE_ROWS)
         data = origin.read_bytes(path, PREDICTIONS_WHAT, max_bytes)  # refuses links out, pipes, folders
         ids, values = read_predictions_csv(data, self.table.categories, self.table.ids)
-        return list(zip(ids, values))
+        return list(zip(ids, values, strict=True))
 
     def read_file_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
         return case.source  # the CSV was read and checked whole by file_cases
