@@ -36,9 +36,9 @@ from benchmarks.camelyon16_reference import (
 )
 from benchmarks.measure import run_evaluation
 from evaluation.challenges.camelyon16.examples import write_synthetic
+from evaluation.challenges.camelyon16.masks import read_mask
 from evaluation.metrics.evaluation_mask import evaluation_mask
 from evaluation.metrics.froc import froc_curve, froc_sensitivities, normal_slide_hits, slide_hits
-from evaluation.challenges.camelyon16.masks import read_mask
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +135,8 @@ def main() -> None:
         same = aggregates["froc_score"] == their_score
         print(f"end to end (python -m evaluation, {args.workers} workers): {seconds:.1f} s, peak RSS of the process "
               f"tree {peak / 2**20:.0f} MB; froc_score {aggregates['froc_score']!r} "
-              f"{'identical to' if same else 'DIFFERS from'} the 2016 pipeline; slide_auc {aggregates['slide_auc']:.4f}")
+              f"{'identical to' if same else 'DIFFERS from'} the 2016 pipeline; "
+              f"slide_auc {aggregates['slide_auc']:.4f}")
         if not same:
             raise SystemExit("MISMATCH end to end")
 

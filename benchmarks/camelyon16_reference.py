@@ -36,7 +36,7 @@ def read_level5(path: Path, single_page_level: int = 5) -> tuple[np.ndarray, int
         levels = tif.series[0].levels
         if len(levels) > 1:
             return np.asarray(levels[5].asarray()) != 0, 5
-        pages = [p for p in tif.pages]
+        pages = list(tif.pages)
         if len(pages) > 1:  # reduced pages not grouped into levels: pick the one at 1/32
             height0, width0 = pages[0].shape[:2]
             for page in pages[1:]:
@@ -63,7 +63,7 @@ def fp_tp_2016(probs, xs, ys, is_tumor: bool, labels, itc: list[int], level: int
     max_label = int(np.amax(labels)) if is_tumor else 0
     fps = []
     tps = np.zeros((max_label,), dtype=slot_dtype)
-    for p, x, y in zip(probs, xs, ys):
+    for p, x, y in zip(probs, xs, ys, strict=True):
         if not is_tumor:
             fps.append(p)
             continue

@@ -84,7 +84,8 @@ def main() -> None:
         for name, pairs in times.items():
             walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
             size = sum(p.stat().st_size for p in (root / name).rglob("*.h5")) / 2**20
-            print(f"{name:15s} {size:5.1f} MiB of .h5  wall min/median {min(walls):.2f}/{statistics.median(walls):.2f} s"
+            print(f"{name:15s} {size:5.1f} MiB of .h5  "
+                  f"wall min/median {min(walls):.2f}/{statistics.median(walls):.2f} s"
                   f"  CPU min/median {min(cpus):.2f}/{statistics.median(cpus):.2f} s")
         assert len(set(written.values())) == 1, "metrics.json differs between compressions"
         print("metrics.json identical for every variant: yes")

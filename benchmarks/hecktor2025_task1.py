@@ -16,6 +16,7 @@ Not a timed test: run it, read the ratio and the peak memory.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import tempfile
 import time
@@ -25,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.measure import run_evaluation
+from evaluation.challenges.hecktor2025 import HecktorTask1
+from evaluation.challenges.hecktor2025.segmentation import Task1Settings, score_patient
 from evaluation.examples import synthetic
-from evaluation.challenges.hecktor2025.task1 import HecktorTask1, Task1Settings, score_patient
 from evaluation.reading.images import Geometry
 
 GTVP, GTVN = 1, 2
@@ -34,13 +36,13 @@ GTVP, GTVN = 1, 2
 
 def blob(array: np.ndarray, label: int, center, radii, rng=None) -> None:
     """Write an ellipsoid (slightly lumpy if rng) of `label` into `array`, inside its box only."""
-    lo = [max(0, int(np.floor(c - r)) - 1) for c, r in zip(center, radii)]
-    hi = [min(s, int(np.ceil(c + r)) + 2) for c, r, s in zip(center, radii, array.shape)]
-    grids = np.ogrid[tuple(slice(a, b) for a, b in zip(lo, hi))]
-    distance = sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii))
+    lo = [max(0, int(np.floor(c - r)) - 1) for c, r in zip(center, radii, strict=True)]
+    hi = [min(s, int(np.ceil(c + r)) + 2) for c, r, s in zip(center, radii, array.shape, strict=True)]
+    grids = np.ogrid[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))]
+    distance = sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii, strict=True))
     if rng is not None:
         distance = distance + rng.normal(0, 0.08, distance.shape)
-    region = array[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    region = array[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))]
     region[(distance <= 1.0) & (region == 0)] = label
 
 
@@ -111,7 +113,7 @@ def per_case_benchmark(cases: int, shape, reference_every: int) -> None:
     for number in range(cases):
         truth, prediction, geometry = make_case(number, shape)
         tracemalloc.start()
-        ours_seconds, result = timed(lambda: score_patient(truth, prediction, geometry, settings))
+        ours_seconds, result = timed(functools.partial(score_patient, truth, prediction, geometry, settings))
         peak_ours = max(peak_ours, tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         ours_times.append(ours_seconds)
@@ -120,14 +122,15 @@ def per_case_benchmark(cases: int, shape, reference_every: int) -> None:
         if number % reference_every == 0:
             truth_image, prediction_image = sitk.GetImageFromArray(truth), sitk.GetImageFromArray(prediction)
             reference_seconds, (dice, lesions) = timed(
-                lambda: reference_case(truth_image, prediction_image, truth, prediction))
+                functools.partial(reference_case, truth_image, prediction_image, truth, prediction))
             reference_times.append(reference_seconds)
             ratios.append(reference_seconds / ours_seconds)
             ours = {GTVP: our_dice(result.gtvp), GTVN: our_dice(result.gtvn)}
             for label in (GTVP, GTVN):
                 if (ours[label] is None) != (dice[label] is None) or (
                         ours[label] is not None and abs(ours[label] - dice[label]) > 1e-6):
-                    raise SystemExit(f"MISMATCH case {number}, label {label}: ours {ours[label]}, SimpleITK {dice[label]}")
+                    raise SystemExit(f"MISMATCH case {number}, label {label}: ours {ours[label]}, "
+                                     f"SimpleITK {dice[label]}")
             if lesions != result.lesions:
                 raise SystemExit(f"MISMATCH case {number}, lesions: ours {result.lesions}, reference {lesions}")
         print(f"case {number:3d}: ours {ours_seconds * 1000:7.1f} ms"

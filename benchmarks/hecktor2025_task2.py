@@ -19,7 +19,8 @@ import tracemalloc
 import numpy as np
 from lifelines.utils import concordance_index as lifelines_cindex
 
-from evaluation.challenges.hecktor2025.base import Task2Settings, bootstrap_counts
+from evaluation.challenges.hecktor2025.common import bootstrap_counts
+from evaluation.challenges.hecktor2025.survival import Task2Settings
 from evaluation.metrics.survival import resampled_concordance
 
 

@@ -11,9 +11,9 @@ Nothing here is a runtime dependency: the reference runs as a separate process.
 from __future__ import annotations
 
 import hashlib
-import random
 import json
 import os
+import random
 import subprocess
 from pathlib import Path
 from typing import Any

@@ -3,6 +3,11 @@ it, and its statistics against the plain way: re-running the container on every 
 
     .venv/bin/python -m benchmarks.leaderboard [--only NAME]... [--repeats 3] [--quick] [--profile]
     .venv/bin/python -m benchmarks.leaderboard --many-teams [TEAMS] [--repeats 1] [--quick]
+    .venv/bin/python -m benchmarks.leaderboard --aggregate [--repeats 3]
+
+--aggregate: one submission's share of the statistics alone, in this process: HECKTOR tasks 2 and 3's
+`aggregate` on 1000 resamples (counts) of 500 synthetic patients, the best of --repeats, and that
+times 50 submissions.
 
 --many-teams: the scale case alone. 1,000 team folders (40 distinct HECKTOR task 2 submissions,
 the rest linked to them) x 500 patients, the whole command with 1000 resamples on 1 and 2
@@ -59,9 +64,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -265,7 +271,8 @@ def profile_statistics(scored: Scored, lines: int) -> str:
 
 def copy_names(case_ids: list[str], counts: np.ndarray) -> dict[str, list[str]]:
     """{case: its names in the materialised resample}: drawn c times -> case, case~1, ..., case~(c-1)."""
-    return {case: [case if k == 0 else f"{case}~{k}" for k in range(int(c))] for case, c in zip(case_ids, counts) if c}
+    return {case: [case if k == 0 else f"{case}~{k}" for k in range(int(c))]
+            for case, c in zip(case_ids, counts, strict=True) if c}
 
 
 def copy_csv_ground_truth(evaluation, ground_truth: Path, out: Path, copies: dict[str, list[str]]) -> None:
@@ -396,6 +403,33 @@ MANY_DISTINCT = 40  # distinct submissions written; the other team folders link 
 MANY_TARGET_BYTES = 2 * 2**30
 
 
+def aggregate_timing(repeats: int, patients: int = 500, resamples: int = RESAMPLES) -> None:
+    """HECKTOR tasks 2 and 3: `aggregate` on `resamples` rows of counts over `patients` synthetic
+    patients (tied times and risks, ~40% censored; ~60% HPV positive, 20% wrong), best of `repeats`."""
+    import copy
+
+    from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3
+
+    rng = np.random.default_rng(1)
+    names = [f"P{i:04d}" for i in range(patients)]
+    truth2 = {p: (float(rng.integers(30, 120) * 10), int(rng.random() < 0.6)) for p in names}
+    risks = {p: float(np.round(rng.normal(), 1)) for p in names}
+    truth3 = {p: int(rng.random() < 0.6) for p in names}
+    decisions = {p: bool(label) != bool(rng.random() < 0.2) for p, label in truth3.items()}
+    draws = rng.integers(0, patients, size=(resamples, patients))
+    counts = np.array([np.bincount(row, minlength=patients) for row in draws], dtype=np.int64)
+    for task, truth, results in ((HecktorTask2, truth2, risks), (HecktorTask3, truth3, decisions)):
+        evaluation = copy.copy(task(ROOT / "ground-truth" / task.name))
+        evaluation.ground_truth = truth
+        times = []
+        for _ in range(max(1, repeats)):
+            started = time.perf_counter()
+            evaluation.aggregate(results, counts)
+            times.append(time.perf_counter() - started)
+        print(f"{task.name}: {resamples} resamples of {patients} patients in {min(times) * 1000:.1f} ms "
+              f"(x 50 submissions: {min(times) * 50:.2f} s)", flush=True)
+
+
 def many_teams(teams: int, cases: int, distinct: int, repeats: int, until_report: bool = False) -> int:
     """hecktor2025-task2, `teams` team folders x `cases` patients, the whole command (1000
     resamples, 1 and 2 workers): wall seconds and the peak memory of the main process and of its
@@ -416,7 +450,7 @@ def many_teams(teams: int, cases: int, distinct: int, repeats: int, until_report
             folders.append(link)
         print(f"{challenge}: {teams} teams ({len(written)} distinct submissions) x {cases} patients written in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
-        for repeat in range(repeats):
+        for _repeat in range(repeats):
             for workers in (1, 2):
                 output = root / f"output-{workers}"
                 shutil.rmtree(output, ignore_errors=True)
@@ -428,9 +462,10 @@ def many_teams(teams: int, cases: int, distinct: int, repeats: int, until_report
                 peak = max(measured.before_report_peak_bytes, measured.worker_peak_bytes)
                 met = peak <= MANY_TARGET_BYTES
                 failed |= not met
-                print(f"  --workers {workers}: {measured.seconds:.0f} s wall ({measured.statistics_and_report_seconds:.0f} "
-                      f"s statistics and report); peak memory up to the report (scoring, ranking, statistics, "
-                      f"CSV): {mib(measured.before_report_peak_bytes)} MiB main, "
+                print(f"  --workers {workers}: {measured.seconds:.0f} s wall "
+                      f"({measured.statistics_and_report_seconds:.0f} s statistics and report); "
+                      f"peak memory up to the report (scoring, ranking, statistics, CSV): "
+                      f"{mib(measured.before_report_peak_bytes)} MiB main, "
                       f"{mib(measured.worker_peak_bytes)} MiB largest worker: target <= 2 GiB "
                       f"{'MET' if met else 'NOT MET'}; with the report: "
                       f"{'not run (--until-report)' if until_report else mib(measured.main_peak_bytes) + ' MiB; '}"
@@ -450,7 +485,13 @@ def main(argv: list[str] | None = None) -> None:
                              f"patients, the whole command's peak memory against 2 GiB")
     parser.add_argument("--until-report", action="store_true",
                         help="with --many-teams: stop each command when it starts the report (its charts)")
+    parser.add_argument("--aggregate", action="store_true",
+                        help="only HECKTOR tasks 2 and 3's aggregate on 1000 resamples of 500 patients, "
+                             "in this process")
     args = parser.parse_args(argv)
+    if args.aggregate:
+        aggregate_timing(args.repeats)
+        return
     if args.many_teams is not None:
         sys.exit(many_teams(args.many_teams, 20 if args.quick else MANY_CASES, 4 if args.quick else MANY_DISTINCT,
                             args.repeats, args.until_report))
@@ -475,7 +516,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{setup.name}: {setup.describe(size)} written in {time.perf_counter() - started:.0f} s", flush=True)
 
             runs: dict[int, list[LeaderboardRun]] = {1: [], 2: []}
-            for repeat in range(args.repeats):
+            for _repeat in range(args.repeats):
                 for workers in (1, 2):  # interleaved: a busy moment of the machine hits both
                     output = root / f"output-{workers}"
                     shutil.rmtree(output, ignore_errors=True)
@@ -509,13 +550,15 @@ def main(argv: list[str] | None = None) -> None:
             peaks = f"{mib(median['main_peak_bytes'])}/{mib(median['worker_peak_bytes'])}"
             both = f"{stats_seconds[workers]:.2f} ({stats_times[workers][0]:.2f})"
             plain = f" {estimate:>19,.0f} {estimate / stats_seconds[workers]:>8,.0f}x"
-            rows.append(f"{setup.name:<18} {size.submissions:>4} {size.cases:>5} {workers:>7} {median['seconds']:>7.1f} "
-                        f"{median['cpu_seconds']:>7.1f} {peaks:>20} {median['statistics_and_report_seconds']:>20.2f} "
+            rows.append(f"{setup.name:<18} {size.submissions:>4} {size.cases:>5} {workers:>7} "
+                        f"{median['seconds']:>7.1f} {median['cpu_seconds']:>7.1f} {peaks:>20} "
+                        f"{median['statistics_and_report_seconds']:>20.2f} "
                         f"{both:>18}{plain}")
             print(rows[-1], flush=True)
         verdicts.append(
-            f"{setup.name}: plain loop sampled on {sample[0]} submissions x {sample[1]} resamples = {loop.runs} container "
-            f"runs, {loop.mean_seconds:.2f} s each (mean), EXTRAPOLATED to {size.submissions} x {RESAMPLES} = "
+            f"{setup.name}: plain loop sampled on {sample[0]} submissions x {sample[1]} resamples = "
+            f"{loop.runs} container runs, {loop.mean_seconds:.2f} s each (mean), "
+            f"EXTRAPOLATED to {size.submissions} x {RESAMPLES} = "
             f"{estimate:,.0f} s ({estimate / 3600:.1f} h); its ranked values equal aggregate "
             f"(largest difference {loop.largest_difference:.1e})")
         if setup.target:

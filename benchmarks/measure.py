@@ -125,7 +125,8 @@ def evaluation_snapshot(folder: Path, source: Path = ROOT, compiled: bool = True
     import compileall
     import shutil
 
-    shutil.copytree(Path(source) / "evaluation", Path(folder) / "evaluation", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(source) / "evaluation", Path(folder) / "evaluation",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     if compiled:
         compileall.compile_dir(Path(folder) / "evaluation", quiet=1)
     return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(folder)}

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
-from evaluation.challenges.rare26.scoring import image_level_bootstrap, patient_level_bootstrap
 from evaluation.challenges.rare26.examples import synthesize
+from evaluation.challenges.rare26.scoring import image_level_bootstrap, patient_level_bootstrap
 from evaluation.metrics.ranking import resampled_ranking_metrics
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, positives_per_resample
 
@@ -76,6 +76,19 @@ def peak_megabytes(function):
     return peak / 2**20
 
 
+def bootstrap_schemes(y, s, patients, seed: int, reps: int) -> dict:
+    """{scheme: (current, previous or None, official)}: the three paths of one data set, as callables."""
+    return {
+        "image": (lambda: image_level_bootstrap(y, s, np.random.default_rng(seed), reps, 100)[0],
+                  lambda: previous_image_level(y, s, seed, reps),
+                  lambda: official_image_level(y, s, seed, reps)),
+        # Unchanged: the previous path is the current one.
+        "patient": (lambda: patient_level_bootstrap(y, s, patients, np.random.default_rng(seed), reps, 10, 100)[0],
+                    None,
+                    lambda: official_patient_level(y, s, patients, seed, reps)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=1000)
@@ -92,17 +105,7 @@ def main() -> None:
     for stacks in args.stacks:
         y, s, patients = synthetic_arrays(stacks, seed=stacks)
         label = f"{stacks} stacks, {len(y)} frames ({int(y.sum())} neo)"
-        schemes = {
-            "image": (lambda: image_level_bootstrap(y, s, np.random.default_rng(args.seed), reps, 100)[0],
-                      lambda: previous_image_level(y, s, args.seed, reps),
-                      lambda: official_image_level(y, s, args.seed, reps)),
-            # Unchanged: the previous path is the current one.
-            "patient": (lambda: patient_level_bootstrap(y, s, patients, np.random.default_rng(args.seed),
-                                                        reps, 10, 100)[0],
-                        None,
-                        lambda: official_patient_level(y, s, patients, args.seed, reps)),
-        }
-        for scheme, (current, previous, official) in schemes.items():
+        for scheme, (current, previous, official) in bootstrap_schemes(y, s, patients, args.seed, reps).items():
             current_seconds, current_result = timed(current, args.rounds)
             current_peak = peak_megabytes(current)
             if previous is None:

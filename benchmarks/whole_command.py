@@ -6,9 +6,9 @@ started fresh on the same input files, interleaved, the numbers checked equal.
 
 | challenge | input | the peer (a command) |
 |---|---|---|
-| isic2019 | 25,000 images, one predictions CSV | isic-challenge-scoring 5.8.0 (scripts/isic_reference_env.sh; skipped if absent) |
+| isic2019 | 25,000 images, one CSV | isic-challenge-scoring 5.8.0 (scripts/isic_reference_env.sh; skipped if absent) |
 | hecktor2025-task2 | 500 patients, C-index + 1000 resamples | pandas + lifelines in a loop (benchmarks/peers/) |
-| rare26 | 32 stacks (~9,000 frames), 1000 repetitions | the official scikit-learn loop (benchmarks/rare26_official.py) |
+| rare26 | 32 stacks (~9,000 frames), 1000 repetitions | official scikit-learn loop (benchmarks/rare26_official.py) |
 | csv2026 | 300 cases at 512², predictions files | h5py + DeepMind surface-distance in a loop |
 | hecktor2025-task1 | 3 patients of 200 x 512 x 512 | SimpleITK + scipy |
 | camelyon16 | 20 slides, level-5 masks 6912 x 3056 | the 2016 script (benchmarks/camelyon16_reference.py) |
@@ -35,9 +35,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from benchmarks.measure import CommandRun, evaluation_snapshot, run_command
 
@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(f"{comparison.name:<18} {ours_min:>7.2f}/{ours_med:<7.2f} {peer_min:>7.2f}/{peer_med:<7.2f} "
                     f"{ratio_min:>6.1f}/{ratio_med:<6.1f}x "
                     f"{median(ours_runs, 'cpu_seconds'):>7.2f}/{median(peer_runs, 'cpu_seconds'):<8.2f} "
-                    f"{median(ours_runs, 'peak_rss_bytes') / 2**20:>8.0f}/{median(peer_runs, 'peak_rss_bytes') / 2**20:<9.0f} "
+                    f"{median(ours_runs, 'peak_rss_bytes') / 2**20:>8.0f}/"
+                    f"{median(peer_runs, 'peak_rss_bytes') / 2**20:<9.0f} "
                     f"{'equal' if equal else 'DIFFERENT'}{(' ' + verdict) if equal and verdict else ''}{target}")
         print(rows[-1], flush=True)
 

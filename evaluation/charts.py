@@ -12,8 +12,8 @@ drawn exactly, in a layer of their own.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 # grand-challenge.org draws Chart outputs with vega 5.20.2, vega-lite 5.1.0 and vega-embed 6.17.0: every
 # spec declares that Vega-Lite version and uses nothing newer (no xOffset, which came in 5.2).
@@ -50,7 +50,7 @@ def thinned(count: int, max_points: int = MAX_POINTS) -> list[int]:
     return [(i * (count - 1) + steps // 2) // steps for i in range(max_points)]
 
 
-def thinning_note(curves: Sequence["Curve"], max_points: int = MAX_POINTS) -> str:
+def thinning_note(curves: Sequence[Curve], max_points: int = MAX_POINTS) -> str:
     thinned_ones = [f"{c.name} ({len(c.x)} points)" for c in curves if len(c.x) > max_points]
     rule = (f"A curve of more than {max_points} points is drawn with {max_points} of them, evenly spaced by rank, "
             f"its first and last points included")
@@ -233,7 +233,7 @@ def bar_chart(bars: Sequence[Bar], *, title: str, y_title: str, x_title: str, su
     groups = list(dict.fromkeys(b.group for b in bars))
     metrics = list(dict.fromkeys(b.metric for b in bars))
     values = [{"group": b.group, "metric": b.metric, "value": rounded(b.value)} for b in bars]
-    for value, bar in zip(values, bars):
+    for value, bar in zip(values, bars, strict=True):
         if bar.detail:
             value["detail"] = bar.detail
     y: dict = {"field": "value", "type": "quantitative", "title": y_title}

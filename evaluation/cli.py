@@ -18,9 +18,15 @@ from evaluation import __version__
 from evaluation.challenges import available_challenges, challenge_class, challenge_names
 from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError
 from evaluation.framework import default_workers, log, stop_workers
+from evaluation.grand_challenge import (
+    CONFIG_FILE,
+    INPUT_DIR,
+    OUTPUT_DIR,
+    prepare_output,
+    resolve_ground_truth_dir,
+    write_outputs,
+)
 from evaluation.launch import CommandParser, run_command, unknown_challenge, whole_number
-from evaluation.grand_challenge import (CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, prepare_output, resolve_ground_truth_dir,
-                                        write_outputs)
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 
@@ -39,13 +45,15 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m evaluation",
         description="Evaluate a grand-challenge.org submission and write metrics.json.",
     )
-    parser.add_argument("challenge", nargs="?", help="challenge to evaluate (default: $%s)" % CHALLENGE_ENV)
+    parser.add_argument("challenge", nargs="?", help=f"challenge to evaluate (default: ${CHALLENGE_ENV})")
     parser.add_argument("--input", type=Path, default=INPUT_DIR, help="submission folder (default: %(default)s)")
-    parser.add_argument("--output", type=Path, default=OUTPUT_DIR, help="where metrics.json goes (default: %(default)s)")
+    parser.add_argument("--output", type=Path, default=OUTPUT_DIR,
+                        help="where metrics.json goes (default: %(default)s)")
     parser.add_argument("--ground-truth", type=Path, default=None,
                         help="ground-truth folder (default: /opt/ml/input/data/ground_truth when not empty, "
                              "else /opt/app/ground-truth)")
-    parser.add_argument("--seed", type=whole_number(0), default=None, help="seed of any random resampling (default: the setting)")
+    parser.add_argument("--seed", type=whole_number(0), default=None,
+                        help="seed of any random resampling (default: the setting)")
     parser.add_argument("--workers", type=whole_number(1), default=None,
                         help="processes scoring cases (default: $EVALUATION_WORKERS, else the CPU count)")
     parser.add_argument("--list", action="store_true", help="list the challenges and their settings, then exit")
@@ -79,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     ground_truth_dir = resolve_ground_truth_dir(args.ground_truth, name)
     log(f"Ground truth: {ground_truth_dir}; input: {args.input}; output: {args.output}")
     config = ground_truth_dir / CONFIG_FILE
-    log(f"Settings: {config}" if os.path.lexists(config) else f"Settings: the defaults (no {CONFIG_FILE} in {ground_truth_dir})")
+    log(f"Settings: {config}" if os.path.lexists(config)
+        else f"Settings: the defaults (no {CONFIG_FILE} in {ground_truth_dir})")
     settings = challenge.settings_class.from_ground_truth(ground_truth_dir)
     if args.seed is not None:
         if "seed" not in settings.as_dict():

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list
@@ -74,11 +74,10 @@ class Evaluation:
     # memory limit (RLIMIT_DATA, RLIMIT_AS or the cgroup's) over this (evaluation/machine.py).
     worker_memory_bytes: ClassVar[int] = 256 << 20
     # Charts for the result page: {setting naming the chart's file (declared with
-    # output_file=True): a function building its Vega-Lite spec from (results, metrics,
-    # evaluation)} (or, until every challenge passes functions, the name of a method taking
-    # (results, metrics)). A chart is built only when its setting names a file
-    # (docs/grand-challenge.md, "Charts").
-    chart_builders: ClassVar[dict[str, Callable[[dict[str, Any], dict[str, Any], Evaluation], dict] | str]] = {}
+    # output_file=True): a function building its Vega-Lite spec from (evaluation, results,
+    # metrics)}, e.g. a method of the class listed after its definition. A chart is built only
+    # when its setting names a file (docs/grand-challenge.md, "Charts").
+    chart_builders: ClassVar[dict[str, Callable[[Evaluation, dict[str, Any], dict[str, Any]], dict]]] = {}
     # The official rule(s) ranking submissions against each other, one per leaderboard
     # (python -m evaluation.leaderboard; evaluation/leaderboard/rules.py).
     final_rankings: ClassVar[tuple[FinalRanking, ...]] = ()
@@ -234,7 +233,8 @@ class Evaluation:
             log(f"predictions.json lists {len(jobs)} job(s).")
             self.check_phase_sockets(jobs)
             socket = self.case_input_socket()
-            pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None) for job in jobs]
+            pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None)
+                     for job in jobs]
             self.check_mapping_collisions(pairs, socket)
         self.check_case_ids([case_id for case_id, _, _ in pairs])
         label = self.case_label
@@ -320,8 +320,7 @@ class Evaluation:
             file_name = getattr(self.settings, setting_name)
             if file_name:
                 log(f"Drawing the chart {file_name} ({setting_name}).")
-                drawn[file_name] = (builder(results, metrics, self) if callable(builder)
-                                    else getattr(self, builder)(results, metrics))
+                drawn[file_name] = builder(self, results, metrics)
         return drawn
 
     def score_one(self, case: Case) -> Any:

@@ -9,15 +9,17 @@ every leaderboard value a finite number.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import re
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
@@ -602,7 +604,7 @@ def output_files_collision(names: dict[str, str]) -> str | None:
     cannot all be written into one folder (None: they can): two name the same file (letter case
     aside, as on a case-insensitive file system), or one file would be a folder of another's."""
     seen = sorted((name.lower(), what) for what, name in names.items())
-    for (first, first_what), (second, second_what) in zip(seen, seen[1:]):
+    for (first, first_what), (second, second_what) in itertools.pairwise(seen):
         if first == second:
             return (f"{first_what!r} and {second_what!r} both name the file {names[second_what]}; each chart needs a "
                     f"file of its own")

@@ -17,10 +17,20 @@ import importlib
 import os
 import sys
 import traceback
-from typing import Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
-from evaluation.errors import (EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EvaluationError, InternalError,
-                               SubmissionError, Terminated, UsageError, one_line)
+from evaluation.errors import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_SETUP,
+    EvaluationError,
+    InternalError,
+    SubmissionError,
+    Terminated,
+    UsageError,
+    one_line,
+)
 
 MINIMUM_PYTHON = (3, 11)
 
@@ -177,3 +187,8 @@ def leaderboard(argv=None):
 def examples(argv=None):
     """python -m evaluation.examples / challenge-evaluation-examples"""
     return _run("evaluation.examples", argv)
+
+
+def new(argv=None):
+    """python -m evaluation.new / challenge-evaluation-new"""
+    return _run("evaluation.new", argv)

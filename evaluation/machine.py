@@ -131,7 +131,7 @@ _MEASURED = object()  # worker_ceiling's default: read this process's limits
 
 
 def worker_ceiling(requested: int, per_worker_bytes: int, cpus: Ceiling | None = None,
-                   memory: tuple[int, str] | None | object = _MEASURED) -> Ceiling:
+                   memory: tuple[int, str] | object | None = _MEASURED) -> Ceiling:
     """How many of `requested` worker processes this machine allows, and why fewer when fewer:
     the usable CPUs (cpu_ceiling), and the memory budget (memory_budget, or `memory` as given;
     None: no limit) over `per_worker_bytes` (0: no estimate)."""

@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import SetupError
+from evaluation.grand_challenge import CONFIG_FILE, output_file_problem, output_files_collision
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import HugeNumber, json_type, shown
-from evaluation.grand_challenge import CONFIG_FILE, output_file_problem, output_files_collision
-
 
 # The roles of a setting naming one of the phase's sockets (`socket=`): what `python -m
 # evaluation.phase --pack` matches against the sockets of the platform's phase pack, and what the
@@ -113,7 +112,7 @@ class Settings:
     """Base of every challenge's settings."""
 
     @classmethod
-    def from_mapping(cls, values: dict[str, Any]) -> "Settings":
+    def from_mapping(cls, values: dict[str, Any]) -> Settings:
         if not isinstance(values, dict):
             raise SetupError(f"{CONFIG_FILE} must be a JSON object of settings.")
         fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -128,13 +127,13 @@ class Settings:
         return settings
 
     @classmethod
-    def from_ground_truth(cls, ground_truth_dir: Path) -> "Settings":
+    def from_ground_truth(cls, ground_truth_dir: Path) -> Settings:
         origin, path = Origin.ground_truth(ground_truth_dir), ground_truth_dir / CONFIG_FILE
         if not origin.exists(path):  # a broken link named config.json is reported, not skipped
             return cls()
         return cls.from_mapping(read_json(origin, path, "The phase's settings"))
 
-    def replace(self, **changes: Any) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         settings = dataclasses.replace(self, **changes)
         settings.check()
         return settings

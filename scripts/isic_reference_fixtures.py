@@ -33,10 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.isic_reference import (  # noqa: E402
-    FIXTURES, PARITY_CASES, REFERENCE_READER, REFERENCE_STEPS, REFERENCE_VERSION, REJECTION_CASES, fuzzed_submissions,
-    inputs_digest, parity_inputs, reference_cli, rejection_truth, run_reference,
+    FIXTURES,
+    PARITY_CASES,
+    REFERENCE_READER,
+    REFERENCE_STEPS,
+    REFERENCE_VERSION,
+    REJECTION_CASES,
+    fuzzed_submissions,
+    inputs_digest,
+    parity_inputs,
+    reference_cli,
+    rejection_truth,
+    run_reference,
 )
-
 
 FUZZ_SEED, FUZZ_COUNT = 1, 600
 INPUTS = FIXTURES.parent / "parity_inputs.json.gz"  # tests/test_isic_parity.py reads it

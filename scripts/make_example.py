@@ -43,7 +43,10 @@ def main(challenge: str, force: bool = False, root: Path = ROOT) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         examples.synthesize(challenge, Path(scratch), seed=0)
         if os.path.lexists(ground_truth):  # --force
-            shutil.rmtree(ground_truth) if ground_truth.is_dir() and not ground_truth.is_symlink() else ground_truth.unlink()
+            if ground_truth.is_dir() and not ground_truth.is_symlink():
+                shutil.rmtree(ground_truth)
+            else:
+                ground_truth.unlink()
         shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
         write_example(challenge, ground_truth, example,
                       write_submission=lambda input_dir: shutil.copytree(Path(scratch) / "input", input_dir,

@@ -20,12 +20,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from evaluation.errors import UsageError  # noqa: E402
+from evaluation.examples import examples  # noqa: E402
 from evaluation.examples.leaderboard_teams import (  # noqa: E402,F401 (the tests read these here)
-    EXAMPLE_TEAM, INVALID_TEAM, LEADERBOARD, SEEDED_TEAMS, TEAMS, TIED_TEAM, TIED_WITH, lineup, ranked_paths,
+    EXAMPLE_TEAM,
+    INVALID_TEAM,
+    LEADERBOARD,
+    SEEDED_TEAMS,
+    TEAMS,
+    TIED_TEAM,
+    TIED_WITH,
+    lineup,
+    ranked_paths,
     write_leaderboard,
 )
-from evaluation.examples import examples  # noqa: E402
-from evaluation.errors import UsageError  # noqa: E402
 from evaluation.launch import run_command  # noqa: E402
 
 

@@ -6,7 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from evaluation.challenges.hecktor2025 import examples as hecktor2025, task1_examples as hecktor2025_task1
+from evaluation.challenges.hecktor2025 import examples as hecktor2025
+from evaluation.challenges.hecktor2025 import task1_examples as hecktor2025_task1
 from tests.cli_runs import Run, run_command_line
 
 SYNTHESIZE = {"hecktor2025-task1": hecktor2025_task1.synthesize, "hecktor2025-task2": hecktor2025.synthesize_task2,
@@ -40,7 +41,8 @@ def value_outputs(input_dir, filename):
     values = {}
     for job in json.loads((input_dir / "predictions.json").read_text()):
         ct = next(i for i in job["inputs"] if i["socket"]["slug"] == "ct-image")
-        values[ct["image"]["name"].split("__")[0]] = json.loads((input_dir / job["pk"] / "output" / filename).read_text())
+        output = input_dir / job["pk"] / "output" / filename
+        values[ct["image"]["name"].split("__")[0]] = json.loads(output.read_text())
     return values
 
 

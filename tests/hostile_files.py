@@ -68,18 +68,18 @@ class Submission:
         self.respect_permissions = False  # root ignores folder permissions: drop CAP_DAC_* for this run
 
     @classmethod
-    def example(cls, case_dir: Path, key: str) -> "Submission":
+    def example(cls, case_dir: Path, key: str) -> Submission:
         """A copy of test/<key>/input."""
         return cls.copy_of(case_dir, key, ROOT / "test" / key / "input")
 
     @classmethod
-    def derived(cls, case_dir: Path, phase: str) -> "Submission":
+    def derived(cls, case_dir: Path, phase: str) -> Submission:
         """A copy of a phase derived from a bundled example (see DERIVED_PHASES), built once."""
         key, _ = DERIVED_PHASES[phase]
         return cls.copy_of(case_dir, key, derived_template(phase))
 
     @classmethod
-    def copy_of(cls, case_dir: Path, key: str, source: Path) -> "Submission":
+    def copy_of(cls, case_dir: Path, key: str, source: Path) -> Submission:
         sub = cls(case_dir, key)
         sub.dir.mkdir(parents=True, exist_ok=True)
         shutil.copytree(source, sub.input, symlinks=True)

@@ -124,7 +124,8 @@ def pack_files(interfaces: list[dict[str, list[dict]]], challenge: str = "challe
     for job in jobs:
         for value in job["outputs"]:
             suffix, content = stub(value["socket"])
-            files[f"example_evaluation_method/test/input/{job['pk']}/output/{value['socket']['relative_path']}{suffix}"] = content
+            relative_path = value["socket"]["relative_path"]
+            files[f"example_evaluation_method/test/input/{job['pk']}/output/{relative_path}{suffix}"] = content
     return files
 
 

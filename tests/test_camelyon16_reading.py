@@ -17,10 +17,10 @@ import zlib
 import numpy as np
 import pytest
 
-from evaluation.errors import SetupError
 from evaluation.challenges.camelyon16.examples import write_synthetic
-from evaluation.reading.values import shown
 from evaluation.challenges.camelyon16.masks import read_mask
+from evaluation.errors import SetupError
+from evaluation.reading.values import shown
 
 SETUP = "The evaluation could not run, through no fault of the submission: "
 ORGANIZERS = " (please tell the challenge organizers)."
@@ -91,13 +91,13 @@ POINTS = "Slide Test_001: the output 'metastasis-detections': point 1 has "
 
 
 @pytest.mark.parametrize("point, expected", [
-    ('{"point": [0.1, 0.1, 0], "probability": %s}' % HUGE_400,
+    (f'{{"point": [0.1, 0.1, 0], "probability": {HUGE_400}}}',
      POINTS + "probability an integer of 400 digits; it must be a finite number."),
-    ('{"point": [0.1, 0.1, 0], "probability": %s}' % HUGE_5000,
+    (f'{{"point": [0.1, 0.1, 0], "probability": {HUGE_5000}}}',
      POINTS + "probability an integer of 5000 digits; it must be a finite number."),
-    ('{"point": [%s, 0.1, 0], "probability": 0.5}' % HUGE_400,
+    (f'{{"point": [{HUGE_400}, 0.1, 0], "probability": 0.5}}',
      POINTS + "x an integer of 400 digits; it must be a finite number."),
-    ('{"point": [0.1, -%s, 0], "probability": 0.5}' % HUGE_5000,
+    (f'{{"point": [0.1, -{HUGE_5000}, 0], "probability": 0.5}}',
      POINTS + "y an integer of 5000 digits; it must be a finite number."),
     ('{"point": [0.1, 0.1, 0], "probability": NaN}', POINTS + "probability NaN; it must be a finite number."),
     ('{"point": [Infinity, 0.1, 0], "probability": 0.5}', POINTS + "x Infinity; it must be a finite number."),
@@ -109,7 +109,7 @@ POINTS = "Slide Test_001: the output 'metastasis-detections': point 1 has "
 def test_any_json_point_value_is_one_sentence(jobs, evaluate, point, expected):
     input_dir, ground_truth, output = jobs
     good = '{"point": [0.1, 0.1, 0], "probability": 0.5}'
-    (output / "metastasis-detections.json").write_text('{"points": [%s, %s]}' % (good, point))
+    (output / "metastasis-detections.json").write_text(f'{{"points": [{good}, {point}]}}')
     assert refused(evaluate("camelyon16", input_dir, ground_truth)) == expected
 
 
@@ -118,7 +118,7 @@ def test_a_huge_z_coordinate_is_not_read(jobs, evaluate):
     input_dir, ground_truth, output = jobs
     before = evaluate("camelyon16", input_dir, ground_truth)
     document = json.loads((output / "metastasis-detections.json").read_text())
-    text = json.dumps(document).replace(", 0.0]", ", %s]" % HUGE_5000)
+    text = json.dumps(document).replace(", 0.0]", f", {HUGE_5000}]")
     (output / "metastasis-detections.json").write_text(text)
     after = evaluate("camelyon16", input_dir, ground_truth)
     assert (before.code, after.code) == (0, 0), after.stderr
@@ -231,7 +231,8 @@ def test_detection_points_are_bounded(jobs, evaluate, monkeypatch):
     monkeypatch.setattr(module, "MAX_DETECTIONS", 5)
     input_dir, ground_truth, output = jobs
     point = '{"point": [0.1, 0.1, 0], "probability": 0.5}'
-    (output / "metastasis-detections.json").write_text('{"points": [%s]}' % ", ".join([point] * 6))
+    points = ", ".join([point] * 6)
+    (output / "metastasis-detections.json").write_text(f'{{"points": [{points}]}}')
     assert refused(evaluate("camelyon16", input_dir, ground_truth)) == (
         "Slide Test_001: the output 'metastasis-detections' has 6 points; at most 5 are read per slide.")
 
@@ -301,7 +302,8 @@ def png_claiming(width: int, height: int) -> bytes:
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 16)) + chunk(b"IEND", b"")
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 16))
+            + chunk(b"IEND", b""))
 
 
 TOO_LARGE = "more than the 268435456 pixels a mask at the evaluation level may have"

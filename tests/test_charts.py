@@ -35,7 +35,8 @@ FILE_NAMES = {
     "csv2026": {"structure_chart_file": "structures.json"},
     "hecktor2025-task1": {"structure_chart_file": "structures.json"},
 }
-CHARTS = {name: FILE_NAMES.get(name) or {setting: f"{setting.removesuffix('_file')}.json" for setting in cls.chart_builders}
+CHARTS = {name: FILE_NAMES.get(name)
+          or {setting: f"{setting.removesuffix('_file')}.json" for setting in cls.chart_builders}
           for name, cls in available_challenges().items() if cls.chart_builders}
 ALL_CHARTS = [(challenge, setting) for challenge, files in CHARTS.items() for setting in files]
 
@@ -90,7 +91,8 @@ def chart(runs, challenge: str, setting: str) -> dict:
 
 def layer_values(spec: dict, mark: str) -> list[dict]:
     """The data points of the layer drawing `mark` (its own data, else the chart's)."""
-    (layer,) = [layer for layer in spec.get("spec", spec)["layer"] if layer["mark"]["type"] == mark and "strokeDash" not in layer["mark"]]
+    (layer,) = [layer for layer in spec.get("spec", spec)["layer"]
+                if layer["mark"]["type"] == mark and "strokeDash" not in layer["mark"]]
     return (layer.get("data") or spec["data"])["values"]
 
 
@@ -100,7 +102,7 @@ def line_points(spec: dict, line: str, x: str, y: str) -> list[tuple[float, floa
 
 
 def rounded_points(xs, ys) -> list[tuple[float, float]]:
-    return [(charts.rounded(x), charts.rounded(y)) for x, y in zip(xs, ys)]
+    return [(charts.rounded(x), charts.rounded(y)) for x, y in zip(xs, ys, strict=True)]
 
 
 # ---- every chart: schema, rendering, files written, metrics.json untouched, determinism -----------
@@ -166,7 +168,7 @@ def test_every_chart_setting_is_declared_as_an_output_file():
         for setting, builder in cls.chart_builders.items():
             assert fields[setting].metadata["output_file"], (name, setting)
             assert fields[setting].default == "", (name, setting)
-            assert callable(builder) or callable(getattr(cls, builder)), (name, builder)
+            assert callable(builder), (name, builder)
         declared[name] = set(cls.chart_builders)
     assert {name: files for name, files in declared.items() if files} == {c: set(f) for c, f in CHARTS.items()}
     assert all(set(FILE_NAMES[name]) == declared[name] for name in FILE_NAMES)
@@ -228,7 +230,7 @@ def test_camelyon16_froc_points_are_the_metrics_curve(runs):
     metrics = runs("camelyon16")[0].metrics
     curve = metrics["froc_curve"]
     fp, sensitivity = curve["average_false_positives_per_slide"], curve["sensitivity"]
-    expected = {(charts.significant(x), charts.rounded(y)) for x, y in zip(fp, sensitivity) if x > 0}
+    expected = {(charts.significant(x), charts.rounded(y)) for x, y in zip(fp, sensitivity, strict=True) if x > 0}
     plotted = line_points(spec, "lesion FROC", "fp_per_slide", "sensitivity")
     assert set(plotted) == expected
     assert [x for x, _ in plotted] == sorted(x for x, _ in plotted)  # drawn with FP rates increasing

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import __version__, cli, framework
+from evaluation import __version__, cli, examples, framework
 from evaluation import grand_challenge as gc
-from evaluation import examples
-from evaluation.examples import synthetic
 from evaluation.challenges.rare26 import Rare26, Rare26Settings
 from evaluation.errors import SubmissionError
+from evaluation.examples import synthetic
 from evaluation.framework import Evaluation
 from evaluation.grand_challenge import list_submission_files
 from evaluation.reading.json_files import read_json
@@ -130,13 +129,13 @@ def test_first_bad_stack_named_whatever_the_workers(rare26, capsys, workers):
         path.write_text('"no"')
     code, _, stderr = run_main(capsys, *args(gt, inp, out, "--workers", workers))
     assert code == 1
-    assert last_line(stderr).startswith(f"Stack {list(files)[0]}: ")
+    assert last_line(stderr).startswith(f"Stack {next(iter(files))}: ")
 
 
 def test_missing_stack(rare26, capsys):
     gt, inp, out = rare26
     files = stack_files(inp)
-    first = list(files)[0]
+    first = next(iter(files))
     jobs = [job for job in json.loads((inp / "predictions.json").read_text())
             if not job["inputs"][0]["image"]["name"].startswith(first)]
     synthetic.write_predictions(inp, jobs)
@@ -308,7 +307,9 @@ def test_unknown_challenge_from_env_exit_2(capsys, monkeypatch):
 def test_bad_option_exit_2(capsys):
     code, _, stderr = run_main(capsys, "rare26", "--workers", "two")
     assert code == 2
-    assert stderr.splitlines() == ["python -m evaluation: argument --workers: 'two' is not a whole number (see --help)."]
+    assert stderr.splitlines() == [
+        "python -m evaluation: argument --workers: 'two' is not a whole number (see --help).",
+    ]
 
 
 def test_challenge_from_env(rare26, capsys, monkeypatch):
@@ -573,8 +574,8 @@ def test_case_mapping_to_unknown_ids_is_the_organizers_error(rare26, capsys):
     code, _, stderr = run_main(capsys, *args(gt, inp, out))
     assert code == 3 and not (out / "metrics.json").exists()
     assert last_line(stderr) == ("The evaluation could not run, through no fault of the submission: case-mapping.json "
-                                 "maps images to 1 case id(s) that are not in the ground truth (no-such-stack). (please "
-                                 "tell the challenge organizers).")
+                                 "maps images to 1 case id(s) that are not in the ground truth (no-such-stack). "
+                                 "(please tell the challenge organizers).")
 
 
 def test_two_jobs_sharing_a_pk_are_refused(rare26, capsys):

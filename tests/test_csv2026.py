@@ -62,7 +62,8 @@ def read_truth(ground_truth):
     for path in sorted(ground_truth.glob("*_label.h5")):
         with h5py.File(path, "r") as f:
             truth[path.name[:-len("_label.h5")]] = (
-                {"long": decode(f["long_mask"][:]), "trans": decode(f["trans_mask"][:])}, int(np.asarray(f["cls"][()]).item()))
+                {"long": decode(f["long_mask"][:]), "trans": decode(f["trans_mask"][:])},
+                int(np.asarray(f["cls"][()]).item()))
     return truth
 
 
@@ -97,7 +98,8 @@ def read_algorithm_submission(input_dir):
         masks = {}
         for view, slug in (("long", LONG_OUT), ("trans", TRANS_OUT)):
             (path,) = (input_dir / job["pk"] / "output" / outputs[slug]["socket"]["relative_path"]).iterdir()
-            array = tifffile.imread(path) if path.suffix == ".tif" else sitk.GetArrayFromImage(sitk.ReadImage(str(path)))
+            array = (tifffile.imread(path) if path.suffix == ".tif"
+                     else sitk.GetArrayFromImage(sitk.ReadImage(str(path))))
             masks[view] = decode(array)
         value = json.loads((input_dir / job["pk"] / "output" / "plaque-risk.json").read_text())
         predictions[case_id] = (masks, int(value >= 0.5))
@@ -131,7 +133,8 @@ def reference_metrics(truth, predictions, tolerance=3.0, seconds=None, baseline=
         t_min, t_max = 2 / 3 * baseline, 2 * baseline
         t_user = t_min if seconds <= t_min else t_max if seconds >= t_max else seconds
         expected["score_time"] = ((-t_user) - (-t_max)) / ((-t_min) - (-t_max)) * 100
-        expected["score_total"] = 0.4 * expected["score_cls"] + 0.4 * expected["score_seg"] + 0.2 * expected["score_time"]
+        expected["score_total"] = (0.4 * expected["score_cls"] + 0.4 * expected["score_seg"]
+                                   + 0.2 * expected["score_time"])
         expected["processing_time_seconds"] = seconds
     return expected
 
@@ -150,7 +153,8 @@ def check_algorithm_example(input_dir, ground_truth, metrics):
     predictions, seconds = read_algorithm_submission(input_dir)
     baseline = json.loads((ground_truth / "config.json").read_text())["baseline_time_seconds"]
     assert metrics["aggregates"]["baseline_time_seconds"] == baseline
-    assert_aggregates(metrics, reference_metrics(read_truth(ground_truth), predictions, seconds=seconds, baseline=baseline))
+    assert_aggregates(metrics, reference_metrics(read_truth(ground_truth), predictions, seconds=seconds,
+                                                 baseline=baseline))
 
 
 def test_algorithm_phase_equals_the_independent_computation(algorithm_data, evaluate):
@@ -178,7 +182,8 @@ def test_file_phase_equals_the_independent_computation(file_data, evaluate, tmp_
     assert aggregates["score_total"] is None and aggregates["score_time"] is None
     assert aggregates["processing_time_seconds"] is None and aggregates["baseline_time_seconds"] is None
     assert metrics["notes"]["aggregates.score_total"] == ("no timing information (a predictions-file submission "
-                                                          "carries no processing time); rank on aggregates.score_without_time")
+                                                          "carries no processing time); rank on "
+                                                          "aggregates.score_without_time")
     assert metrics["notes"]["aggregates.baseline_time_seconds"] == "config.json sets no baseline_time_seconds"
     assert metrics["settings"]["nsd_tolerance_px"] == tolerance
 
@@ -286,7 +291,8 @@ def test_case_ids_are_strings(evaluate, tmp_path):
     assert run.metrics["counts"] == {"cases": 2, "predicted_high_risk": 1}
     (input_dir / "48_pred.h5").unlink()
     run = evaluate("csv2026", input_dir, ground_truth)
-    assert run.last_error_line == "The submission does not match the test set: no prediction for 1 case(s) of the test set (48)."
+    assert run.last_error_line == ("The submission does not match the test set: "
+                                   "no prediction for 1 case(s) of the test set (48).")
 
 
 # ---- timing ----------------------------------------------------------------------------------
@@ -369,7 +375,8 @@ def first_label(ground_truth):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda f: f.__setitem__("cls", 2) if not f.__delitem__("cls") else None, "Ground truth 0001_label.h5: cls is 2; it must be 0 (low risk) or 1 (high risk)."),
+    (lambda f: f.__setitem__("cls", 2) if not f.__delitem__("cls") else None, "Ground truth 0001_label.h5: cls is 2; "
+     "it must be 0 (low risk) or 1 (high risk)."),
     (lambda f: f.__delitem__("trans_mask"), "Ground truth 0001_label.h5 has no 2D dataset trans_mask."),
 ])
 def test_bad_ground_truth_files(file_data, evaluate, tmp_path, mutate, message):
@@ -418,18 +425,32 @@ def replace_dataset(path, key, data):
 
 
 @pytest.mark.parametrize("key, data, message", [
-    ("long_mask", np.zeros((96, 127), np.uint8), "Case 0001, longitudinal mask: long_mask in 0001_pred.h5: shape 96x127, expected 96x128 as in the ground truth."),
-    ("long_mask", np.zeros((1, 96, 128), np.uint8), "Case 0001, longitudinal mask: long_mask in 0001_pred.h5: shape 1x96x128, expected 96x128 as in the ground truth."),
-    ("trans_mask", np.full((96, 128), 3, np.uint8), "Case 0001, transverse mask: values 3; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
-    ("trans_mask", np.arange(96 * 128).reshape(96, 128) % 256, "Case 0001, transverse mask: values 0, 1, 2, 3, 4, 5, 6, 7 and 248 more; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
-    ("trans_mask", np.tile(np.array([0, 2, 128], np.uint8), 4096).reshape(96, 128), "Case 0001, transverse mask: values 0, 2, 128; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
-    ("trans_mask", np.full((96, 128), np.nan, np.float32), "Case 0001, transverse mask: values NaN; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
-    ("trans_mask", np.full((96, 128), b"x"), "Case 0001, transverse mask: trans_mask in 0001_pred.h5 holds text; numbers are expected."),
-    ("long_mask", None, "Case 0001, longitudinal mask: 0001_pred.h5 has no dataset long_mask or pred_long (datasets found: cls, trans_mask)."),
-    ("pred_trans", np.zeros((96, 128), np.uint8), "Case 0001, transverse mask: 0001_pred.h5 holds both trans_mask and pred_trans; keep one."),
-    ("cls", None, "Case 0001: 0001_pred.h5 has no class (dataset cls, cls_pred or cls_prob; datasets found: long_mask, trans_mask)."),
-    ("cls", 0.7, "Case 0001, class: cls in 0001_pred.h5 is 0.7; it must be 0 (low risk) or 1 (high risk) (a probability goes in cls_prob)."),
-    ("cls", 2, "Case 0001, class: cls in 0001_pred.h5 is 2; it must be 0 (low risk) or 1 (high risk) (a probability goes in cls_prob)."),
+    ("long_mask", np.zeros((96, 127), np.uint8), "Case 0001, longitudinal mask: long_mask in 0001_pred.h5: shape "
+     "96x127, expected 96x128 as in the ground truth."),
+    ("long_mask", np.zeros((1, 96, 128), np.uint8), "Case 0001, longitudinal mask: long_mask in 0001_pred.h5: shape "
+     "1x96x128, expected 96x128 as in the ground truth."),
+    ("trans_mask", np.full((96, 128), 3, np.uint8), "Case 0001, transverse mask: values 3; a mask holds either raw "
+     "labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
+    ("trans_mask", np.arange(96 * 128).reshape(96, 128) % 256, "Case 0001, transverse mask: values 0, 1, 2, 3, 4, 5, "
+     "6, 7 and 248 more; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 "
+     "vessel)."),
+    ("trans_mask", np.tile(np.array([0, 2, 128], np.uint8), 4096).reshape(96, 128), "Case 0001, transverse mask: "
+     "values 0, 2, 128; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 "
+     "vessel)."),
+    ("trans_mask", np.full((96, 128), np.nan, np.float32), "Case 0001, transverse mask: values NaN; a mask holds "
+     "either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
+    ("trans_mask", np.full((96, 128), b"x"), "Case 0001, transverse mask: trans_mask in 0001_pred.h5 holds text; "
+     "numbers are expected."),
+    ("long_mask", None, "Case 0001, longitudinal mask: 0001_pred.h5 has no dataset long_mask or pred_long (datasets "
+     "found: cls, trans_mask)."),
+    ("pred_trans", np.zeros((96, 128), np.uint8), "Case 0001, transverse mask: 0001_pred.h5 holds both trans_mask and "
+     "pred_trans; keep one."),
+    ("cls", None, "Case 0001: 0001_pred.h5 has no class (dataset cls, cls_pred or cls_prob; datasets found: long_mask, "
+     "trans_mask)."),
+    ("cls", 0.7, "Case 0001, class: cls in 0001_pred.h5 is 0.7; it must be 0 (low risk) or 1 (high risk) (a "
+     "probability goes in cls_prob)."),
+    ("cls", 2, "Case 0001, class: cls in 0001_pred.h5 is 2; it must be 0 (low risk) or 1 (high risk) (a probability "
+     "goes in cls_prob)."),
     ("cls", np.array([0, 1]), "Case 0001, class: cls in 0001_pred.h5 must hold one value, found 2 (shape 2)."),
     ("cls", b"high", "Case 0001, class: cls in 0001_pred.h5 holds text; numbers are expected."),
 ])
@@ -463,12 +484,14 @@ def test_bad_files_and_case_sets_are_rejected(file_data, evaluate, tmp_path):
     assert (run.code, run.last_error_line) == (1, "Case 0002: 0002_pred.h5 is not a readable HDF5 file.")
     pred_file(input_dir, "0002").unlink()
     run = evaluate("csv2026", input_dir, ground_truth)
-    assert run.last_error_line == "The submission does not match the test set: no prediction for 1 case(s) of the test set (0002)."
+    assert run.last_error_line == ("The submission does not match the test set: "
+                                   "no prediction for 1 case(s) of the test set (0002).")
     shutil.copy(pred_file(input_dir, "0001"), input_dir / "0001_pred.h5")
     shutil.copy(pred_file(input_dir, "0003"), input_dir / "0999_pred.h5")
     run = evaluate("csv2026", input_dir, ground_truth)
-    assert run.last_error_line == ("The submission does not match the test set: more than one prediction for case 0001; "
-                                   "1 case(s) not in the test set (0999); no prediction for 1 case(s) of the test set (0002).")
+    assert run.last_error_line == ("The submission does not match the test set: "
+                                   "more than one prediction for case 0001; 1 case(s) not in the test set (0999); "
+                                   "no prediction for 1 case(s) of the test set (0002).")
     assert not run.wrote_metrics
     empty = tmp_path / "empty"
     (empty / "sub").mkdir(parents=True)
@@ -511,12 +534,17 @@ def test_a_2d_mask_stored_as_one_slice_is_accepted(algorithm_data, evaluate, tmp
 
 @pytest.mark.parametrize("change, message", [
     ("short", "Case 0001, longitudinal mask: shape 96x100, expected 96x128 as in the ground truth."),
-    ("stray", "Case 0001, transverse mask: values 0, 9, 128, 255; a mask holds either raw labels (0, 128 plaque, 255 vessel) or class indices (0, 1 plaque, 2 vessel)."),
-    ("no-image", "Case 0001: the image output 'transverse-carotid-segmentation' must hold exactly one .mha, .tif or .tiff file; found 0."),
+    ("stray", "Case 0001, transverse mask: values 0, 9, 128, 255; a mask holds either raw labels (0, 128 plaque, 255 "
+     "vessel) or class indices (0, 1 plaque, 2 vessel)."),
+    ("no-image", "Case 0001: the image output 'transverse-carotid-segmentation' must hold exactly one .mha, .tif or "
+     ".tiff file; found 0."),
     ("not-image", "Case 0001, transverse mask: "),
-    ("risk-text", "Case 0001, output 'plaque-risk': found \"high\"; expected 0, 1, true, false or a probability of high risk between 0 and 1."),
-    ("risk-big", "Case 0001, output 'plaque-risk': found 2; expected 0, 1, true, false or a probability of high risk between 0 and 1."),
-    ("risk-null", "Case 0001, output 'plaque-risk': found null; expected 0, 1, true, false or a probability of high risk between 0 and 1."),
+    ("risk-text", "Case 0001, output 'plaque-risk': found \"high\"; expected 0, 1, true, false or a probability of "
+     "high risk between 0 and 1."),
+    ("risk-big", "Case 0001, output 'plaque-risk': found 2; expected 0, 1, true, false or a probability of high risk "
+     "between 0 and 1."),
+    ("risk-null", "Case 0001, output 'plaque-risk': found null; expected 0, 1, true, false or a probability of high "
+     "risk between 0 and 1."),
     ("risk-missing", "Case 0001, output 'plaque-risk': the file plaque-risk.json is missing."),
 ])
 def test_bad_algorithm_outputs_are_rejected(algorithm_data, evaluate, tmp_path, change, message):

@@ -279,7 +279,7 @@ def test_the_span_of_older_predictions_json_is_exact(algorithm_data, evaluate, t
     rewrite_jobs(input_dir, legacy)
     exact = max(map(exact_posix, completed)) - min(map(exact_posix, started))
     assert exact == Fraction(500_000_013, 10**6)
-    floats = max(map(lambda t: float(exact_posix(t)), completed)) - min(map(lambda t: float(exact_posix(t)), started))
+    floats = max(float(exact_posix(t)) for t in completed) - min(float(exact_posix(t)) for t in started)
     assert floats != float(exact)  # the instants are chosen so that float timestamps are off
     run = evaluate("csv2026", input_dir, ground_truth)
     assert run.code == 0, run.stderr

@@ -50,7 +50,8 @@ def test_structure_scores_are_those_of_the_whole_image(seed):
     predicted = LabelMap(random_labels(rng, shape, 2, 1, empty=seed % 7 == 0), 2, 1)  # class indices
     true = LabelMap(random_labels(rng, shape, 255, 128, empty=seed % 5 == 0), 255, 128)
     for tolerance in (3.0, 1.5):
-        for structure, (dsc, nsd) in zip(("vessel", "plaque"), structure_scores(predicted, true, tolerance)):
+        scores = structure_scores(predicted, true, tolerance)
+        for structure, (dsc, nsd) in zip(("vessel", "plaque"), scores, strict=True):
             p = predicted.array == predicted.value(structure)
             t = true.array == true.value(structure)
             assert dsc == numpy_dice(p, t)

@@ -7,7 +7,6 @@ left for metrics.json (every challenge, from the registry)."""
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
 import resource
 import shutil
@@ -61,7 +60,8 @@ def broken_variants(key: str) -> list[tuple[str, str, str]]:
     name behind a prefix (so with its suffix, in its folder)."""
     first = label_files(key)[0]
     extra = str(Path(first).with_name("zz" + Path(first).name))
-    return [(kind, where, name) for kind in ("fifo", "dangling") for where, name in (("first", first), ("extra", extra))]
+    return [(kind, where, name) for kind in ("fifo", "dangling")
+            for where, name in (("first", first), ("extra", extra))]
 
 
 def run_broken(key: str, kind: str, name: str, base: Path) -> tuple[int | None, str, str, Path, Path]:
@@ -101,8 +101,8 @@ def broken_runs(tmp_path_factory):
 
 @pytest.mark.parametrize("case", CASES, ids=["-".join(case[:3]) for case in CASES])
 def test_a_label_file_that_is_not_a_file_is_refused_by_name(case, broken_runs):
-    key, kind, where, name = case
-    code, out, err, output, truth = broken_runs[case]
+    _key, _kind, _where, name = case
+    code, out, err, output, _truth = broken_runs[case]
     assert code == 3, f"exit {code}: {last_line(err)!r}"
     line = last_line(err)
     assert NOT_THEIR_FAULT in line and Path(name).name in line, line
@@ -378,10 +378,10 @@ def test_file_size_limit_while_writing_metrics(tmp_path):
     """RLIMIT_FSIZE in the run's process: metrics.json cannot be written whole (EFBIG)."""
     output = tmp_path / "out"
     process = evaluation_process(
-        ["isic2019", "--input", ROOT / "test" / "isic2019" / "input", "--ground-truth", ROOT / "ground-truth" / "isic2019",
-         "--output", output, "--workers", "1"],
+        ["isic2019", "--input", ROOT / "test" / "isic2019" / "input",
+         "--ground-truth", ROOT / "ground-truth" / "isic2019", "--output", output, "--workers", "1"],
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200)))
-    out, err = process.communicate(timeout=120)
+    _out, err = process.communicate(timeout=120)
     assert_no_space_failure(process.returncode, err, output, set())
     assert "(File too large)" in last_line(err)
 
@@ -415,6 +415,6 @@ def test_no_space_left_while_writing_metrics(small_tmpfs, key):
     process = evaluation_process(
         [key, "--input", ROOT / "test" / key / "input", "--ground-truth", ROOT / "ground-truth" / key,
          "--output", small_tmpfs, "--workers", "1"])
-    out, err = process.communicate(timeout=300)
+    _out, err = process.communicate(timeout=300)
     assert_no_space_failure(process.returncode, err, small_tmpfs, {"filler"})
     assert "(No space left on device)" in last_line(err)

@@ -10,7 +10,6 @@ import pytest
 from scipy.stats import kendalltau, rankdata
 
 from evaluation.leaderboard.rules import (
-    Key,
     NestedBorda,
     OrderedRanking,
     competition_ranks,
@@ -19,8 +18,16 @@ from evaluation.leaderboard.rules import (
 )
 from evaluation.leaderboard.standings import Standing
 from evaluation.leaderboard.statistics import holm_rejections, kendall_tau_b, leaderboard_statistics
+from evaluation.phase.columns import Column
 
-TASK1 = NestedBorda("borda", gtvp="p", gtvn_dsc="d", gtvn_f1="f")
+
+def ranked(path: str, order: str = "desc") -> Column:
+    """A ranked value declared as a leaderboard Column, titled by its path."""
+    return Column(path, path, order)
+
+
+TASK1 = NestedBorda("borda", gtvp=Column("GTVp", "p", "desc"), gtvn_dsc=Column("GTVn Dice", "d", "desc"),
+                    gtvn_f1=Column("GTVn F1", "f", "desc"))
 
 
 def tied_rows(rng, rows=200, n=7, levels=4):
@@ -64,15 +71,15 @@ def test_lexicographic_ranks_equal_sorting_by_key_tuples():
 
 
 def test_tie_break_breaks_only_what_it_can():
-    rule = OrderedRanking("balanced_accuracy", (Key("ba"), Key("auc")))
+    rule = OrderedRanking("balanced_accuracy", (ranked("ba"), ranked("auc")))
     table = rule.rank({"ba": np.array([0.8, 0.8, 0.8, 0.7]), "auc": np.array([0.9, 0.95, 0.9, 0.99])})
     assert table.ranks.tolist() == [2, 1, 2, 4]  # the tie-break splits 0.95 from the two 0.9s, no more
 
 
 def test_fallback_applies_only_when_no_submission_has_the_first_value():
-    rule = OrderedRanking("score_total", (Key("total"),), fallback=(Key("untimed"),))
-    assert rule.applied([{"total": None}, {"total": None}]).keys == (Key("untimed"),)
-    assert rule.applied([{"total": 1.0}, {"total": None}]).keys == (Key("total"),)
+    rule = OrderedRanking("score_total", (ranked("total"),), fallback=(ranked("untimed"),))
+    assert rule.applied([{"total": None}, {"total": None}]).keys == (ranked("untimed"),)
+    assert rule.applied([{"total": 1.0}, {"total": None}]).keys == (ranked("total"),)
 
 
 def borda_reference(p, d, f, method):
@@ -141,7 +148,7 @@ def test_holm_equals_the_adjusted_p_values():
 def test_statistics_equal_a_direct_recomputation_on_materialised_rankings():
     rng = np.random.default_rng(6)
     names = ("a", "b", "c", "d", "e")
-    rule = OrderedRanking("score", (Key("s"), Key("t")))
+    rule = OrderedRanking("score", (ranked("s"), ranked("t")))
     # Multiples of 1/8: sums are exact, so ties are exact ties for the direct computation too.
     final = {"s": np.array([[0.875, 0.75, 0.75, 0.5, 0.125]]), "t": np.array([[0.125, 0.5, 0.5, 0.875, 0.125]])}
     standing = Standing(rule, names, rule.rank(final))
@@ -175,7 +182,7 @@ def test_statistics_equal_a_direct_recomputation_on_materialised_rankings():
     # Adjacent pairs of the final ranking a, b|c (tied: alphabetical), d, e; tested and Holm-adjusted.
     adjacent = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
     p = np.array([1 - document["pairwise"][x][y]["p_better"] for x, y in adjacent])
-    for (x, y), expected in zip(adjacent, holm_reference(p, 0.05)):
+    for (x, y), expected in zip(adjacent, holm_reference(p, 0.05), strict=True):
         assert document["pairwise"][x][y]["significant"] is bool(expected)
         assert document["pairwise"][y][x]["significant"] is None
     assert document["pairwise"]["a"]["c"]["significant"] is None
@@ -185,7 +192,7 @@ def test_statistics_equal_a_direct_recomputation_on_materialised_rankings():
 
 
 def test_statistics_of_one_submission():
-    rule = OrderedRanking("score", (Key("s"),))
+    rule = OrderedRanking("score", (ranked("s"),))
     standing = Standing(rule, ("only",), rule.rank({"s": np.array([[0.5]])}))
     notes: list[str] = []
     document, _ = leaderboard_statistics(standing, {"only": {"s": np.linspace(0, 1, 50)}}, "average", 0.05, notes)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from evaluation import __version__, framework
-from evaluation.examples import synthetic
-from evaluation.errors import SetupError, SubmissionError, id_list, EvaluationError
 from evaluation.challenges import available_challenges
+from evaluation.errors import EvaluationError, SetupError, SubmissionError, id_list
+from evaluation.examples import synthetic
 from evaluation.framework import Evaluation, default_workers
 from evaluation.grand_challenge import (
     Case,
@@ -262,7 +262,7 @@ def test_all_problems_named_in_one_line(tmp_path, recorded):
 
 
 def test_empty_predictions_json_names_every_missing_case(tmp_path):
-    truth, predictions = truth_and_predictions(3)
+    truth, _predictions = truth_and_predictions(3)
     gt, inp, _ = make_toy(tmp_path, truth, {})
     with pytest.raises(SubmissionError, match=r"no prediction for 3 patient\(s\) of the test set \(c00, c01, c02\)"):
         Toy(gt).evaluate(inp)
@@ -270,7 +270,7 @@ def test_empty_predictions_json_names_every_missing_case(tmp_path):
 
 def test_job_without_the_case_socket(tmp_path, recorded):
     truth, predictions = truth_and_predictions(2)
-    gt, inp, pks = make_toy(tmp_path, truth, predictions)
+    gt, inp, _pks = make_toy(tmp_path, truth, predictions)
     jobs = json.loads((inp / "predictions.json").read_text())
     jobs[0]["inputs"][0]["socket"]["slug"] = "other-image"
     synthetic.write_predictions(inp, jobs)
@@ -384,7 +384,7 @@ def test_default_refuses_a_predictions_file_phase(tmp_path, recorded):
     synthetic.write_json(tmp_path / "gt" / "truth.json", truth)
     (tmp_path / "input").mkdir()
     (tmp_path / "input" / "predictions.csv").write_text("case,value\nc00,1\n")
-    with pytest.raises(SubmissionError, match="no predictions.json; submit an algorithm"):
+    with pytest.raises(SubmissionError, match=r"no predictions\.json; submit an algorithm"):
         Toy(tmp_path / "gt").evaluate(tmp_path / "input")
     assert calls_of(recorded) == []
 
@@ -412,7 +412,7 @@ def test_predictions_file_phase_with_the_hook(tmp_path, workers):
 
 
 def test_predictions_file_phase_duplicates_and_missing(tmp_path, recorded):
-    truth, predictions = truth_and_predictions(3)
+    truth, _predictions = truth_and_predictions(3)
     gt, inp = tmp_path / "gt", tmp_path / "input"
     synthetic.write_json(gt / "truth.json", truth)
     write_files(inp, {"a/c00.json": 1, "b/c00.json": 2, "c01.json": 3})
@@ -424,12 +424,12 @@ def test_predictions_file_phase_duplicates_and_missing(tmp_path, recorded):
 
 
 def test_predictions_file_phase_link_out_is_refused(tmp_path, recorded):
-    truth, predictions = truth_and_predictions(2)
+    truth, _predictions = truth_and_predictions(2)
     gt, inp = tmp_path / "gt", tmp_path / "input"
     synthetic.write_json(gt / "truth.json", truth)
     write_files(inp, {"c00.json": 1})
     (inp / "c01.json").symlink_to(gt / "truth.json")  # reading the ground truth through a link
-    with pytest.raises(SubmissionError, match="c01.json is a link that leads out of the input folder"):
+    with pytest.raises(SubmissionError, match=r"c01\.json is a link that leads out of the input folder"):
         FileToy(gt).evaluate(inp)
     assert calls_of(recorded) == []
 

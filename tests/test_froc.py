@@ -81,7 +81,7 @@ def test_fill_holes_equals_binary_fill_holes_with_its_default_structure():
 def assert_same_regions(ours, theirs):
     """Same pixels, same partition into regions (labels may be numbered differently)."""
     assert np.array_equal(ours > 0, theirs > 0)
-    pairs = set(zip(theirs[theirs > 0].tolist(), ours[ours > 0].tolist()))
+    pairs = set(zip(theirs[theirs > 0].tolist(), ours[ours > 0].tolist(), strict=True))
     assert len(pairs) == theirs.max() == ours.max()
     return dict(pairs)
 

@@ -147,7 +147,8 @@ def test_a_chunk_that_does_not_inflate_to_its_size_is_refused(tmp_path, damage, 
         assert str(refused.value) == f"Case 0001, mask: mask in 0001_pred.h5 {DAMAGED[damage]}"
 
 
-@pytest.mark.parametrize("options", [{}, {"shuffle": True}, {"fletcher32": True}, {"shuffle": True, "fletcher32": True}],
+@pytest.mark.parametrize("options",
+                         [{}, {"shuffle": True}, {"fletcher32": True}, {"shuffle": True, "fletcher32": True}],
                          ids=["gzip", "shuffle", "fletcher32", "shuffle-fletcher32"])
 def test_other_pipelines_check_their_chunks_too(tmp_path, options):
     """Shuffle and fletcher32 around gzip, chunks of 1 KiB (the library reads them): a chunk
@@ -384,7 +385,8 @@ def test_the_lzf_walk_agrees_with_unpacking_on_damaged_streams(tmp_path, seed):
     assert seen["refused"] > 50 and seen["walked"] > 50, seen
 
 
-@pytest.mark.parametrize("options", [{}, {"shuffle": True}, {"fletcher32": True}, {"shuffle": True, "fletcher32": True}],
+@pytest.mark.parametrize("options",
+                         [{}, {"shuffle": True}, {"fletcher32": True}, {"shuffle": True, "fletcher32": True}],
                          ids=["lzf", "shuffle", "fletcher32", "shuffle-fletcher32"])
 @pytest.mark.parametrize("dtype", [np.uint8, bool, ">i2", np.float32])
 def test_lzf_datasets_read_as_the_library_reads_them(tmp_path, options, dtype):

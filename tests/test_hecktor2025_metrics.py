@@ -31,7 +31,7 @@ def blobs(rng, shape, n, max_radius=3):
     for _ in range(n):
         center = [rng.uniform(0, s) for s in shape]
         radius = rng.uniform(0.8, max_radius)
-        mask |= sum((g - c) ** 2 for g, c in zip(grids, center)) <= radius ** 2
+        mask |= sum((g - c) ** 2 for g, c in zip(grids, center, strict=True)) <= radius ** 2
     return mask
 
 
@@ -131,11 +131,11 @@ def test_overlapping_pairs_iou_equals_mask_iou(slab, monkeypatch):
     lt, nt = connected_lesions(truth)
     lp, np_ = connected_lesions(prediction)
     ti, pi, iou = overlapping_pairs(lt, nt, lp, np_)
-    for t, p, value in zip(ti, pi, iou):
+    for t, p, value in zip(ti, pi, iou, strict=True):
         a, b = lt == t, lp == p
         assert value == pytest.approx((a & b).sum() / (a | b).sum(), abs=1e-15)
     expected = {(t, p) for t in range(1, nt + 1) for p in range(1, np_ + 1) if ((lt == t) & (lp == p)).any()}
-    assert set(zip(ti.tolist(), pi.tolist())) == expected
+    assert set(zip(ti.tolist(), pi.tolist(), strict=True)) == expected
 
 
 def test_empty_masks_and_f1_defaults():
@@ -180,7 +180,7 @@ def test_resampled_cindex_equals_lifelines_on_each_resampled_data_set():
     time, event, risk = random_survival(rng, 60)
     draws = rng.integers(0, 60, size=(40, 60))
     numerators, denominators = resampled_concordance(time, event, risk, draws_to_counts(draws, 60))
-    for row, (num, den) in zip(draws, zip(numerators, denominators)):
+    for row, (num, den) in zip(draws, zip(numerators, denominators, strict=True), strict=True):
         try:
             expected = lifelines_cindex(time[row], -risk[row], event[row])
         except ZeroDivisionError:
@@ -209,7 +209,7 @@ def test_resampled_cindex_with_every_kind_of_tie_equals_pairs_counted_one_by_one
     risk = rng.integers(0, 3, n).astype(float)  # many tied risks
     counts = draws_to_counts(rng.integers(0, n, size=(25, n)), n)
     numerators, denominators = resampled_concordance(time, event, risk, counts)
-    for row, num, den in zip(counts, numerators, denominators):
+    for row, num, den in zip(counts, numerators, denominators, strict=True):
         concordant = comparable = 0.0
         for i, j in itertools.permutations(range(n), 2):  # copies of one patient never pair
             if event[i] and (time[i] < time[j] or (time[i] == time[j] and not event[j])):
@@ -279,7 +279,7 @@ def test_resampled_rates_equal_sklearn_on_each_resample():
     y_true, y_pred = rng.random(25) < 0.3, rng.random(25) < 0.4
     draws = rng.integers(0, 25, size=(60, 25))
     sensitivity, specificity = resampled_rates(y_true, y_pred, draws_to_counts(draws, 25))
-    for row, sens, spec in zip(draws, sensitivity, specificity):
+    for row, sens, spec in zip(draws, sensitivity, specificity, strict=True):
         t, p = y_true[row], y_pred[row]
         if t.all() or not t.any():
             assert np.isnan(sens) or np.isnan(spec)

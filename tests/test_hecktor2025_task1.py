@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from evaluation.challenges.hecktor2025.task1 import HecktorTask1
+from evaluation.challenges.hecktor2025 import HecktorTask1
 from tests.hecktor_data import copy_dataset, evaluate_with_memory_limit, make_dataset
 from tests.test_hecktor2025_metrics import reference_lesions
 
@@ -50,7 +50,8 @@ def reference_metrics(input_dir, ground_truth, both_empty=1.0):
         if (truth == 1).any() and (prediction == 1).any():
             prediction_image.CopyInformation(truth_image)  # NIfTI keeps the origin in float32
             overlap = sitk.LabelOverlapMeasuresImageFilter()
-            overlap.Execute(sitk.Cast(truth_image == 1, sitk.sitkUInt8), sitk.Cast(prediction_image == 1, sitk.sitkUInt8))
+            overlap.Execute(sitk.Cast(truth_image == 1, sitk.sitkUInt8),
+                            sitk.Cast(prediction_image == 1, sitk.sitkUInt8))
             dice_p.append(overlap.GetDiceCoefficient())
         else:
             dice_p.append(both_empty if not (truth == 1).any() and not (prediction == 1).any() else 0.0)
@@ -91,7 +92,8 @@ def test_metrics_equal_independent_computation(dataset, evaluate):
 
 def test_bundled_example_matches_independent_computation():
     metrics = json.loads((ROOT / "test" / CHALLENGE / "expected_metrics.json").read_text())
-    assert_matches_reference(metrics, reference_metrics(ROOT / "test" / CHALLENGE / "input", ROOT / "ground-truth" / CHALLENGE))
+    reference = reference_metrics(ROOT / "test" / CHALLENGE / "input", ROOT / "ground-truth" / CHALLENGE)
+    assert_matches_reference(metrics, reference)
 
 
 def test_workers_and_reruns_give_identical_bytes(dataset, evaluate):
@@ -132,8 +134,10 @@ def test_case_ids_from_ct_names_suffixes_and_mapping(dataset, evaluate, tmp_path
         job["inputs"].reverse()
     (input_dir / "predictions.json").write_text(json.dumps(jobs))
     unmapped = evaluate(CHALLENGE, input_dir, ground_truth)
-    assert unmapped.code == 1 and "scan" in unmapped.last_error_line and "not in the test set" in unmapped.last_error_line
-    (ground_truth / "case-mapping.json").write_text(json.dumps({k: v for k, v in names.items() if k.startswith("scan")}))
+    assert unmapped.code == 1
+    assert "scan" in unmapped.last_error_line and "not in the test set" in unmapped.last_error_line
+    scans = {k: v for k, v in names.items() if k.startswith("scan")}
+    (ground_truth / "case-mapping.json").write_text(json.dumps(scans))
     run = evaluate(CHALLENGE, input_dir, ground_truth)
     assert run.code == 0, run.stderr
     assert sorted(run.metrics["case"]) == sorted(names.values())
@@ -197,7 +201,8 @@ def test_gtvp_missed_counts_zero_and_aggregated_dice_weights_by_voxel_volume(eva
     assert metrics["aggregates"]["gtvp_dsc_mean"] == (0.0 + 1.0) / 2
     # A: 1 of 1 voxel (1 mm³); B: 2 of 4 and 2 predicted voxels (8 mm³ each).
     assert metrics["aggregates"]["gtvn_dsc_agg"] == pytest.approx(2 * (1 + 2 * 8) / ((1 + 1) + (2 + 4) * 8))
-    assert (metrics["aggregates"]["gtvn_tp"], metrics["aggregates"]["gtvn_fp"], metrics["aggregates"]["gtvn_fn"]) == (2, 0, 0)
+    aggregates = metrics["aggregates"]
+    assert (aggregates["gtvn_tp"], aggregates["gtvn_fp"], aggregates["gtvn_fn"]) == (2, 0, 0)
     assert metrics["case"]["B"]["gtvn_volume_predicted_ml"] == 2 * 8 / 1000
     assert "gtvn_volume_true_ml" not in metrics["case"]["B"]
     (ground_truth / "config.json").write_text(json.dumps({"case_true_volumes": True, "lesion_iou_threshold": 0.5}))
@@ -344,7 +349,8 @@ def test_bad_settings_are_setup_errors(dataset, evaluate, tmp_path):
         assert run.code == 3 and not run.wrote_metrics, config
 
 
-@pytest.mark.parametrize("config", [{"lesion_matching": "hungarian"}, {"lesion_connectivity": 6, "lesion_iou_threshold": 0.1}])
+@pytest.mark.parametrize("config", [{"lesion_matching": "hungarian"},
+                                    {"lesion_connectivity": 6, "lesion_iou_threshold": 0.1}])
 def test_lesion_settings_equal_the_reference_with_the_same_rule(dataset, evaluate, tmp_path, config):
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
     (ground_truth / "config.json").write_text(json.dumps(config))
@@ -435,7 +441,8 @@ def test_ground_truth_naming_a_data_file_elsewhere_is_a_setup_error(evaluate, tm
     assert (run.code, run.wrote_metrics) == (3, False)
     assert run.last_error_line == ("The evaluation could not run, through no fault of the submission: Ground truth "
                                    "A.mha: A.mha keeps its pixels in another file (ElementDataFile); a .mha image must "
-                                   "hold them itself (ElementDataFile = LOCAL). (please tell the challenge organizers).")
+                                   "hold them itself (ElementDataFile = LOCAL). "
+                                   "(please tell the challenge organizers).")
     assert "TOPSECRET" not in run.stdout + run.stderr
 
 

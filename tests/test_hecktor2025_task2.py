@@ -33,7 +33,8 @@ def load_arrays(input_dir, ground_truth):
     """(patients, RFS, Relapse, risk) in sorted patient order, read without our code."""
     table, risks = ground_truth_table(ground_truth), value_outputs(input_dir, "rfs.json")
     patients = list(table.index)
-    return patients, table["RFS"].to_numpy(float), table["Relapse"].to_numpy(int), np.array([risks[p] for p in patients])
+    risk = np.array([risks[p] for p in patients])
+    return patients, table["RFS"].to_numpy(float), table["Relapse"].to_numpy(int), risk
 
 
 def lifelines_bootstrap(time, event, risk, seed, repetitions):
@@ -101,7 +102,7 @@ def test_predictions_csv_phase_gives_the_same_numbers(dataset, evaluate, tmp_pat
     patients, _, _, risk = load_arrays(dataset / "input", dataset / "ground-truth")
     submission = tmp_path / "sub"
     submission.mkdir()
-    rows = "\n".join(f"{p},{float(r)!r}" for p, r in zip(patients, risk))
+    rows = "\n".join(f"{p},{float(r)!r}" for p, r in zip(patients, risk, strict=True))
     (submission / "predictions.csv").write_text("\ufeffPatientID,Prediction\n" + rows + "\n")
     by_jobs = evaluate(CHALLENGE, dataset / "input", dataset / "ground-truth").metrics
     by_file = evaluate(CHALLENGE, submission, dataset / "ground-truth").metrics
@@ -177,9 +178,12 @@ def test_missing_patient_and_missing_output_are_rejected(dataset, evaluate, tmp_
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("PatientID,Prediction\n{rows}X-1,nan\n", 'Patient X-1: the Prediction is "nan"; it must be a finite number (a risk score).'),
-    ("PatientID,Prediction\n{rows}X-1,high\n", 'Patient X-1: the Prediction is "high"; it must be a finite number (a risk score).'),
-    ("PatientID,Prediction\n{rows}X-1,1e999\n", 'Patient X-1: the Prediction is "1e999"; it must be a finite number (a risk score).'),
+    ("PatientID,Prediction\n{rows}X-1,nan\n", 'Patient X-1: the Prediction is "nan"; it must be a finite number (a '
+     'risk score).'),
+    ("PatientID,Prediction\n{rows}X-1,high\n", 'Patient X-1: the Prediction is "high"; it must be a finite number (a '
+     'risk score).'),
+    ("PatientID,Prediction\n{rows}X-1,1e999\n", 'Patient X-1: the Prediction is "1e999"; it must be a finite number (a '
+     'risk score).'),
     pytest.param("PatientID,Prediction\n{rows}X-1," + "9" * 5000 + "\n",
                  'Patient X-1: the Prediction is "' + "9" * 36 + '...; it must be a finite number (a risk score).',
                  id="5000-digits"),

@@ -100,8 +100,8 @@ def test_reproducible_across_workers(dataset, evaluate):
 
 
 @pytest.mark.parametrize("content, shown", [
-    ("0.5", "0.5"), ('"yes"', '"yes"'), ('"true"', '"true"'), ("2", "2"), ("null", "null"), ("[true]", "a list of 1 item"),
-    ('{"hpv": true}', "an object with 1 key"), ("NaN", "NaN"),
+    ("0.5", "0.5"), ('"yes"', '"yes"'), ('"true"', '"true"'), ("2", "2"), ("null", "null"),
+    ("[true]", "a list of 1 item"), ('{"hpv": true}', "an object with 1 key"), ("NaN", "NaN"),
     pytest.param("1" + "0" * 399, "an integer of 400 digits", id="400-digits"),
     pytest.param("1" + "0" * 4999, "an integer of 5000 digits", id="5000-digits"),
     pytest.param("-" + "9" * 5000, "an integer of 5000 digits", id="minus-5000-digits"),
@@ -127,8 +127,8 @@ def test_bad_csv_status_is_rejected(evaluate, tmp_path, value):
     (submission / "predictions.csv").write_text(f"PatientID,Prediction\nA,1\nB,{value}\n")
     run = evaluate(CHALLENGE, submission, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
-    assert run.last_error_line == (f"Patient B: the Prediction is {json.dumps(value)}; it must be 1 (HPV positive) or 0 "
-                                   f"(HPV negative).")
+    assert run.last_error_line == (f"Patient B: the Prediction is {json.dumps(value)}; "
+                                   f"it must be 1 (HPV positive) or 0 (HPV negative).")
 
 
 def test_submission_must_be_one_csv(evaluate, tmp_path):

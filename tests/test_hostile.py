@@ -49,9 +49,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,7 +83,7 @@ class Spec:
     build: Callable[[Path], Submission]
     slow: bool = False
     timeout: float = TIMEOUT
-    checks: tuple[Callable[["Result", Submission], list[str]], ...] = ()
+    checks: tuple[Callable[[Result, Submission], list[str]], ...] = ()
     touches_secret: bool = False  # points at the secret: must never exit 0
     before_scoring: bool = False  # must stop before any case is scored
     expect: dict | None = None  # a generic case's expectation, instead of an entry in EXPECTED_FILE
@@ -108,7 +109,7 @@ def expected_metrics(key: str) -> dict:
 def same_metrics_as_example(key: str, only: str | None = None, exclude: tuple[str, ...] = ()):
     """metrics.json equal to test/<key>/expected_metrics.json (or its `only` section, without
     the `exclude` keys of that section)."""
-    def check(result: "Result", sub: Submission) -> list[str]:
+    def check(result: Result, sub: Submission) -> list[str]:
         want, got = expected_metrics(key), result.metrics
         if only is not None:
             want, got = want.get(only, {}), (got or {}).get(only, {})
@@ -124,7 +125,7 @@ def same_metrics_as_example(key: str, only: str | None = None, exclude: tuple[st
 
 
 def aggregate(path: str, predicate: Callable[[Any], bool], description: str):
-    def check(result: "Result", sub: Submission) -> list[str]:
+    def check(result: Result, sub: Submission) -> list[str]:
         value: Any = result.metrics
         for part in path.split("."):
             value = value.get(part) if isinstance(value, dict) else None
@@ -136,7 +137,7 @@ def finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def c_index_as_lifelines(result: "Result", sub: Submission) -> list[str]:
+def c_index_as_lifelines(result: Result, sub: Submission) -> list[str]:
     """The C-index equals lifelines' concordance_index on the same times, events and risks (an
     independent computation; lifelines takes scores that are high for a long survival)."""
     from lifelines.utils import concordance_index
@@ -149,7 +150,7 @@ def c_index_as_lifelines(result: "Result", sub: Submission) -> list[str]:
     return [] if got is not None and abs(got - want) <= 1e-12 else [f"c_index {got!r}; lifelines gives {want!r}"]
 
 
-def stale_metrics_gone(result: "Result", sub: Submission) -> list[str]:
+def stale_metrics_gone(result: Result, sub: Submission) -> list[str]:
     return ["the metrics.json of an earlier run is still in --output"] if (sub.output / "metrics.json").exists() else []
 
 
@@ -1010,7 +1011,8 @@ add("cli-stale-metrics-bad-config", "hecktor2025-task1",
 
 
 def generic_target(sub: Submission) -> Path:
-    files = sorted(p for p in sub.input.rglob("*") if p.is_file() and p.relative_to(sub.input).as_posix() != "predictions.json")
+    files = sorted(p for p in sub.input.rglob("*")
+                   if p.is_file() and p.relative_to(sub.input).as_posix() != "predictions.json")
     assert files, f"{sub.key}: test/{sub.key}/input holds no submission file"
     return files[0]
 
@@ -1049,7 +1051,8 @@ GENERIC_CLI = {"cli-output-is-a-file": _cli_output_file, "cli-input-missing": _c
 for _key in generic_keys():
     for _mutation in GENERIC_MUTATIONS:
         add(f"generic-{_key}-{_mutation}", _key, _generic_case(_key, _mutation), expect={"exit": 1},
-            timeout=PIPE_TIMEOUT if _mutation == "named-pipe" else TIMEOUT, touches_secret=_mutation == "symlink-secret")
+            timeout=PIPE_TIMEOUT if _mutation == "named-pipe" else TIMEOUT,
+            touches_secret=_mutation == "symlink-secret")
     add(f"generic-{_key}-stale-metrics", _key, _stale_metrics(_generic_case(_key, "named-pipe")), expect={"exit": 1},
         checks=(stale_metrics_gone,), timeout=PIPE_TIMEOUT)
     for _twin, _make in GENERIC_CLI.items():
@@ -1268,7 +1271,7 @@ def test_expected_file_matches_the_cases():
 
 
 def test_every_challenge_gets_every_generic_case():
-    generic = {mutation for mutation in (*GENERIC_MUTATIONS, "stale-metrics", *GENERIC_CLI)}
+    generic = {*GENERIC_MUTATIONS, "stale-metrics", *GENERIC_CLI}
     for key in generic_keys():
         assert {case_id.removeprefix(f"generic-{key}-") for case_id in SPECS if case_id.startswith(f"generic-{key}-")
                 and SPECS[case_id].key == key} == generic, key

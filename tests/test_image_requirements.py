@@ -63,8 +63,8 @@ def run_blocked(tmp_path, packages, args) -> subprocess.CompletedProcess:
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EVALUATION_"))}
-    env.update(PYTHONPATH=f"{site}{os.pathsep}{ROOT}", EVALUATION_ALLOWED_MODULES=",".join(sorted(modules_of(packages))),
-               PYTHONDONTWRITEBYTECODE="1")
+    env.update(PYTHONPATH=f"{site}{os.pathsep}{ROOT}",
+               EVALUATION_ALLOWED_MODULES=",".join(sorted(modules_of(packages))), PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run([sys.executable, "-m", "evaluation", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
 
@@ -156,7 +156,8 @@ def test_a_folder_without_a_declaration_is_refused(tmp_path, monkeypatch):
     declaration.write_text('class Example(Evaluation):\n    name = "example"\n')
     monkeypatch.setattr(ir, "__file__", str(tmp_path / "evaluation" / "image_requirements.py"))
     monkeypatch.setattr(ir, "folder_of", lambda name: "example" if name.startswith("example") else None)
-    with pytest.raises(ir.DeclarationError, match="example/__init__.py .challenge example. has no top-level RUNTIME_PACKAGES"):
+    with pytest.raises(ir.DeclarationError, match=r"example/__init__\.py .challenge example. has no top-level "
+                       r"RUNTIME_PACKAGES"):
         ir.runtime_packages("example")
     declaration.write_text('RUNTIME_PACKAGES = ("numpy", PACKAGE)\n')
     with pytest.raises(ir.DeclarationError, match="must be a literal tuple of package names"):

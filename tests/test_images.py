@@ -10,7 +10,8 @@ from evaluation.errors import SetupError, SubmissionError
 from evaluation.reading.files import Origin
 from evaluation.reading.images import Geometry, ImageFile, open_image, read_image
 
-GEOMETRY = Geometry((5, 4, 3), (0.98, 0.98, 3.0), (-120.0, -110.5, -300.25), (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
+GEOMETRY = Geometry((5, 4, 3), (0.98, 0.98, 3.0), (-120.0, -110.5, -300.25),
+                    (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
 
 
 def write(path, array, geometry=GEOMETRY):

@@ -16,7 +16,12 @@ import numpy as np
 import pytest
 
 from benchmarks.isic_reference import (
-    REFERENCE_READER, REFERENCE_STEPS, REJECTION_CATEGORIES, REJECTION_IMAGES, reference_cli, rejection_truth,
+    REFERENCE_READER,
+    REFERENCE_STEPS,
+    REJECTION_CATEGORIES,
+    REJECTION_IMAGES,
+    reference_cli,
+    rejection_truth,
     values_digest,
 )
 from evaluation.challenges.isic import predictions as isic_csv
@@ -111,7 +116,7 @@ def test_a_decimal_column_with_them_is_scored_and_an_integer_one_refused():
         rows = [first, "50000000000000000000e-20"] + ["0.25"] * (len(REJECTION_IMAGES) - 2)
         return ("image," + ",".join(REJECTION_CATEGORIES) + "\n" + "".join(
             f"{image}," + ",".join([value] * len(REJECTION_CATEGORIES)) + "\n"
-            for image, value in zip(REJECTION_IMAGES, rows))).encode()
+            for image, value in zip(REJECTION_IMAGES, rows, strict=True))).encode()
 
     _, values = read_predictions_csv(predictions("0.25"), REJECTION_CATEGORIES, REJECTION_IMAGES)
     assert (values[1] == 0.5).all()
@@ -125,7 +130,7 @@ def test_the_generated_files_cover_both_outcomes():
     text = sum(o == "8" for o in outcomes)
     assert accepted > 150 and text > 60, (accepted, text)
     # ... and accepted files with an overflowing token past a decimal: the case pandas reads as a number
-    assert sum(o.startswith("ok") and b"0000000000e-2" in data for o, data in zip(outcomes, FILES)) > 150
+    assert sum(o.startswith("ok") and b"0000000000e-2" in data for o, data in zip(outcomes, FILES, strict=True)) > 150
 
 
 def test_fast_path_and_tokenizer_agree_with_pandas(monkeypatch):
@@ -175,7 +180,7 @@ def test_the_reference_reads_the_generated_files_as_we_do(tmp_path):
                            capture_output=True, text=True).stdout.splitlines()
     assert len(lines) == len(FILES)
     disagreements = []
-    for n, (line, data) in enumerate(zip(lines, FILES)):
+    for n, (line, data) in enumerate(zip(lines, FILES, strict=True)):
         if line.startswith("ok "):
             reference = line
         else:

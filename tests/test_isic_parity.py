@@ -16,8 +16,17 @@ import re
 import pytest
 
 from benchmarks.isic_reference import (
-    FIXTURES, PARITY_CASES, REJECTION_CASES, REJECTION_CATEGORIES, REJECTION_IMAGES, fuzzed_submissions,
-    inputs_digest, reference_cli, rejection_truth, run_reference, values_digest,
+    FIXTURES,
+    PARITY_CASES,
+    REJECTION_CASES,
+    REJECTION_CATEGORIES,
+    REJECTION_IMAGES,
+    fuzzed_submissions,
+    inputs_digest,
+    reference_cli,
+    rejection_truth,
+    run_reference,
+    values_digest,
 )
 from evaluation.challenges.isic import read_predictions_csv
 from evaluation.errors import SubmissionError
@@ -37,7 +46,8 @@ OUR_MESSAGES = {
     "row-too-long": "The CSV cannot be parsed: data row 3 has 10 fields, more than the 8 of the header and first row.",
     "no-header-only-blank-lines": "The CSV cannot be parsed: the file has no header line.",
     "no-image-column": "The CSV has no 'image' column (nor 'lesion_id'); its header is 'img', 'MEL',",
-    "semicolons": "The CSV has no 'image' column (nor 'lesion_id'); its header is 'image;MEL;NV;BCC;AKIEC;BKL;DF;VASC'.",
+    "semicolons": "The CSV has no 'image' column (nor 'lesion_id'); "
+                  "its header is 'image;MEL;NV;BCC;AKIEC;BKL;DF;VASC'.",
     "duplicate-rows": "The CSV has more than one row for image(s) ISIC_0000002.",
     "duplicate-after-jpg": "The CSV has more than one row for image(s) ISIC_0000003.",
     "missing-column": "The CSV has no column for category VASC; the header must be image followed by MEL, NV, BCC, "
@@ -185,7 +195,7 @@ def test_fuzzed_files_are_refused_at_the_same_check_or_read_to_the_same_bits():
     fuzz = RECORDED["fuzz"]
     files = fuzzed_submissions(fuzz["seed"], fuzz["count"])
     disagreements = []
-    for n, (data, outcome) in enumerate(zip(files, fuzz["outcomes"])):
+    for n, (data, outcome) in enumerate(zip(files, fuzz["outcomes"], strict=True)):
         try:
             _, values = read_predictions_csv(data, REJECTION_CATEGORIES, REJECTION_IMAGES)
             ours = "ok " + values_digest(values)

@@ -9,7 +9,11 @@ import numpy as np
 import pytest
 
 from benchmarks.isic_reference import (
-    REJECTION_CASES, REJECTION_CATEGORIES, REJECTION_IMAGES, fuzzed_submissions, parity_inputs,
+    REJECTION_CASES,
+    REJECTION_CATEGORIES,
+    REJECTION_IMAGES,
+    fuzzed_submissions,
+    parity_inputs,
 )
 from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic import read_predictions_csv, read_truth_csv
@@ -81,7 +85,7 @@ def test_short_repeated_tokens_are_converted_once_with_the_same_bits(seed):
     assert np.array_equal(is_integer[handled], kinds[handled] == isic_csv.INTEGER)
     frame = pd.read_csv(io.StringIO(",".join(distinct) + "\n" + ",".join(distinct) + "\n"), header=None,
                         index_col=False)
-    for token, (column, _) in zip(distinct, frame.items()):  # one column per distinct token
+    for token, (column, _) in zip(distinct, frame.items(), strict=True):  # one column per distinct token
         if frame[column].dtype.kind == "f":
             at = tokens.index(token) if token in tokens else None
             if at is not None and handled[at]:

@@ -191,7 +191,7 @@ def dask_cluster(tmp_path):
 
 def test_a_dask_cluster_gives_the_same_bytes_as_one_and_two_workers(dask_cluster, tmp_path):
     challenge = "hecktor2025-task1"  # its cases go to the workers one by one
-    one, _ = leaderboard(challenge, tmp_path / "one", "--workers", "1", "--resamples", "200")
+    _one, _ = leaderboard(challenge, tmp_path / "one", "--workers", "1", "--resamples", "200")
     leaderboard(challenge, tmp_path / "two", "--workers", "2", "--resamples", "200")
     cluster, ranking = leaderboard(challenge, tmp_path / "dask", "--scheduler", dask_cluster, "--resamples", "200")
     assert "Dask cluster" in cluster.stdout and "2 worker(s)" in cluster.stdout

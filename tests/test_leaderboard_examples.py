@@ -186,7 +186,8 @@ def test_ranked_paths_are_those_the_rules_read(challenge):
 @pytest.mark.parametrize("challenge", sorted(OFFICIAL_RULES))
 def test_declared_rules_are_the_official_ones(challenge):
     """The per-challenge oracle: the declaration says what the challenge's documentation says."""
-    declared = {name: (kind, tuple(path for path, _ in keys)) for name, (kind, keys, _) in declared_rules(challenge).items()}
+    declared = {name: (kind, tuple(path for path, _ in keys))
+                for name, (kind, keys, _) in declared_rules(challenge).items()}
     assert declared == OFFICIAL_RULES[challenge]
     assert all(order == "desc" for _, keys, _ in declared_rules(challenge).values() for _, order in keys)
     fallback = {path for _, _, keys in declared_rules(challenge).values() for path, _ in keys}
@@ -211,13 +212,13 @@ def expected_ranks(challenge: str, documents: dict[str, dict]) -> dict[str, dict
         columns = np.array([[float(lookup(documents[t], path)) for t in teams] for path, _ in keys])
         if kind == "ordered":
             # rows sorted lexicographically, best first (a descending key negated): equal rows share an index
-            signed = np.array([-c if order == "desc" else c for c, (_, order) in zip(columns, keys)])
+            signed = np.array([-c if order == "desc" else c for c, (_, order) in zip(columns, keys, strict=True)])
             _, group = np.unique(signed.T, axis=0, return_inverse=True)
-            ranks[name] = dict(zip(teams, rankdata(group.ravel(), method="min")))
+            ranks[name] = dict(zip(teams, rankdata(group.ravel(), method="min"), strict=True))
         else:
             gtvp, dsc, f1 = (rankdata(-c, method="average") for c in columns)
             borda = gtvp + rankdata(dsc + f1, method="average")
-            ranks[name] = dict(zip(teams, rankdata(borda, method="min")))
+            ranks[name] = dict(zip(teams, rankdata(borda, method="min"), strict=True))
     return ranks
 
 

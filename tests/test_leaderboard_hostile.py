@@ -60,7 +60,7 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 def test_team_names_that_are_formulae_are_text_in_the_csv_and_raw_in_ranking_json(tmp_path):
     folders = []
-    for name, team in zip(FORMULAE, valid_teams(TASK2)):
+    for name, team in zip(FORMULAE, valid_teams(TASK2), strict=True):
         shutil.copytree(team, tmp_path / "teams" / name)
         folders.append(str(tmp_path / "teams" / name))  # absolute: "-2+3" is not taken for an option
     shutil.copytree(ROOT / "test" / TASK2 / "leaderboard" / "team-x", tmp_path / "teams" / "=HYPERLINK(1)")
@@ -278,7 +278,8 @@ def pages_needed(tmp_path_factory):
     out = tmp_path_factory.mktemp("full") / "out"
     result = run(TASK2, *map(str, teams(TASK2)), "--output", str(out), *NO_SPACE_ARGUMENTS)
     assert result.returncode == 0, result.stderr
-    return sum(-(-p.stat().st_size // 4096) for p in out.rglob("*") if p.is_file()), (out / "ranking.json").stat().st_size
+    blocks = sum(-(-p.stat().st_size // 4096) for p in out.rglob("*") if p.is_file())
+    return blocks, (out / "ranking.json").stat().st_size
 
 
 @pytest.mark.parametrize("share", [0.0, 0.3, 0.6, 0.9, 1.0])

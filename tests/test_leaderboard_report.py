@@ -170,7 +170,7 @@ def check_specs(output: Path, written: list[Path], validator) -> dict[str, dict]
 # --- the full report -------------------------------------------------------------------------
 
 def test_written_files_and_their_names(full_report, schema_validator):
-    ranking, curves, output, written = full_report
+    _ranking, _curves, output, written = full_report
     specs = check_specs(output, written, schema_validator)
     assert [path.name for path in written] == [
         "forest-c_index-aggregates_c_index.vl.json", "forest-c_index-aggregates_specificity.vl.json",
@@ -245,7 +245,7 @@ def test_page_tables_hold_the_ranking_and_the_excluded(full_report):
     board = ranking["statistics"]["leaderboards"]["c_index"]
     assert [row[:2] for row in rows] == [[str(e["rank"]), e["submission"]] for e in entries]
     column = {title: k for k, title in enumerate(header)}
-    for row, entry in zip(rows, entries):
+    for row, entry in zip(rows, entries, strict=True):
         statistics = board[entry["submission"]]
         assert float(row[column[PATHS[0]]]) == pytest.approx(entry["values"][PATHS[0]], abs=5e-5)
         lo, hi = map(float, row[column[f"{PATHS[0]}, 95% interval"]].strip("[]").split(", "))
@@ -287,9 +287,10 @@ def test_same_bytes_twice_and_in_another_process(full_report, tmp_path):
     ranking, curves, output, written = full_report
     again = write_report(tmp_path / "again", ranking, curves)  # after other renders in this process
     assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(output) for p in written]
-    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(written, again))
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(written, again, strict=True))
     (tmp_path / "input.json").write_text(json.dumps({"ranking": ranking, "curves": curves}))
-    script = ("import json, sys; from pathlib import Path; from evaluation.leaderboard.report import MAX_CHARTED, VL_CONVERT_VERSION, write_report; "
+    script = ("import json, sys; from pathlib import Path; from evaluation.leaderboard.report import MAX_CHARTED, "
+              "VL_CONVERT_VERSION, write_report; "
               "d = json.loads(Path(sys.argv[1]).read_text()); "
               "write_report(Path(sys.argv[2]), d['ranking'], d['curves'])")
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "input.json"), str(tmp_path / "other")],
@@ -388,7 +389,7 @@ def test_many_submissions_chart_the_top_ones_and_say_so(tmp_path, schema_validat
     curve = specs["curve-roc_mel"]
     assert curve["encoding"]["color"]["sort"] == top[:10]
     assert "the top 10 of the 120 submissions with this curve" in json.dumps(curve["title"])
-    (header, *rows), = tables_of((tmp_path / "report.html").read_text())[:1]
+    (_header, *rows), = tables_of((tmp_path / "report.html").read_text())[:1]
     assert len(rows) == 120
 
 

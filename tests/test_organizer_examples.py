@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from evaluation import examples
-from evaluation.examples import synthetic
 from evaluation.challenges import available_challenges
+from evaluation.examples import synthetic
 from evaluation.reading.files import shown_path
 from tests.bundled import is_bundled, skip_unless_bundled
 from tests.common import SLOW, lookup, params, tree
@@ -455,7 +455,8 @@ def test_a_setting_naming_a_path_out_of_the_submission_never_writes_there(challe
 @pytest.mark.parametrize("challenge", params(WITH_SUBMISSION))
 def test_absolute_paths_in_every_setting_never_write_there(challenge, tmp_path):
     """Every free-text setting at once an absolute path (the same check as above, one run)."""
-    settings = {setting: f"{hostile_values(tmp_path)['absolute']}-{setting}" for setting in free_text_settings(challenge)}
+    settings = {setting: f"{hostile_values(tmp_path)['absolute']}-{setting}"
+                for setting in free_text_settings(challenge)}
     done, output = run_with_settings(challenge, tmp_path, settings)
     assert_stayed_inside(done, tmp_path, tmp_path / "synthetic", output, "config.json", "setting")
 

@@ -45,7 +45,7 @@ def test_label_confusion_equals_sklearn_confusion_matrix(shape, slab_words, monk
     if len(where) == 0:
         assert box is None
     else:
-        assert box == tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(where.min(0), where.max(0)))
+        assert box == tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(where.min(0), where.max(0), strict=True))
 
 
 def test_label_confusion_high_labels_and_empty_maps():

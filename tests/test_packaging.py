@@ -60,7 +60,8 @@ def test_wheel_declares_the_commands_and_holds_the_package(wheel):
 @pytest.mark.parametrize("folder", challenge_folders())
 def test_wheel_holds_every_module_of_every_challenge_folder(wheel, folder):
     _, _, names = _metadata(wheel)
-    modules = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "evaluation" / "challenges" / folder).rglob("*.py"))
+    modules = sorted(p.relative_to(ROOT).as_posix()
+                     for p in (ROOT / "evaluation" / "challenges" / folder).rglob("*.py"))
     assert f"evaluation/challenges/{folder}/__init__.py" in modules
     assert [m for m in modules if m not in names] == []
 
@@ -85,11 +86,13 @@ def test_installed_command_runs_from_any_folder(installed, tmp_path, challenge):
                           "--ground-truth", str(ROOT / "ground-truth" / challenge),
                           "--output", str(tmp_path / "out")], cwd=elsewhere, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert (tmp_path / "out/metrics.json").read_bytes() == (ROOT / "test" / challenge / "expected_metrics.json").read_bytes()
+    expected = (ROOT / "test" / challenge / "expected_metrics.json").read_bytes()
+    assert (tmp_path / "out/metrics.json").read_bytes() == expected
     assert "evaluation" not in {p.name for p in elsewhere.iterdir()}
 
 
-RUNS = {"evaluation": ["rare26", "--input", "test/rare26/input", "--ground-truth", "ground-truth/rare26", "--output", "{tmp}"],
+RUNS = {"evaluation": ["rare26", "--input", "test/rare26/input", "--ground-truth", "ground-truth/rare26",
+                       "--output", "{tmp}"],
         "evaluation.phase": ["rare26"],
         "evaluation.examples": ["rare26", "--out", "{tmp}"]}
 

@@ -122,7 +122,7 @@ def printed(capsys, *args):
 def test_every_leaderboard_passes_the_platforms_validation(name):
     boards = all_leaderboards(name)
     assert boards
-    for label, board in boards:
+    for _, board in boards:
         check_phase_fields(board.phase_fields())
 
 

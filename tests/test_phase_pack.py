@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.errors import SetupError
 from evaluation.challenges import available_challenges
+from evaluation.errors import SetupError
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT
 from tests import common
 from tests.cli_runs import DROP_ENV, ROOT
@@ -159,11 +159,12 @@ def test_a_socket_no_job_carries_is_the_configuration(challenge, name, evaluate,
     run_ = evaluate(challenge, input_dir, ground_truth)
     assert (run_.code, run_.wrote_metrics) == (3, False)
     line = run_.last_error_line
-    side = "input" if dict((f.name, f) for f in socket_fields(challenge))[name].metadata["socket"] == CASE_INPUT \
+    side = "input" if {f.name: f for f in socket_fields(challenge)}[name].metadata["socket"] == CASE_INPUT \
         else "output"
     carried = sorted({slug for job in json.loads((input_dir / "predictions.json").read_text())
                       for slug in (v["socket"]["slug"] for v in job[f"{side}s"])})
-    assert f"No job of predictions.json has the {side} socket 'not-this-phases-socket' that the setting {name!r}" in line
+    assert (f"No job of predictions.json has the {side} socket 'not-this-phases-socket' "
+            f"that the setting {name!r}") in line
     assert f"the jobs' {side}s are {', '.join(carried)}." in line
     assert f"Set {name!r} in config.json" in line and "--pack" in line
     assert len(run_.stderr.strip().splitlines()[-1]) < 1024
@@ -176,7 +177,7 @@ def test_a_socket_missing_from_one_job_is_the_submission(challenge, name, evalua
     slug = getattr(settings, name) or None
     if slug is None:  # ISIC's default: the job's only image input, whatever its name
         pytest.skip("the setting names no socket")
-    field = dict((f.name, f) for f in socket_fields(challenge))[name]
+    field = {f.name: f for f in socket_fields(challenge)}[name]
     side = "inputs" if field.metadata["socket"] == CASE_INPUT else "outputs"
     jobs = json.loads((input_dir / "predictions.json").read_text())
     jobs[0][side] = [v for v in jobs[0][side] if v["socket"]["slug"] != slug]
@@ -387,4 +388,5 @@ def test_a_value_output_as_a_file_scores_the_same_bytes(challenge, tmp_path):
     (tmp_path / "input" / "predictions.json").write_text(json.dumps(jobs, indent=2))
     run_ = run_command_line(challenge, tmp_path / "input", ROOT / "ground-truth" / challenge, tmp_path / "out")
     assert run_.code == 0, run_.stderr
-    assert (tmp_path / "out" / "metrics.json").read_bytes() == (ROOT / "test" / challenge / "expected_metrics.json").read_bytes()
+    expected = (ROOT / "test" / challenge / "expected_metrics.json").read_bytes()
+    assert (tmp_path / "out" / "metrics.json").read_bytes() == expected

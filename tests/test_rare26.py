@@ -113,15 +113,19 @@ def first_output(input_dir):
 
 
 @pytest.mark.parametrize("mutate, expected", [
-    (lambda v: {"scores": v}, "the output '" + OUTPUT + "' must be a JSON array of {n} numbers (one likelihood per frame), found an object"),
+    (lambda v: {"scores": v}, "the output '" + OUTPUT + "' must be a JSON array of {n} numbers (one likelihood per "
+     "frame), found an object"),
     (lambda v: v[:-1], "expected {n} likelihoods (one per frame), found {m}"),
     (lambda v: v + [0.5], "expected {n} likelihoods (one per frame), found {p}"),
     (lambda v: v[:3] + [True] + v[4:], "the likelihood at index 3 is true; every likelihood must be a finite number"),
     (lambda v: v[:3] + ["0.5"] + v[4:], 'the likelihood at index 3 is "0.5"; every likelihood must be a finite number'),
     (lambda v: v[:3] + [None] + v[4:], "the likelihood at index 3 is null; every likelihood must be a finite number"),
-    (lambda v: v[:3] + [[0.5]] + v[4:], "the likelihood at index 3 is a list of 1 item; every likelihood must be a finite number"),
-    (lambda v: v[:3] + [{"p": 0.5}] + v[4:], "the likelihood at index 3 is an object with 1 key; every likelihood must be a finite number"),
-    (lambda v: v[:3] + ["x" * 100] + v[4:], 'the likelihood at index 3 is "' + "x" * 36 + '...; every likelihood must be a finite number'),
+    (lambda v: v[:3] + [[0.5]] + v[4:], "the likelihood at index 3 is a list of 1 item; every likelihood must be a "
+     "finite number"),
+    (lambda v: v[:3] + [{"p": 0.5}] + v[4:], "the likelihood at index 3 is an object with 1 key; every likelihood must "
+     "be a finite number"),
+    (lambda v: v[:3] + ["x" * 100] + v[4:], 'the likelihood at index 3 is "' + "x" * 36 + '...; every likelihood must '
+     'be a finite number'),
 ])
 def test_bad_likelihoods_are_rejected(dataset, evaluate, tmp_path, mutate, expected):
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
@@ -144,7 +148,8 @@ def test_non_finite_likelihoods_are_rejected(dataset, evaluate, tmp_path, token,
     path.write_text("[" + ", ".join(map(str, values[:7])) + f", {token}, " + ", ".join(map(str, values[8:])) + "]")
     run = evaluate("rare26", input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
-    assert run.last_error_line == f"Stack {stack}: the likelihood at index 7 is {shown}; every likelihood must be a finite number."
+    assert run.last_error_line == (f"Stack {stack}: the likelihood at index 7 is {shown}; "
+                                   f"every likelihood must be a finite number.")
 
 
 def test_output_not_json_or_missing(dataset, evaluate, tmp_path):
@@ -390,7 +395,8 @@ def test_negative_class_ignores_case_and_surrounding_blanks(dataset, evaluate, t
         return len(frames) - len(frames[::2]), len(frames[::2])
 
     counts = {}
-    edit_metadata(ground_truth, lambda metadata: counts.update(zip(("kept", "respelled"), respell(metadata))))
+    edit_metadata(ground_truth,
+                  lambda metadata: counts.update(zip(("kept", "respelled"), respell(metadata), strict=True)))
     run = evaluate("rare26", input_dir, ground_truth)
     assert run.code == 0, run.stderr
     assert (run.output / "metrics.json").read_bytes() == (reference.output / "metrics.json").read_bytes()

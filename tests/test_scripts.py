@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def archive(folder: Path, target: Path) -> subprocess.CompletedProcess:
-    script = f'script_name=test; source scripts/docker-common.sh; make_ground_truth_archive "$1" "$2"'
+    script = 'script_name=test; source scripts/docker-common.sh; make_ground_truth_archive "$1" "$2"'
     return subprocess.run(["bash", "-c", script, "bash", str(folder), str(target)], cwd=ROOT,
                           capture_output=True, text=True)
 
@@ -83,7 +83,8 @@ def _refused(tmp_path, make, expected: str):
     result = archive(truth, tmp_path / "gt.tar.gz")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"test: {truth}/{entry} {expected}"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["truth", *(["elsewhere.csv"] if (tmp_path / "elsewhere.csv").exists() else [])])
+    elsewhere = ["elsewhere.csv"] if (tmp_path / "elsewhere.csv").exists() else []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["truth", *elsewhere])
 
 
 def test_ground_truth_archive_refuses_a_link_out_of_the_folder(tmp_path):

@@ -159,7 +159,7 @@ def test_subclass_rules_spanning_fields(tmp_path):
 def test_base_settings_has_no_settings(tmp_path):
     assert Settings.from_ground_truth(tmp_path).as_dict() == {}
     write_config(tmp_path, {"seed": 1})
-    with pytest.raises(SetupError, match="unknown setting.*'seed'.*are none"):
+    with pytest.raises(SetupError, match=r"unknown setting.*'seed'.*are none"):
         Settings.from_ground_truth(tmp_path)
 
 

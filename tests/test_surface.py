@@ -53,7 +53,8 @@ def random_mask(rng, shape, kind):
 @pytest.mark.parametrize("seed", range(40))
 def test_border_is_mask_minus_cross_erosion(seed):
     rng = np.random.default_rng(seed)
-    mask = random_mask(rng, (int(rng.integers(1, 30)), int(rng.integers(1, 30))), ("noise", "blobs", "ellipse")[seed % 3])
+    mask = random_mask(rng, (int(rng.integers(1, 30)), int(rng.integers(1, 30))),
+                       ("noise", "blobs", "ellipse")[seed % 3])
     np.testing.assert_array_equal(border(mask), reference_border(mask))
 
 

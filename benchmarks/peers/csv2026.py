@@ -63,7 +63,8 @@ def main():
                 y_pred.append(int(np.asarray(prediction["cls" if "cls" in prediction else "cls_pred"]).ravel()[0]))
             for view in VIEWS:
                 t = masks(truth[f"{view}_mask"][:])
-                p = masks(prediction[f"{view}_mask"][:] if f"{view}_mask" in prediction else prediction[f"pred_{view}"][:])
+                p = masks(prediction[f"{view}_mask"][:] if f"{view}_mask" in prediction
+                          else prediction[f"pred_{view}"][:])
                 for structure in STRUCTURE_WEIGHTS:
                     values[f"{view}_{structure}_dsc"].append(dice(p[structure], t[structure]))
                     values[f"{view}_{structure}_nsd"].append(nsd(p[structure], t[structure]))

@@ -32,7 +32,7 @@ def lesion_counts(truth, prediction):
         inside = truth_labels == t
         size = int(inside.sum())
         touched, shared = np.unique(prediction_labels[inside], return_counts=True)
-        for p, intersection in zip(touched, shared):
+        for p, intersection in zip(touched, shared, strict=True):
             if p:
                 if p not in prediction_sizes:
                     prediction_sizes[p] = int(np.count_nonzero(prediction_labels == p))

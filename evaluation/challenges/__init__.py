@@ -31,7 +31,8 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 def challenge_folders() -> list[str]:
     """The challenge folders (packages), sorted, importing none of them."""
-    return sorted(path.parent.name for path in _PACKAGE_DIR.glob("*/__init__.py") if not path.parent.name.startswith("_"))
+    return sorted(path.parent.name for path in _PACKAGE_DIR.glob("*/__init__.py")
+                  if not path.parent.name.startswith("_"))
 
 
 def folder_of(name: str) -> str | None:

@@ -20,15 +20,15 @@ The folders are built in a scratch folder beside the target and moved in once ev
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from evaluation.examples import Lineup, example
 from evaluation.errors import InternalError
+from evaluation.examples import Lineup, example
 from evaluation.examples.organizer import generated, run_evaluation
 
 LEADERBOARD = "leaderboard"  # test/<challenge>/leaderboard/<team>/
@@ -67,9 +67,10 @@ def write_teams(challenge: str, folder: Path, ground_truth: Path, example: Path,
     from evaluation import examples
 
     submission = examples.example(challenge).submission
-    for team, seed in zip(SEEDED_TEAMS, seeds):
+    for team, seed in zip(SEEDED_TEAMS, seeds, strict=True):
         (folder / team).mkdir()
-        generated(lambda: submission(ground_truth, folder / team, seed), f"Writing {challenge} {team} (seed {seed})")
+        generated(functools.partial(submission, ground_truth, folder / team, seed),
+                  f"Writing {challenge} {team} (seed {seed})")
     shutil.copytree(example / "input", folder / EXAMPLE_TEAM)
     shutil.copytree(folder / TIED_WITH, folder / TIED_TEAM)
     shutil.copytree(invalid_example(challenge, example) / "input", folder / INVALID_TEAM)

@@ -38,9 +38,10 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from evaluation.errors import EXIT_SETUP, EXIT_SUBMISSION, EvaluationError, InternalError, SetupError, UsageError
 
@@ -86,12 +87,13 @@ def say(message: str) -> None:
 # ---- the command ----------------------------------------------------------------------------
 
 
-def make_organizer_example(challenge: str, ground_truth: Path, output: Path, seed: int = 0, force: bool = False) -> None:
+def make_organizer_example(challenge: str, ground_truth: Path, output: Path, seed: int = 0,
+                           force: bool = False) -> None:
     """The example for the organizer's ground truth: the challenge's `submission` (perturbed
     from the ground truth, deterministic from `seed`), its invalid variants for any ground truth,
     plus "missing-case" for algorithm-job phases."""
-    from evaluation.examples import examples
     from evaluation.challenges import available_challenges
+    from evaluation.examples import examples
     from evaluation.launch import unknown_challenge
 
     challenges = available_challenges()

@@ -129,7 +129,7 @@ def shifted(array: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
     """`array` moved by `offsets` voxels along each axis, zero where nothing moved in (a mask
     shifted a little: a prediction close to the truth but not equal)."""
     moved = np.zeros_like(array)
-    source = tuple(slice(max(0, -o), max(0, n - max(0, o))) for n, o in zip(array.shape, offsets))
-    target = tuple(slice(min(n, max(0, o)), max(0, n + min(0, o))) for n, o in zip(array.shape, offsets))
+    source = tuple(slice(max(0, -o), max(0, n - max(0, o))) for n, o in zip(array.shape, offsets, strict=True))
+    target = tuple(slice(min(n, max(0, o)), max(0, n + min(0, o))) for n, o in zip(array.shape, offsets, strict=True))
     moved[target] = array[source]
     return moved

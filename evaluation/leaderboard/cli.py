@@ -25,12 +25,18 @@ from typing import Any
 from evaluation import __version__
 from evaluation.challenges import challenge_class, challenge_names
 from evaluation.errors import EXIT_OK, SetupError, UsageError
+from evaluation.framework import default_workers, log
+from evaluation.grand_challenge import (
+    BAKED_GROUND_TRUTH_DIR,
+    METRICS_FILE,
+    UPLOADED_GROUND_TRUTH_DIR,
+    metrics_json,
+    resolve_ground_truth_dir,
+    value_at_path,
+)
 from evaluation.launch import CommandParser, run_command, unknown_challenge, whole_number
 from evaluation.leaderboard.rules import TIE_METHODS
 from evaluation.leaderboard.scoring import BLAMED
-from evaluation.framework import default_workers, log
-from evaluation.grand_challenge import (BAKED_GROUND_TRUTH_DIR, METRICS_FILE, UPLOADED_GROUND_TRUTH_DIR, metrics_json,
-                                        resolve_ground_truth_dir, value_at_path)
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth
 RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submissions in statistics
@@ -136,7 +142,8 @@ def read_metrics_file(challenge: str, path: Path, ranked_paths: tuple[str, ...] 
                          f"{file} cannot be read as JSON ({error})") from None
     if not isinstance(document, dict):
         raise ValueError(f"{file} is not a JSON object")
-    written_by = (document.get("evaluation") or {}).get("challenge") if isinstance(document.get("evaluation"), dict) else None
+    written = document.get("evaluation")
+    written_by = written.get("challenge") if isinstance(written, dict) else None
     if written_by is not None and written_by != challenge:
         raise ValueError(f"{file} was written by the {written_by} evaluation, not {challenge}")
     for ranked in ranked_paths:

@@ -55,8 +55,9 @@ import json
 import math
 import re
 import textwrap
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 PLOTTED_DIGITS = 6  # significant digits of a number drawn in a chart
 ROW_STEP = 20  # pixels per submission along a nominal axis
@@ -445,7 +446,7 @@ def _ranking_table(board: dict, board_statistics: dict | None, titles: dict[str,
     header += [f"<th>{title}</th>" for key, title in (("rank_ci", "rank 95% interval"), ("mean_rank", "mean rank"),
                                                       ("p_first", "P(first)")) if has[key]]
     rows = []
-    for entry, statistics in zip(entries, rows_statistics):
+    for entry, statistics in zip(entries, rows_statistics, strict=True):
         values, partial = entry.get("values", {}), entry.get("partial_ranks") or {}
         cells = [_cell(_rank_text(entry["rank"])), _cell(entry["submission"], name=True)]
         for path in paths:

@@ -17,29 +17,17 @@ occupies: 1, 2.5, 2.5, 4). Both equal scipy.stats.rankdata's "min" and "average"
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from evaluation.phase.columns import Column
+
 TIE_RELATIVE = 1e-12  # values this close (relative) count as tied: two runs' rounding is no ranking
 TIE_METHODS = ("average", "min")  # fractional ranks, or the best rank of a tied group
-ORDERS = ("desc", "asc")  # "desc": higher is better
-
-
-@dataclass(frozen=True)
-class Key:
-    """One ranked metrics.json path and which way is better."""
-
-    path: str
-    order: str = "desc"
-
-    def __post_init__(self) -> None:
-        if self.order not in ORDERS:
-            raise ValueError(f"key {self.path!r}: order {self.order!r} is not one of {', '.join(ORDERS)}")
-
-    def describe(self) -> str:
-        return f"{self.path} {'descending' if self.order == 'desc' else 'ascending'}"
 
 
 # ---- pairwise comparisons -------------------------------------------------------------------
@@ -87,7 +75,7 @@ def lexicographic_ranks(columns: list[np.ndarray], orders: list[str]) -> np.ndar
     """Competition ranks by the first column, ties broken by the next ones in turn."""
     better = np.zeros(np.shape(columns[0])[:-1] + (np.shape(columns[0])[-1],) * 2, dtype=bool)
     still_tied = np.ones_like(better)
-    for values, order in zip(columns, orders):
+    for values, order in zip(columns, orders, strict=True):
         key_better, key_tied = _comparisons(values, order)
         better |= still_tied & key_better
         still_tied &= key_tied
@@ -114,10 +102,10 @@ class OrderedRanking:
     without timing ranks the score without time)."""
 
     name: str
-    keys: tuple[Key, ...]
-    fallback: tuple[Key, ...] = ()
+    keys: tuple[Column, ...]  # the leaderboard's own declarations of the ranked values
+    fallback: tuple[Column, ...] = ()
 
-    def applied(self, documents: Iterable[Mapping[str, Any]]) -> "OrderedRanking":
+    def applied(self, documents: Iterable[Mapping[str, Any]]) -> OrderedRanking:
         """The rule as applied to these submissions' values ({path: value or None} each)."""
         if self.fallback and all(document.get(self.keys[0].path) is None for document in documents):
             return OrderedRanking(self.name, self.fallback)
@@ -139,7 +127,7 @@ class OrderedRanking:
     def rank(self, values: Mapping[str, np.ndarray], tie_method: str = "average") -> RankedTable:
         columns = [np.asarray(values[key.path], dtype=np.float64) for key in self.keys]
         ranks = lexicographic_ranks(columns, [key.order for key in self.keys])
-        return RankedTable(ranks, {key.path: column for key, column in zip(self.keys, columns)}, {})
+        return RankedTable(ranks, {key.path: column for key, column in zip(self.keys, columns, strict=True)}, {})
 
 
 @dataclass(frozen=True)
@@ -147,29 +135,36 @@ class NestedBorda:
     """HECKTOR 2025 task 1: GTVp rank by mean DSC; GTVn rank = rank of the Borda count of the
     aggregated-DSC and aggregated-F1 ranks; final = competition rank of the Borda count of the
     GTVp and GTVn ranks (a sum of ranks orders as n - rank points do). Intermediate ranks are
-    fractional ("average": tied values get the mean of their positions) or "min"."""
+    fractional ("average": tied values get the mean of their positions) or "min". The three
+    values are the leaderboard's Columns (any object with a path and order "desc")."""
 
     name: str
-    gtvp: str
-    gtvn_dsc: str
-    gtvn_f1: str
+    gtvp: Any
+    gtvn_dsc: Any
+    gtvn_f1: Any
 
-    def applied(self, documents: Iterable[Mapping[str, Any]]) -> "NestedBorda":
+    def __post_init__(self) -> None:
+        for key in self.keys:
+            if key.order != "desc":
+                raise ValueError(f"nested Borda: {key.path} must be ranked descending (higher is better)")
+
+    def applied(self, documents: Iterable[Mapping[str, Any]]) -> NestedBorda:
         return self
 
     @property
-    def keys(self) -> tuple[Key, ...]:
-        return (Key(self.gtvp), Key(self.gtvn_dsc), Key(self.gtvn_f1))
+    def keys(self) -> tuple[Any, ...]:
+        return (self.gtvp, self.gtvn_dsc, self.gtvn_f1)
 
     @property
     def paths(self) -> tuple[str, ...]:
-        return (self.gtvp, self.gtvn_dsc, self.gtvn_f1)
+        return tuple(key.path for key in self.keys)
 
     def rule(self, tie_method: str = "average") -> str:
         convention = ("tied values share the mean of their positions" if tie_method == "average"
                       else "tied values share the best of their positions")
-        return (f"Nested Borda count: rank by {self.gtvp} descending (gtvp), by {self.gtvn_dsc} descending "
-                f"(gtvn_dsc) and by {self.gtvn_f1} descending (gtvn_f1); gtvn_borda = gtvn_dsc + gtvn_f1, "
+        gtvp, gtvn_dsc, gtvn_f1 = self.paths
+        return (f"Nested Borda count: rank by {gtvp} descending (gtvp), by {gtvn_dsc} descending "
+                f"(gtvn_dsc) and by {gtvn_f1} descending (gtvn_f1); gtvn_borda = gtvn_dsc + gtvn_f1, "
                 f"gtvn = rank of gtvn_borda ascending; borda = gtvp + gtvn; final rank = competition rank of "
                 f"borda ascending (1, 1, 3). Intermediate ranks: {convention} (--tie-method {tie_method}).")
 
@@ -183,8 +178,8 @@ class NestedBorda:
         borda = gtvp + gtvn
         partial = {"gtvp": gtvp, "gtvn_dsc": gtvn_dsc, "gtvn_f1": gtvn_f1, "gtvn_borda": gtvn_borda,
                     "gtvn": gtvn, "borda": borda}
-        return RankedTable(competition_ranks(borda, "asc"),
-                           {self.gtvp: gtvp_values, self.gtvn_dsc: dsc_values, self.gtvn_f1: f1_values}, partial)
+        ranked = dict(zip(self.paths, (gtvp_values, dsc_values, f1_values), strict=True))
+        return RankedTable(competition_ranks(borda, "asc"), ranked, partial)
 
 
 FinalRanking = OrderedRanking | NestedBorda

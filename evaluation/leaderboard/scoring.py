@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import traceback
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupError, one_line
-from evaluation.launch import failure
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
+from evaluation.launch import failure
 from evaluation.settings import Settings
 
 
@@ -162,7 +163,7 @@ class Runner:
         self.spec, self.evaluation, self.workers, self.scheduler = spec, evaluation, workers, scheduler
         self._pool = self._client = None
 
-    def __enter__(self) -> "Runner":
+    def __enter__(self) -> Runner:
         if self.scheduler is not None:
             self._client = connect(self.scheduler)
             threads = sum(self._client.nthreads().values())
@@ -336,7 +337,7 @@ def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> No
                 log(item[3])
             outcome.cases = []
             return
-    results = {case.case_id: item[1] for case, item in zip(outcome.cases, scored)}
+    results = {case.case_id: item[1] for case, item in zip(outcome.cases, scored, strict=True)}
     try:
         metrics = evaluation.metrics(results)
     except EvaluationError as error:
@@ -377,4 +378,4 @@ def resample_submissions(evaluation: Evaluation, spec: ChallengeSpec, results: d
         workers, scheduler = 1, None
     with Runner(spec, evaluation, workers, scheduler) as runner:
         found = runner.map(resample_unit, ((results[name], resamples, seed) for name in names))
-        return dict(zip(names, found))
+        return dict(zip(names, found, strict=True))

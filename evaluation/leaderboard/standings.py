@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.leaderboard.rules import FinalRanking, RankedTable
 from evaluation.grand_challenge import value_at_path
+from evaluation.leaderboard.rules import FinalRanking, RankedTable
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def rank_leaderboard(rule: FinalRanking, documents: dict[str, dict[str, Any]], t
     values = {}
     for path in applied.paths:
         column = np.array([number(value_at_path(documents[name], path)) for name in names], dtype=np.float64)
-        missing = [name for name, value in zip(names, column) if math.isnan(value)]
+        missing = [name for name, value in zip(names, column, strict=True) if math.isnan(value)]
         if missing:
             notes.append(f"{rule.name}: {', '.join(missing)} ha{'s' if len(missing) == 1 else 've'} no number at "
                          f"{path}; ranked below every submission that has one.")

@@ -14,6 +14,7 @@ and the final one (challengeR's ranking stability).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -109,9 +110,9 @@ def leaderboard_statistics(standing: Standing, resampled: dict[str, dict[str, np
         level += (ranks[block, :, None] == ranks[block, None, :]).sum(axis=0)
     p_better = (above + level / 2.0) / resamples
     order = standing.order()
-    adjacent = list(zip(order[:-1], order[1:]))  # (upper, lower) in the final ranking
+    adjacent = list(itertools.pairwise(order))  # (upper, lower) in the final ranking
     rejected = holm_rejections(np.array([1.0 - p_better[a, b] for a, b in adjacent]), alpha)
-    significant = {pair: bool(r) for pair, r in zip(adjacent, rejected)}
+    significant = {pair: bool(r) for pair, r in zip(adjacent, rejected, strict=True)}
     document["pairwise"] = {
         names[a]: {names[b]: {"p_better": json_number(p_better[a, b]), "significant": significant.get((a, b))}
                    for b in range(n) if b != a}

@@ -95,7 +95,7 @@ class EvaluationMask:
 
     @property
     def regions(self) -> int:
-        return int(len(self.itc))
+        return len(self.itc)
 
     @property
     def itc_regions(self) -> int:
@@ -185,7 +185,8 @@ def major_axis_lengths(labels: np.ndarray, regions: int | None = None) -> np.nda
         return np.bincount(label_of, weights=weights, minlength=size)[1:]
 
     n, sr, sc = total(), total(r.astype(np.float64)), total(c.astype(np.float64))
-    srr, scc, src = total((r * r).astype(np.float64)), total((c * c).astype(np.float64)), total((r * c).astype(np.float64))
+    srr, scc = total((r * r).astype(np.float64)), total((c * c).astype(np.float64))
+    src = total((r * c).astype(np.float64))
     lengths = np.empty(regions)
     for k in range(regions):
         count, s_r, s_c = int(n[k]), int(sr[k]), int(sc[k])

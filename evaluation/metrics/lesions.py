@@ -116,7 +116,8 @@ def match_pairs(truth_index, prediction_index, iou, iou_threshold: float = 0.3,
     weights = np.zeros((len(rows), len(cols)))
     weights[row_of, col_of] = iou[candidates]
     assigned_rows, assigned_cols = linear_sum_assignment(weights, maximize=True)
-    chosen = {(int(rows[r]), int(cols[c])) for r, c in zip(assigned_rows, assigned_cols) if weights[r, c] > 0}
+    chosen = {(int(rows[r]), int(cols[c]))
+              for r, c in zip(assigned_rows, assigned_cols, strict=True) if weights[r, c] > 0}
     for k in candidates:
         matched[k] = (int(truth_index[k]), int(prediction_index[k])) in chosen
     return matched

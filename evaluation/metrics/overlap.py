@@ -83,5 +83,5 @@ def label_confusion(truth: np.ndarray, prediction: np.ndarray,
     counts[0] = n_voxels - counts[1:].sum()
     box = None
     if high[0] >= 0:
-        box = tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(low, high))
+        box = tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(low, high, strict=True))
     return counts.reshape(256, 256), box

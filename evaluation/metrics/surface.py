@@ -52,7 +52,7 @@ def _check_tolerance(tolerance: float) -> float:
 def squared_tolerance(tolerance: float) -> int:
     """The largest squared pixel distance (an integer) within tolerance τ: floor(τ² (1 + 1e-9))."""
     tolerance = _check_tolerance(tolerance)
-    return int(math.floor(tolerance * tolerance * (1.0 + RELATIVE_TIE_TOLERANCE)))
+    return math.floor(tolerance * tolerance * (1.0 + RELATIVE_TIE_TOLERANCE))
 
 
 def border(mask: np.ndarray) -> np.ndarray:

@@ -35,7 +35,8 @@ def check_survival(time, event, risk) -> tuple[np.ndarray, np.ndarray, np.ndarra
     risk = np.asarray(risk, dtype=np.float64)
     event = np.asarray(event)
     if time.ndim != 1 or risk.shape != time.shape or event.shape != time.shape:
-        raise ValueError(f"time, event and risk must be 1-D of equal length, got {time.shape}, {event.shape}, {risk.shape}")
+        raise ValueError(f"time, event and risk must be 1-D of equal length, "
+                         f"got {time.shape}, {event.shape}, {risk.shape}")
     if not np.isin(event, (0, 1)).all():
         raise ValueError("event must hold only 0 (censored) and 1 (event)")
     if not (np.isfinite(time).all() and np.isfinite(risk).all()):

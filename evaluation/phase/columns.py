@@ -14,8 +14,9 @@ object an organizer pastes (`python -m evaluation.phase CHALLENGE`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 SORT_ORDERS = ("asc", "desc")  # the platform's score_default_sort and column "order" values
 # The platform's scoring_method_choice values.

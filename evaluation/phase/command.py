@@ -100,7 +100,8 @@ def configure(challenge, ground_truth: Path, pack: Path) -> int:
     from evaluation.phase.pack import configure_from_pack
 
     try:
-        path, matched, old = configure_from_pack(challenge, resolve_ground_truth_dir(ground_truth, challenge.name), pack)
+        ground_truth_dir = resolve_ground_truth_dir(ground_truth, challenge.name)
+        path, matched, old = configure_from_pack(challenge, ground_truth_dir, pack)
     except SetupError as error:
         raise PackFailure(f"{PACK_FAILURE} {error.message}") from error
     print(f"Sockets of the phase pack {pack}, written to {path}:")

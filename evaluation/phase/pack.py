@@ -91,7 +91,8 @@ def pack_predictions_text(pack: Path) -> tuple[str, str]:
     with zipfile.ZipFile(pack) as archive:
         infos = {PurePosixPath(info.filename): info for info in archive.infolist() if not info.is_dir()}
         found = [name for name in infos if name == PACK_PREDICTIONS
-                 or (len(name.parts) == len(PACK_PREDICTIONS.parts) + 1 and PurePosixPath(*name.parts[1:]) == PACK_PREDICTIONS)]
+                 or (len(name.parts) == len(PACK_PREDICTIONS.parts) + 1
+                     and PurePosixPath(*name.parts[1:]) == PACK_PREDICTIONS)]
         if not found:
             raise PackError(f"{pack} is not a phase pack: the zip has no {PACK_PREDICTIONS} (at its top or in one top "
                             f"folder).")
@@ -244,7 +245,8 @@ def match_pack(settings_class: type[Settings], settings: Settings, interfaces: l
 # ---- config.json ---------------------------------------------------------------------------------
 
 
-def configure_from_pack(challenge_class, ground_truth_dir: Path, pack: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def configure_from_pack(challenge_class, ground_truth_dir: Path,
+                        pack: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     """Match the pack's sockets and write them into ground_truth_dir/config.json, keeping its other
     keys and their order. Returns (config.json, {setting: new value}, {setting: old value})."""
     settings_class = challenge_class.settings_class

@@ -26,4 +26,4 @@ evaluation/challenges/__init__.py).
 from evaluation.reading.files import Origin
 from evaluation.reading.values import HugeNumber, finite_number, finite_numbers, shown
 
-__all__ = ["Origin", "HugeNumber", "finite_number", "finite_numbers", "shown"]
+__all__ = ["HugeNumber", "Origin", "finite_number", "finite_numbers", "shown"]

@@ -41,15 +41,15 @@ class Origin:
     place: str = "the input folder"  # how messages name root
 
     @classmethod
-    def submission(cls, root: Path) -> "Origin":
+    def submission(cls, root: Path) -> Origin:
         return cls(_as_path(root), SubmissionError)
 
     @classmethod
-    def ground_truth(cls, root: Path) -> "Origin":
+    def ground_truth(cls, root: Path) -> Origin:
         return cls(_as_path(root), SetupError, "the ground-truth folder")
 
     @classmethod
-    def platform(cls, root: Path) -> "Origin":
+    def platform(cls, root: Path) -> Origin:
         return cls(_as_path(root), SetupError)
 
     def fail(self, message: str) -> NoReturn:

@@ -26,10 +26,10 @@ checks the same of the chunks it inflates itself. Memory stays a small multiple 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -50,7 +50,6 @@ class Hdf5File:
         """The names at the top level of the file, sorted; listing follows no link. Listed once
         (the file is open read-only)."""
         if self._names is None:
-            import h5py
 
             found: list[bytes] = []
             self.handle.links.iterate(found.append)
@@ -67,7 +66,7 @@ class Hdf5File:
     def names_text(self) -> str:
         return ", ".join(shown(n) if not n.isidentifier() else n for n in self.names()) or "none"
 
-    def dataset(self, key: str, what: str) -> "Hdf5Dataset":
+    def dataset(self, key: str, what: str) -> Hdf5Dataset:
         """The dataset `key` (top level), refused unless it is the file's own numeric data."""
         import h5py
 
@@ -121,7 +120,8 @@ class Hdf5Dataset:
             self.origin.fail(f"{self.where}: shape {shape_text(self.shape)}, expected {shape_text(expected_shape)} "
                              f"as in the ground truth.")
         if max_size is not None and self.size > max_size:
-            self.origin.fail(f"{self.where} must hold {'one value' if max_size == 1 else f'at most {max_size} values'}, "
+            most = "one value" if max_size == 1 else f"at most {max_size} values"
+            self.origin.fail(f"{self.where} must hold {most}, "
                              f"found {self.size} (shape {shape_text(self.shape)}).")
         import h5py
 
@@ -224,7 +224,7 @@ def _grid(create, shape: tuple[int, ...], itemsize: int) -> tuple[tuple[int, ...
     than the dataset."""
     chunk = tuple(int(n) for n in create.get_chunk())
     chunk_bytes = int(np.prod(chunk, dtype=np.float64)) * itemsize
-    count = int(np.prod([-(-n // c) for n, c in zip(shape, chunk)], dtype=np.float64))
+    count = int(np.prod([-(-n // c) for n, c in zip(shape, chunk, strict=True)], dtype=np.float64))
     dataset_bytes = int(np.prod(shape, dtype=np.float64)) * itemsize
     if len(chunk) != len(shape) or count * chunk_bytes > 4 * dataset_bytes + GRID_SLACK_BYTES:
         raise ChunkProblem(f"is stored in chunks of {shape_text(chunk)} values, far more than its shape "
@@ -242,7 +242,7 @@ def _check_stored(info, chunk: tuple[int, ...], chunk_bytes: int, shape: tuple[i
     """A stored chunk's place and stored size, before its bytes are read: on the grid, inside the
     extent, unfiltered exactly the chunk, filtered at most what the chunk compresses to at worst."""
     offset = tuple(int(n) for n in info.chunk_offset)
-    if len(offset) != len(shape) or any(o < 0 or o >= n or o % c for o, n, c in zip(offset, shape, chunk)):
+    if len(offset) != len(shape) or any(o < 0 or o >= n or o % c for o, n, c in zip(offset, shape, chunk, strict=True)):
         raise ChunkProblem(f"is corrupt: it stores a chunk at {_at(offset)}, outside its shape {shape_text(shape)} or "
                            f"off its grid of {shape_text(chunk)} chunks")
     unknown = [code for code in applied if code not in _READ]
@@ -415,7 +415,7 @@ def check_stored_data(dataset_id, create, shape: tuple[int, ...]) -> None:
             _check_stored(info, chunk, chunk_bytes, shape, list(applied_of[info.filter_mask]))
         filtered = [info for info in stored if applied_of[info.filter_mask]]
         limit = 2 * int(np.prod(shape, dtype=np.float64)) * itemsize + (1 << 20)
-        for info, data in zip(filtered, _stored_chunks(dataset_id, filtered, limit) if filtered else ()):
+        for info, data in zip(filtered, _stored_chunks(dataset_id, filtered, limit) if filtered else (), strict=True):
             applied = applied_of[info.filter_mask]
             key = (data, applied, chunk_bytes)
             if key not in _CHECKED:
@@ -473,7 +473,7 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
             _INFLATED_CHUNK_BYTES[0] = 0
         _INFLATED_CHUNK_BYTES[0] = max(chunk_bytes, _INFLATED_CHUNK_BYTES[0])
         kind = (rows, columns, out.dtype.str)
-        for info, data in zip(stored, _stored_chunks(dataset_id, stored, 2 * out.nbytes + (1 << 20))):
+        for info, data in zip(stored, _stored_chunks(dataset_id, stored, 2 * out.nbytes + (1 << 20)), strict=True):
             key = (data, kind)
             pixels = _INFLATED.get(key)
             if pixels is None:

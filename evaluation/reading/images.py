@@ -61,7 +61,7 @@ class Geometry:
         """Volume of one voxel in the spacing's unit cubed (mm³ for medical images)."""
         return float(np.prod(self.spacing))
 
-    def differences(self, other: "Geometry", rtol: float = 1e-4) -> list[str]:
+    def differences(self, other: Geometry, rtol: float = 1e-4) -> list[str]:
         """The attributes (size, spacing, origin, direction) in which `other` differs from this
         grid beyond a relative tolerance (absolute for values near zero)."""
         found = []
@@ -176,7 +176,7 @@ def open_image(origin: Origin, path: Path, what: str) -> ImageFile:
     found = image_format(given)
     if found is None:
         origin.fail(f"{what}: {name} is not an image format we read (supported: "
-                    f"{', '.join(sorted(set(s.lstrip('.') for s in FORMATS)))}).")
+                    f"{', '.join(sorted({s.lstrip('.') for s in FORMATS}))}).")
     format_name, image_io = found
     head = _head(origin, path, what, name, gzipped=given.lower().endswith(".gz"))
     _check_no_indirection(origin, path, what, name, format_name, head)
@@ -270,7 +270,7 @@ def _check_nifti(origin: Origin, what: str, name: str, head: bytes) -> None:
         return
     if len(head) >= 540 and head[4:8] == b"n+2\x00":
         return
-    if len(head) >= 348 and head[344:348] == b"ni1\x00" or len(head) >= 8 and head[4:8] == b"ni2\x00":
+    if (len(head) >= 348 and head[344:348] == b"ni1\x00") or (len(head) >= 8 and head[4:8] == b"ni2\x00"):
         origin.fail(f"{what}: {name} is the header of a two-file NIfTI image (.hdr/.img); a single-file .nii or "
                     f".nii.gz is expected.")
     origin.fail(f"{what}: {name} is not a readable NIfTI image.")

@@ -83,5 +83,5 @@ def read_csv_records(origin: Origin, path: Path, what: str, columns: tuple[str, 
     for row in rows[1:]:
         if len(row.cells) != len(header):
             origin.fail(f"{what}: row {row.line} of {name} has {len(row.cells)} values for {len(header)} columns.")
-        records.append((row.line, dict(zip(header, row.cells))))
+        records.append((row.line, dict(zip(header, row.cells, strict=True))))
     return records

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -60,7 +60,9 @@ from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 # included: TIFF masks (tifffile; imagecodecs decodes their LZW), .mha masks (SimpleITK), the evaluation mask
 # (cv2, cc3d). build.sh installs these alone; tests/test_image_requirements.py scores the bundled example with
 # every other package blocked.
-RUNTIME_PACKAGES = ("numpy", "SimpleITK", "tifffile", "imagecodecs", "connected-components-3d", "opencv-python-headless")
+RUNTIME_PACKAGES = (
+    "numpy", "SimpleITK", "tifffile", "imagecodecs", "connected-components-3d", "opencv-python-headless",
+)
 
 
 def _target_key(target: float) -> str:
@@ -246,13 +248,15 @@ class Camelyon16(Evaluation):
         fp_rates, sensitivities = plotted_curve(self._froc_curve(results))
         return ranking_curves(fp_rates, sensitivities, *self._slides(results))
 
-    # Only when their settings name a file.
-    chart_builders = {"froc_chart_file": "froc_chart", "roc_chart_file": "slide_roc_chart"}
+    # ---- charts (only when their settings name a file) -----------------------------------
 
     def froc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         aggregates = metrics[AGGREGATES]
-        marked = [(target, aggregates[_key(column.path)]) for target, column in zip(FP_RATE_TARGETS, FROC_SENSITIVITIES)]
+        marked = [(target, aggregates[_key(column.path)])
+                  for target, column in zip(FP_RATE_TARGETS, FROC_SENSITIVITIES, strict=True)]
         return lesion_froc_chart(self._froc_curve(results), aggregates, marked, self.settings.froc_thresholds)
 
     def slide_roc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         return slide_roc_chart(*self._slides(results), metrics[AGGREGATES])
+
+    chart_builders: ClassVar[dict] = {"froc_chart_file": froc_chart, "roc_chart_file": slide_roc_chart}

@@ -62,7 +62,7 @@ def ranking_curves(fp_rates: list[float], sensitivities: list[float], is_tumor: 
     kept = charts.thinned(len(fpr))
     return [
         {"chart": "froc", "title": "Lesion-level FROC", "x_title": "Average false positives per slide",
-         "y_title": "Sensitivity", "points": [[x, y] for x, y in zip(fp_rates, sensitivities)]},
+         "y_title": "Sensitivity", "points": [[x, y] for x, y in zip(fp_rates, sensitivities, strict=True)]},
         {"chart": "slide_roc", "title": "Slide-level ROC (tumor vs normal)", "x_title": "False positive rate",
          "y_title": "Sensitivity", "points": [[float(fpr[i]), float(tpr[i])] for i in kept]},
     ]

@@ -122,7 +122,7 @@ def lesion_hits(tumor: np.ndarray, level: int, pixel_size_um: float, rng: np.ran
     ends = np.searchsorted(regions, np.arange(1, lesions.regions + 1), side="right")
     scale = 2 ** level
     points = []
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=True):
         if end == start or rng.random() >= 0.7:
             continue
         for _ in range(int(rng.integers(1, 4))):
@@ -190,11 +190,11 @@ def _write_pyramid(path: Path, level5: np.ndarray, use_subifds: bool, pixel_size
     level0 = np.repeat(np.repeat(level5, 32, axis=0), 32, axis=1)
     resolution = (1e4 / pixel_size_um, 1e4 / pixel_size_um)
     with tifffile.TiffWriter(path) as tif:
-        tif.write(level0, tile=(512, 512), compression="zlib", compressionargs={"level": 9}, subifds=5 if use_subifds else None,
-                  resolution=resolution, resolutionunit="CENTIMETER")
+        tif.write(level0, tile=(512, 512), compression="zlib", compressionargs={"level": 9},
+                  subifds=5 if use_subifds else None, resolution=resolution, resolutionunit="CENTIMETER")
         for k in range(1, 6):
-            tif.write(level0[:: 2 ** k, :: 2 ** k], tile=(16, 16) if k == 5 else (128, 128), compression="zlib", compressionargs={"level": 9},
-                      subfiletype=1)
+            tif.write(level0[:: 2 ** k, :: 2 ** k], tile=(16, 16) if k == 5 else (128, 128), compression="zlib",
+                      compressionargs={"level": 9}, subfiletype=1)
 
 
 def write_synthetic(out_dir: Path, seed: int = 0, slides: int = 6, mask_shape: tuple[int, int] = (192, 288),
@@ -268,12 +268,15 @@ def write_synthetic(out_dir: Path, seed: int = 0, slides: int = 6, mask_shape: t
     for name, (probability, points) in submission.items():
         pk = synthetic.job_pk(rng)
         document = {"name": "metastases", "type": "Multiple points", "version": {"major": 1, "minor": 0},
-                    "points": [{"name": f"detection {i}", "point": [x * pixel_size / MM_TO_UM, y * pixel_size / MM_TO_UM, 0.0],
+                    "points": [{"name": f"detection {i}",
+                                "point": [x * pixel_size / MM_TO_UM, y * pixel_size / MM_TO_UM, 0.0],
                                 "probability": c} for i, (c, x, y) in enumerate(points)]}
-        jobs.append(synthetic.job(pk, [synthetic.image_input("whole-slide-image", f"{name}.tif", "images/whole-slide-image")],
-                                  [synthetic.file_output("metastasis-likelihood", "metastasis-likelihood.json", kind="Float"),
-                                   synthetic.file_output("metastasis-detections", "metastasis-detections.json",
-                                                         kind="Multiple points")]))
+        jobs.append(synthetic.job(
+            pk,
+            [synthetic.image_input("whole-slide-image", f"{name}.tif", "images/whole-slide-image")],
+            [synthetic.file_output("metastasis-likelihood", "metastasis-likelihood.json", kind="Float"),
+             synthetic.file_output("metastasis-detections", "metastasis-detections.json", kind="Multiple points")],
+        ))
         synthetic.write_output(input_dir, pk, "metastasis-likelihood.json", probability)
         synthetic.write_output(input_dir, pk, "metastasis-detections.json", document)
     order = rng.permutation(len(jobs))

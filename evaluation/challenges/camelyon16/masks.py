@@ -86,7 +86,8 @@ def _read_tiff(path: Path, pyramid_level: int, single_page_level: int, what: str
     except SetupError:
         raise
     except Exception as exc:  # tifffile raises many types for a broken or unusual file
-        raise SetupError(f"{what}: {path.name} is not a readable TIFF ({type(exc).__name__}: {str(exc)[:200]}).") from None
+        raise SetupError(f"{what}: {path.name} is not a readable TIFF "
+                         f"({type(exc).__name__}: {str(exc)[:200]}).") from None
 
 
 def _read_tiff_levels(path: Path, pyramid_level: int, single_page_level: int, what: str) -> LevelMask:

@@ -157,7 +157,7 @@ def read_detections_csv(origin: Origin, path: Path, slide: str) -> Detections:
             raise SubmissionError(f"{slide}: row {n} of {name} has {len(cells)} value(s); expected 3 "
                                   f"(confidence, X, Y), found {shown(','.join(cells))}.{separator_hint(cells)}")
         values.append([cell_number(cell, f"{slide}: row {n} of {name} has {column}")
-                       for cell, column in zip(cells, DETECTION_COLUMNS)])
+                       for cell, column in zip(cells, DETECTION_COLUMNS, strict=True)])
         where.append(f"row {n} of {name}")
     array = np.array(values, dtype=np.float64).reshape(-1, 3)
     detections = Detections(array[:, 0], array[:, 1], array[:, 2], "px", where)
@@ -191,7 +191,7 @@ def points_detections(document: Any, slide: str, slug: str) -> Detections:
         probability = point.get("probability") if isinstance(point, dict) else None
         if not isinstance(coordinates, list) or len(coordinates) not in (2, 3):
             raise SubmissionError(f"{what}: point {n} has no 'point' [x, y, z] in mm.")
-        for value, column in [(probability, "probability")] + list(zip(coordinates[:2], ("x", "y"))):
+        for value, column in [(probability, "probability")] + list(zip(coordinates[:2], ("x", "y"), strict=True)):
             if not is_finite_number(value):
                 number = json_type(value) == "a number"  # NaN, Infinity, or an integer no float holds
                 raise SubmissionError(f"{what}: point {n} has {column} {shown(value)}"
@@ -213,8 +213,8 @@ def check_confidences(detections: Detections, slide: str) -> None:
     bad = np.flatnonzero(detections.confidences < 0)
     if len(bad):
         i = bad[0]
-        raise SubmissionError(f"{slide}: {detections.where[i]} has confidence {shown(float(detections.confidences[i]))}; "
-                              f"confidences must be 0 or more.")
+        raise SubmissionError(f"{slide}: {detections.where[i]} has confidence "
+                              f"{shown(float(detections.confidences[i]))}; confidences must be 0 or more.")
 
 
 def level0_pixels(detections: Detections, pixel_size_um: float) -> tuple[np.ndarray, np.ndarray]:
@@ -240,4 +240,5 @@ def check_inside(x: np.ndarray, y: np.ndarray, detections: Detections, slide: st
     bad = np.flatnonzero(outside)
     if len(bad):
         i = bad[0]
-        raise SubmissionError(f"{slide}: {detections.where[i]} lies outside the slide (X {x[i]:g}, Y {y[i]:g}; {limit}).")
+        raise SubmissionError(f"{slide}: {detections.where[i]} lies outside the slide "
+                              f"(X {x[i]:g}, Y {y[i]:g}; {limit}).")

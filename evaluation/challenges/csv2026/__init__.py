@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -131,7 +131,7 @@ def csv2026_leaderboard(timed: bool) -> Leaderboard:
                                       *(column[pair] for pair in PAIRS for column in (PAIR_DSC, PAIR_NSD))))
 
 
-def structure_chart(results: dict[str, CaseResult], metrics: dict[str, Any], evaluation: Csv2026) -> dict:
+def structure_chart(evaluation: Csv2026, results: dict[str, CaseResult], metrics: dict[str, Any]) -> dict:
     """The mean DSC and NSD of each view and structure, read from metrics.json at their Columns."""
     from .charts import structure_bar_chart
 
@@ -150,8 +150,10 @@ class Csv2026(Evaluation):
     # they saved on the 8 small cases of the bundled example (benchmarks/workers.py).
     min_cases_per_worker = 16
     leaderboards = (csv2026_leaderboard(timed=Csv2026Settings().baseline_time_seconds is not None),)
-    value_titles = {column.path: column.title for timed in (True, False)
-                    for column in (csv2026_leaderboard(timed).score, *csv2026_leaderboard(timed).extra_columns)}
+    value_titles: ClassVar[dict] = {
+        column.path: column.title for timed in (True, False)
+        for column in (csv2026_leaderboard(timed).score, *csv2026_leaderboard(timed).extra_columns)
+    }
     # Always finite: every value but the TIMED ones.
     ranked_paths = tuple(path for path in leaderboard_paths(
         (csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),
@@ -248,7 +250,7 @@ class Csv2026(Evaluation):
 
     # ---- chart (only when structure_chart_file is set; charts.py) -------------------------
 
-    chart_builders = {"structure_chart_file": structure_chart}
+    chart_builders: ClassVar[dict] = {"structure_chart_file": structure_chart}
 
 
 def put(document: dict[str, Any], path: str, value: Any) -> None:

@@ -33,13 +33,17 @@ def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:
     write_dataset(out_dir, seed=seed, cases=8 if cases is None else cases, phase="algorithm")
 
 
+DEFAULT_SETTINGS = Csv2026Settings()  # frozen: one shared default is safe
+
+
 def invalid_examples(input_dir: Path,
-                     settings: Csv2026Settings = Csv2026Settings()) -> dict[str, dict[str, bytes | None]]:
+                     settings: Csv2026Settings = DEFAULT_SETTINGS) -> dict[str, dict[str, bytes | None]]:
     """For the first case: a longitudinal mask one column short, a stray value in the
     transverse mask, the transverse image removed, the class as text, the class file removed;
     and a job removed from predictions.json. The sockets are those of `settings`."""
     predictions = json.loads((input_dir / "predictions.json").read_text())
-    first = min(predictions, key=lambda job: _input_name(job, synthetic.first_socket(settings.longitudinal_input_socket)))
+    socket = synthetic.first_socket(settings.longitudinal_input_socket)
+    first = min(predictions, key=lambda job: _input_name(job, socket))
     pk = first["pk"]
     outputs = {o["socket"]["slug"]: o for o in first["outputs"]}
 
@@ -58,7 +62,9 @@ def invalid_examples(input_dir: Path,
     risk = f"{pk}/output/{outputs[settings.risk_output_socket]['socket']['relative_path']}"
     rest = [job for job in predictions if job["pk"] != pk]
     return {
-        "wrong-shape": {long_path.relative_to(input_dir).as_posix(): _image_bytes(long_array[:, :-1], long_path.suffix)},
+        "wrong-shape": {
+            long_path.relative_to(input_dir).as_posix(): _image_bytes(long_array[:, :-1], long_path.suffix),
+        },
         "unknown-mask-values": {trans_path.relative_to(input_dir).as_posix(): _image_bytes(stray, trans_path.suffix)},
         "missing-view": {trans_path.relative_to(input_dir).as_posix(): None},
         "malformed-class": {risk: b'"high"\n'},
@@ -96,7 +102,7 @@ def submission(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> None:
         masks = {view: labels.masks() for view, labels in truth.labels.items()}
         pk = synthetic.job_pk(rng)
         outputs = []
-        for view, slug in zip(VIEWS, image_slugs):
+        for view, slug in zip(VIEWS, image_slugs, strict=True):
             vessel, plaque = masks[view]
             label = np.where(plaque, RAW_LABELS["plaque"], np.where(vessel, RAW_LABELS["vessel"], 0)).astype(np.uint8)
             offsets = tuple(int(v) for v in rng.integers(-3, 4, 2))
@@ -165,7 +171,8 @@ def _render_view(view: str, shape: tuple[int, int], geometry: dict[str, float]) 
         wall_y = geometry["cy"] * height + (half if geometry["side"] > 0 else -half)
         plaque_centre = (wall_y, geometry["px"] * width)
     else:
-        cy, cx, ry, rx = geometry["cy"] * height, geometry["cx"] * width, geometry["ry"] * height, geometry["rx"] * width
+        cy, cx = geometry["cy"] * height, geometry["cx"] * width
+        ry, rx = geometry["ry"] * height, geometry["rx"] * width
         vessel = ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1
         angle = geometry["angle"]
         plaque_centre = (cy + ry * np.sin(angle), cx + rx * np.cos(angle))
@@ -246,7 +253,8 @@ def write_dataset(out_dir: Path, seed: int = 0, cases: int = 8, phase: str = "al
             continue
         pk = synthetic.job_pk(rng)
         outputs = []
-        for view, slug in zip(VIEWS, ("longitudinal-carotid-segmentation", "transverse-carotid-segmentation")):
+        slugs = ("longitudinal-carotid-segmentation", "transverse-carotid-segmentation")
+        for view, slug in zip(VIEWS, slugs, strict=True):
             suffix = ".tif" if number % 3 == 2 else ".mha"
             name = f"{uuid.UUID(bytes=rng.bytes(16), version=4)}{suffix}"
             relative = f"images/{slug}"

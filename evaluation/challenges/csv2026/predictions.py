@@ -6,7 +6,7 @@ the class size-checked before a byte is read)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ class Prediction:
 def job_timing(job: Job) -> JobTiming:
     def utc(instant: datetime | None) -> datetime | None:
         if instant is not None and instant.tzinfo is None:  # the platform writes UTC ("Z")
-            return instant.replace(tzinfo=timezone.utc)
+            return instant.replace(tzinfo=UTC)
         return instant
 
     return JobTiming(job.exec_duration_seconds, utc(job.started_at), utc(job.completed_at))

@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025.base import HecktorTask2, HecktorTask3, Task2Settings, Task3Settings
+from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3
+from evaluation.challenges.hecktor2025.hpv import Task3Settings
+from evaluation.challenges.hecktor2025.survival import Task2Settings
 from evaluation.examples import Example, Lineup, synthetic
 
 CENTERS = ("CHUM", "CHUP", "CHUV", "HGJ", "HMR", "MDA", "USZ")
@@ -44,7 +46,7 @@ def write_value_jobs(input_dir: Path, rng, patients, slug: str, relative_path: s
     socket (inline in predictions.json and written to its file); `inputs(patient)` lists the job's
     inputs."""
     jobs = []
-    for patient, value in zip(patients, values):
+    for patient, value in zip(patients, values, strict=True):
         pk = synthetic.job_pk(rng)
         jobs.append(synthetic.job(pk, inputs(patient), [synthetic.value_output(slug, relative_path, kind, value)],
                                   seconds=float(rng.uniform(20, 120))))
@@ -82,7 +84,7 @@ def synthesize_task2(out_dir: Path, seed: int = 0, cases: int | None = None) -> 
     relapse = (rng.random(len(patients)) < 0.35).astype(int)
     rfs = np.round(rng.uniform(60, 1800, len(patients)) / 7) * 7
     risk = np.round(3 * (1 - rfs / 1800) + relapse + rng.normal(0, 1.5, len(patients)), 1)
-    rows = [f"{p},{t:g},{e}" for p, t, e in zip(patients, rfs, relapse)]
+    rows = [f"{p},{t:g},{e}" for p, t, e in zip(patients, rfs, relapse, strict=True)]
     write_text(out_dir / "ground-truth" / "hecktor2025_task2_test.csv", "PatientID,RFS,Relapse\n" + "\n".join(rows))
     write_value_jobs(out_dir / "input", rng, patients, "rfs", "rfs.json", "Float", [float(r) for r in risk])
 
@@ -96,9 +98,9 @@ def submission_task2(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> 
     patients = sorted(evaluation.ground_truth)
     labelled = [p for p in patients if evaluation.ground_truth[p] is not None]
     times = np.array([evaluation.ground_truth[p][0] for p in labelled])
-    rank = dict(zip(labelled, np.argsort(np.argsort(times, kind="stable")) / max(1, len(labelled) - 1)))
+    rank = dict(zip(labelled, np.argsort(np.argsort(times, kind="stable")) / max(1, len(labelled) - 1), strict=True))
     noise = rng.normal(0, 0.2, len(patients))
-    risks = [round(float(-rank.get(p, 0.5) + e), 4) for p, e in zip(patients, noise)]
+    risks = [round(float(-rank.get(p, 0.5) + e), 4) for p, e in zip(patients, noise, strict=True)]
     write_organizer_jobs(evaluation, input_dir, rng, patients, "Float", risks)
 
 
@@ -126,7 +128,7 @@ def synthesize_task3(out_dir: Path, seed: int = 0, cases: int | None = None) -> 
     status = (rng.random(len(patients)) < 0.6).astype(int)
     status[:2] = (1, 0)  # both classes whatever the seed and size
     prediction = np.where(rng.random(len(patients)) < 0.8, status, 1 - status).astype(bool)
-    rows = [f"{p},{s}" for p, s in zip(patients, status)]
+    rows = [f"{p},{s}" for p, s in zip(patients, status, strict=True)]
     write_text(out_dir / "ground-truth" / "hecktor2025_task3_test.csv", "PatientID,HPV Status\n" + "\n".join(rows))
     write_value_jobs(out_dir / "input", rng, patients, "hpv-status", "hpv-status.json", "Bool",
                      [bool(v) for v in prediction])
@@ -143,7 +145,7 @@ def submission_task3(ground_truth_dir: Path, input_dir: Path, seed: int = 0) -> 
     flipped = set(rng.choice(labelled, max(1, round(0.15 * len(labelled))), replace=False).tolist())
     coins = rng.random(len(patients)) < 0.5
     status = [bool(coin) if evaluation.ground_truth[p] is None else bool(evaluation.ground_truth[p]) != (p in flipped)
-              for p, coin in zip(patients, coins)]
+              for p, coin in zip(patients, coins, strict=True)]
     write_organizer_jobs(evaluation, input_dir, rng, patients, "Bool", status)
 
 

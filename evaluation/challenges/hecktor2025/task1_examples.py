@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025.task1 import GTVN, GTVP, HecktorTask1, Task1Settings
-from evaluation.examples import Example, Lineup, synthetic
+from evaluation.challenges.hecktor2025 import HecktorTask1
 from evaluation.challenges.hecktor2025.examples import image_inputs, organizer_inputs, synthetic_patients
+from evaluation.challenges.hecktor2025.segmentation import GTVN, GTVP, Task1Settings
+from evaluation.examples import Example, Lineup, synthetic
 from evaluation.reading.images import Geometry
 
 OUTPUT_SLUG = "tumor-lymph-node-segmentation"
@@ -111,7 +112,7 @@ def invalid_examples(input_dir: Path, slug: str = OUTPUT_SLUG,
 
 def ellipsoid(shape, center, radii) -> np.ndarray:
     grids = np.ogrid[tuple(slice(0, s) for s in shape)]
-    return sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii)) <= 1.0
+    return sum(((g - c) / r) ** 2 for g, c, r in zip(grids, center, radii, strict=True)) <= 1.0
 
 
 def synthetic_pair(rng: np.random.Generator, with_gtvp: bool, shape) -> tuple[np.ndarray, np.ndarray]:

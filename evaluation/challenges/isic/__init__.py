@@ -137,7 +137,7 @@ class IsicEvaluation(Evaluation):
     case_label = "Image"
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
-    value_titles = {target.column.path: target.title for target in TARGETS.values()}
+    value_titles: ClassVar[dict] = {target.column.path: target.title for target in TARGETS.values()}
     # The ISIC rule (python -m evaluation.leaderboard): balanced accuracy, ties broken by the mean AUC.
     final_rankings = (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, MEAN_AUC)),)
     ranked_paths = leaderboard_paths((isic_leaderboard(target) for target in TARGETS),
@@ -146,7 +146,6 @@ class IsicEvaluation(Evaluation):
     # in one process against 17.6 s with two workers, measured side by side.
     cases_in_workers = False
     table: Truth  # the ground truth's table (self.truth is where it was read from)
-    chart_builders = {"roc_chart_file": "roc_chart"}
     # The last submission's scoring.Submission (its sorts), kept while the final ranking draws
     # its blocks of resamples of the same results.
     _submission: tuple[dict[str, np.ndarray], scoring.Submission] | None = None
@@ -170,7 +169,7 @@ class IsicEvaluation(Evaluation):
                 f"({', '.join(self.categories)}); the ground truth's are used.")
         check_truth_scorable(self.table)
         log(f"Ground truth {path.name}: {len(self.table.ids)} images, categories {', '.join(categories)}.")
-        return dict(zip(self.table.ids, range(len(self.table.ids))))  # {image: its row}
+        return dict(zip(self.table.ids, range(len(self.table.ids)), strict=True))  # {image: its row}
 
     # ---- the submission ------------------------------------------------------------------
 
@@ -182,7 +181,7 @@ class IsicEvaluation(Evaluation):
         max_bytes = bytes_for_rows(len(self.table.ids) + SPARE_ROWS)
         data = origin.read_bytes(path, PREDICTIONS_WHAT, max_bytes)  # refuses links out, pipes, folders
         ids, values = read_predictions_csv(data, self.table.categories, self.table.ids)
-        return list(zip(ids, values))
+        return list(zip(ids, values, strict=True))
 
     def read_file_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
         return case.source  # the CSV was read and checked whole by file_cases
@@ -230,6 +229,8 @@ class IsicEvaluation(Evaluation):
 
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
         return charts.category_roc_chart(self.table, self.prediction_table(results), metrics, self.title)
+
+    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart}
 
     def ranking_curves(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> list[dict]:
         return charts.ranking_curves(self.table, self.prediction_table(results))

@@ -26,11 +26,12 @@ def simplify_curves(curves: list[tuple[np.ndarray, np.ndarray]], epsilon: float)
     """simplify_curve of each (x, y) curve, all at once: the curves end to end, and every
     segment of a level of the recursion (of every curve) in one pass; each segment's farthest
     point (the first of equals) is kept, and splits it, when it is farther than epsilon."""
-    sizes = [len(x) for x, _ in curves]
-    x = np.concatenate([x for x, _ in curves]) if curves else np.zeros(0)
-    y = np.concatenate([y for _, y in curves]) if curves else np.zeros(0)
+    if not curves:  # (np.split below would give one empty array: one per curve it must be)
+        return []
+    sizes = np.array([len(x) for x, _ in curves], dtype=np.intp)
+    x = np.concatenate([x for x, _ in curves])
+    y = np.concatenate([y for _, y in curves])
     keep = np.zeros(len(x), dtype=bool)
-    sizes = np.array(sizes, dtype=np.intp)  # integers even when there is no curve
     ends = np.cumsum(sizes)
     a, b = (ends - sizes)[sizes > 0], ends[sizes > 0] - 1  # each curve's first and last point
     keep[a] = keep[b] = True
@@ -63,7 +64,7 @@ def roc_for_plot(curves: list[classification.RankingCurve]) -> list[dict[str, li
     points = [classification.roc_points(curve, drop_intermediate=True) for curve in curves]
     kept = simplify_curves([(fpr, tpr) for fpr, tpr, _ in points], ROC_EPSILON)
     plotted = []
-    for (fpr, tpr, thresholds), keep in zip(points, kept):
+    for (fpr, tpr, thresholds), keep in zip(points, kept, strict=True):
         thresholds = np.where(np.isinf(thresholds), 1.0, thresholds)  # the +inf start point, as the reference
         plotted.append({"threshold": np.round(thresholds[keep], 6).tolist(),
                         "fpr": np.round(fpr[keep], ROC_DECIMALS).tolist(),

@@ -424,7 +424,8 @@ class PlainTable:
             return []
         spans = ends - starts + 1  # each field and its separator
         offsets = np.cumsum(spans) - spans  # where each field starts in the gathered bytes
-        picked = np.frombuffer(self.data, dtype=np.uint8)[np.arange(int(spans.sum())) + np.repeat(starts - offsets, spans)]
+        gathered = np.arange(int(spans.sum())) + np.repeat(starts - offsets, spans)
+        picked = np.frombuffer(self.data, dtype=np.uint8)[gathered]
         picked[offsets + spans - 1] = 10
         return picked.tobytes().decode("utf-8").split("\n")[:-1]
 
@@ -857,7 +858,7 @@ def _in_sorted_order(ids: list, values: np.ndarray, truth_ids: tuple[str, ...]) 
     sorted_ids = list(truth_ids) if all(map(str.__lt__, truth_ids, truth_ids[1:])) else sorted(truth_ids)
     if ids == sorted_ids:  # written in sorted order
         return sorted_ids, values
-    row_of = dict(zip(ids, range(len(ids))))
+    row_of = dict(zip(ids, range(len(ids)), strict=True))
     return sorted_ids, values[np.fromiter(map(row_of.__getitem__, sorted_ids), dtype=np.intp, count=len(ids))]
 
 

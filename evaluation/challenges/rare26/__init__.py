@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -51,7 +51,8 @@ class Rare26Settings(Settings):
                                 "images drawn with replacement) or 'patient' (RARE25 pack: patients drawn "
                                 "with replacement, all images of each)")
     repetitions: int = setting(1000, minimum=1, maximum=100_000, doc="bootstrap repetitions")
-    imbalance_ratio: int = setting(100, minimum=1, maximum=100_000, doc="NDBE per neoplasia in a repetition (100: 1% prevalence)")
+    imbalance_ratio: int = setting(100, minimum=1, maximum=100_000,
+                                   doc="NDBE per neoplasia in a repetition (100: 1% prevalence)")
     patient_sample_size: int = setting(10, minimum=1, maximum=100_000,
                                        doc="'patient' scheme: neoplasia patients per repetition (NDBE patients: "
                                            "this times imbalance_ratio)")
@@ -105,12 +106,12 @@ WHOLE_TEST_SET = {AUROC: _shown("AUROC, whole test set", "AUROC Full Dataset"),
 # ---- the charts: which of the values above each chart shows (charts.py draws them) --------------
 
 
-def roc_chart(results: dict[str, np.ndarray], metrics: dict[str, Any], evaluation: Rare26) -> dict:
+def roc_chart(evaluation: Rare26, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
     return charts.roc_chart(evaluation.test_set(results).curve(), metrics["counts"],
                             metrics[WHOLE_TEST_SET[AUROC].path], metrics[OVER_REPETITIONS[AUROC][0].path])
 
 
-def precision_recall_chart(results: dict[str, np.ndarray], metrics: dict[str, Any], evaluation: Rare26) -> dict:
+def precision_recall_chart(evaluation: Rare26, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
     settings = evaluation.settings
     return charts.precision_recall_chart(
         evaluation.test_set(results).curve(), metrics["counts"], metrics[WHOLE_TEST_SET[AVERAGE_PRECISION].path],
@@ -195,4 +196,4 @@ class Rare26(Evaluation):
 
     # ---- charts (only when their settings name a file) -----------------------------------
 
-    chart_builders = {"roc_chart_file": roc_chart, "pr_chart_file": precision_recall_chart}
+    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart, "pr_chart_file": precision_recall_chart}

@@ -66,7 +66,8 @@ class Sampling:
     patient_sample_size: int  # 'patient': neoplasia patients per repetition
 
 
-def repetitions(test_set: TestSet, sampling: Sampling, count: int, seed: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+def repetitions(test_set: TestSet, sampling: Sampling, count: int,
+                seed: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """The three metrics of each of `count` repetitions of the scheme ({metric: (count,) array}) and
     the draws' sizes for metrics.json's counts. The draws depend only on the seed and the ground
     truth: every submission gets the same ones."""

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, at_paths, submission_name
 from evaluation.errors import SetupError, SubmissionError, id_list
-from evaluation.leaderboard.rules import NestedBorda
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
     Case,
@@ -27,18 +27,18 @@ from evaluation.grand_challenge import (
     list_submission_files,
     strip_extension,
 )
-from evaluation.challenges.hecktor2025.base import HecktorEvaluation, HecktorSettings, submission_name
-from evaluation.phase.columns import MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
+from evaluation.metrics.lesions import MATCHING_METHODS, lesion_detection_counts
+from evaluation.metrics.overlap import dice_from_counts, label_confusion
+from evaluation.phase.columns import Column
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
-from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
-from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.settings import IMAGE_OUTPUT, setting
 
 BACKGROUND, GTVP, GTVN = 0, 1, 2
 LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"
 MASK_SUFFIXES = (".nii.gz", ".mha", ".nii", ".nrrd")  # ground truth: <PatientID>.nii.gz or .mha
 LABEL_CHECK_SLAB = 1 << 22  # voxels checked at a time in a non-uint8 mask
+GTVN_SUM_ELEMENTS = 1 << 21  # (patients x rows x 3) products summed at a time by aggregate (16 MB)
 
 
 @dataclass(frozen=True)
@@ -82,31 +82,18 @@ class PatientResult:
     lesions: tuple[int, int, int]  # GTVn (TP, FP, FN)
 
 
-class HecktorTask1(HecktorEvaluation):
-    name = "hecktor2025-task1"
-    title = "HECKTOR 2025 Task 1: GTVp mean Dice, GTVn aggregated Dice and aggregated detection F1 (PET/CT)"
+class SegmentationTask(HecktorEvaluation):
+    """Reading and scoring the label maps; the declaration (name, columns, leaderboard, Borda
+    rule) is HecktorTask1's, in __init__.py."""
+
+    # The ranked values (the Borda count's three) and the lesion counts shown beside them.
+    gtvp_dsc: ClassVar[Column]
+    gtvn_dsc: ClassVar[Column]
+    gtvn_f1: ClassVar[Column]
+    gtvn_tp: ClassVar[Column]
+    gtvn_fp: ClassVar[Column]
+    gtvn_fn: ClassVar[Column]
     settings_class = Task1Settings
-    # HECKTOR 2025 ranks by a Borda count of the GTVp rank and the GTVn rank, itself the Borda count of
-    # the aggregated-Dice and F1 ranks (hecktor2025.md). The platform's closest is the mean of the
-    # three ranks ("avg"): it weighs them 1/3 each, not 1/2, 1/4, 1/4, and cannot weigh a metric
-    # by listing it twice (ranks are keyed by path). The lesion counts are shown, excluded.
-    leaderboards = (Leaderboard(
-        score=Column("GTVp Dice (mean over patients)", "aggregates.gtvp_dsc_mean", "desc"),
-        decimal_places=4,
-        scoring_method=MEAN_OF_RANKS,
-        extra_columns=(
-            Column("GTVn Dice (aggregated)", "aggregates.gtvn_dsc_agg", "desc"),
-            Column("GTVn detection F1 (aggregated)", "aggregates.gtvn_f1_agg", "desc"),
-            Column("GTVn lesions found (TP)", "aggregates.gtvn_tp", "desc", exclude_from_ranking=True),
-            Column("GTVn false positive lesions (FP)", "aggregates.gtvn_fp", "asc", exclude_from_ranking=True),
-            Column("GTVn lesions missed (FN)", "aggregates.gtvn_fn", "asc", exclude_from_ranking=True),
-        ),
-    ),)
-    ranked_paths = leaderboard_paths(leaderboards)
-    # The official ranking across submissions (python -m evaluation.leaderboard): the nested Borda
-    # count of the GTVp rank and the GTVn rank (Borda of the aggregated-Dice and F1 ranks).
-    final_rankings = (NestedBorda("borda", gtvp="aggregates.gtvp_dsc_mean", gtvn_dsc="aggregates.gtvn_dsc_agg",
-                                  gtvn_f1="aggregates.gtvn_f1_agg"),)
 
     # ---- ground truth --------------------------------------------------------------------
 
@@ -123,7 +110,8 @@ class HecktorTask1(HecktorEvaluation):
                                  f"(besides config.json and case-mapping.json).")
             patient = strip_extension(path.name)
             if patient in masks:
-                raise SetupError(f"Ground truth: patient {patient} has two masks ({masks[patient].name} and {path.name}).")
+                raise SetupError(f"Ground truth: patient {patient} has two masks "
+                                 f"({masks[patient].name} and {path.name}).")
             masks[patient] = path
         return masks
 
@@ -177,20 +165,12 @@ class HecktorTask1(HecktorEvaluation):
         settings = self.settings
         patients = sorted(results)
         per_case: dict[str, Any] = {}
-        gtvp_dice = []
-        weighted = np.zeros(3)  # GTVn Σ v|P∩G|, Σ v|P|, Σ v|G| (mm³), in patient order
-        tp = fp = fn = 0
         for patient in patients:
             result = results[patient]
             v = result.voxel_volume
-            dice_p = dice_from_counts(*result.gtvp, both_empty=settings.gtvp_dsc_both_empty)
-            gtvp_dice.append(dice_p)
-            for k in range(3):
-                weighted[k] += result.gtvn[k] * v
             lesion_tp, lesion_fp, lesion_fn = result.lesions
-            tp, fp, fn = tp + lesion_tp, fp + lesion_fp, fn + lesion_fn
             entry: dict[str, Any] = {
-                "gtvp_dsc": dice_p,
+                "gtvp_dsc": dice_from_counts(*result.gtvp, both_empty=settings.gtvp_dsc_both_empty),
                 "gtvn_dsc": (dice_from_counts(*result.gtvn) if result.gtvn[1] + result.gtvn[2] else
                              Undefined("no GTVn in ground truth nor prediction")),
                 "gtvn_tp": lesion_tp,
@@ -203,15 +183,12 @@ class HecktorTask1(HecktorEvaluation):
                 entry["gtvp_volume_true_ml"] = result.gtvp[2] * v / 1000.0
                 entry["gtvn_volume_true_ml"] = result.gtvn[2] * v / 1000.0
             per_case[patient] = entry
+        point = self.point_values(results)
+        lesion_counts = (self.gtvn_tp.path, self.gtvn_fp.path, self.gtvn_fn.path)
+        # the lesion counts are whole numbers, shown as such (sums of whole floats: exact)
+        tp, fp, fn = (int(point[path]) for path in lesion_counts)
         return {
-            "aggregates": {
-                "gtvp_dsc_mean": float(np.mean(gtvp_dice)),
-                "gtvn_dsc_agg": dice_from_counts(*weighted, both_empty=settings.gtvn_dsc_agg_all_empty),
-                "gtvn_f1_agg": f1_from_counts(tp, fp, fn, all_zero=settings.gtvn_f1_all_zero),
-                "gtvn_tp": tp,
-                "gtvn_fp": fp,
-                "gtvn_fn": fn,
-            },
+            **at_paths({path: int(value) if path in lesion_counts else value for path, value in point.items()}),
             "counts": {
                 "patients": len(patients),
                 "patients_without_gtvp_in_either": sum(1 for p in patients
@@ -223,34 +200,53 @@ class HecktorTask1(HecktorEvaluation):
         }
 
     def aggregate(self, results: dict[str, PatientResult], counts: np.ndarray) -> dict[str, np.ndarray]:
-        """The three Borda values on every resample (rows of multiplicities of sorted(results)),
-        each a sum over patients as in score_aggregates, so one product `counts @ per-patient
-        values` gives them all. Never undefined: the empty-set settings apply per resample."""
+        """The Borda count's three values and the lesion counts for every row of case weights
+        (multiplicities of sorted(results)): the weighted mean of the per-patient GTVp Dice, the
+        GTVn Dice of the weighted sums of v|P∩G|, v|P|, v|G| (mm³), the F1 of the weighted sums
+        of TP, FP, FN. Never undefined: the empty-set settings apply per row."""
         settings = self.settings
         patients = [results[p] for p in sorted(results)]
-        gtvp_dice = [dice_from_counts(*r.gtvp, both_empty=settings.gtvp_dsc_both_empty) for r in patients]
-        # per patient: GTVp Dice; GTVn v|P∩G|, v|P|, v|G| (mm³); lesion TP, FP, FN
-        columns = np.array([[dice, *(k * r.voxel_volume for k in r.gtvn), *r.lesions]
-                            for dice, r in zip(gtvp_dice, patients)], dtype=np.float64).reshape(len(patients), 7)
         weights = np.asarray(counts, dtype=np.float64)
-        sums = weights @ columns
-        intersection, predicted, true = sums[:, 1], sums[:, 2], sums[:, 3]
-        tp, fp, fn = sums[:, 4], sums[:, 5], sums[:, 6]
+        gtvp_dice = np.array([dice_from_counts(*r.gtvp, both_empty=settings.gtvp_dsc_both_empty) for r in patients],
+                             dtype=np.float64)
+        # per patient: GTVn v|P∩G|, v|P|, v|G| (mm³); lesion TP, FP, FN
+        columns = np.array([[*(k * r.voxel_volume for k in r.gtvn), *r.lesions] for r in patients],
+                           dtype=np.float64).reshape(len(patients), 6)
+        # Summation order matters for the bits of metrics.json (byte-identical to the per-patient
+        # loop this replaced, and so to the final ranking's values): the GTVp mean is numpy's
+        # pairwise sum along each row, as np.mean of the Dice list was; the GTVn volumes are
+        # added patient after patient, as that loop added them: numpy's sum over the first axis
+        # of a C-ordered (patients, rows, 3) array adds its slices in order (a matrix product
+        # adds them in another order, changing the last bits from about 8 patients on). The
+        # lesion counts are whole numbers, exact in any order: one matrix product.
+        gtvp_sums = np.add.reduce(weights * gtvp_dice, axis=1)
+        sums = np.empty((len(weights), 6))
+        block = max(1, GTVN_SUM_ELEMENTS // max(1, 3 * len(patients)))
+        for start in range(0, len(weights), block):
+            rows = weights[start:start + block]
+            products = np.multiply(rows.T[:, :, None], columns[:, None, :3], order="C")
+            sums[start:start + block, :3] = np.add.reduce(products, axis=0)
+        sums[:, 3:] = weights @ columns[:, 3:]
+        intersection, predicted, true = sums[:, 0], sums[:, 1], sums[:, 2]
+        tp, fp, fn = sums[:, 3], sums[:, 4], sums[:, 5]
         gtvn_volume, lesions = predicted + true, 2 * tp + fp + fn
         with np.errstate(invalid="ignore", divide="ignore"):
             return {
-                "aggregates.gtvp_dsc_mean": sums[:, 0] / weights.sum(axis=1),  # mean over the drawn patients
-                "aggregates.gtvn_dsc_agg": np.where(gtvn_volume > 0, 2 * intersection / gtvn_volume,
-                                                    settings.gtvn_dsc_agg_all_empty),
-                "aggregates.gtvn_f1_agg": np.where(lesions > 0, 2 * tp / lesions, settings.gtvn_f1_all_zero),
+                self.gtvp_dsc.path: gtvp_sums / weights.sum(axis=1),  # mean over the drawn patients
+                self.gtvn_dsc.path: np.where(gtvn_volume > 0, 2.0 * intersection / gtvn_volume,
+                                             settings.gtvn_dsc_agg_all_empty),
+                self.gtvn_f1.path: np.where(lesions > 0, 2 * tp / lesions, settings.gtvn_f1_all_zero),
+                self.gtvn_tp.path: tp,
+                self.gtvn_fp.path: fp,
+                self.gtvn_fn.path: fn,
             }
 
     # ---- chart (only when structure_chart_file is set) -----------------------------------
 
-    chart_builders = {"structure_chart_file": "structure_chart"}
-
     def structure_chart(self, results: dict[str, PatientResult], metrics: dict[str, Any]) -> dict:
         return structure_bar_chart(metrics["aggregates"], metrics["counts"]["patients"])
+
+    chart_builders: ClassVar[dict] = {"structure_chart_file": structure_chart}
 
 
 def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry, settings: Task1Settings,
@@ -308,7 +304,8 @@ def as_label_map(array: np.ndarray, error) -> np.ndarray:
     if not bad:
         return array.astype(np.uint8)
     values, voxels = np.unique(np.concatenate(bad), return_counts=True)
-    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist())), limit=5))
+    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist(), strict=True)),
+                        limit=5))
 
 
 # ---- chart --------------------------------------------------------------------------------------

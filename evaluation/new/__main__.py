@@ -1,0 +1,5 @@
+import sys
+
+from evaluation.launch import new
+
+sys.exit(new())

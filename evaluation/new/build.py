@@ -1,0 +1,60 @@
+"""The second half of `python -m evaluation.new`: run in a scratch copy of the evaluation package
+that holds the new challenge's folder (so that it is found as every challenge is), it writes
+ground-truth/NAME/ (the synthetic ground truth, seed 0), test/NAME/ (input/, expected_metrics.json
+and invalid/, each from a run of the evaluation) and test/NAME/leaderboard/ (the final ranking's
+teams, each scored), as scripts/make_example.py and scripts/make_leaderboard_examples.py do for
+the bundled challenges."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+PHASE_OUTPUT = "__PHASE_OUTPUT__"  # where docs/challenges/NAME.md shows `python -m evaluation.phase NAME`
+
+
+def phase_output(name: str) -> str:
+    """What `python -m evaluation.phase NAME` prints, without its last newline."""
+    import contextlib
+    import io
+
+    from evaluation.phase.command import main as phase
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        if phase([name]) != 0:
+            raise RuntimeError(f"python -m evaluation.phase {name} failed")
+    return printed.getvalue().rstrip("\n")
+
+
+def build(argv: list[str] | None) -> int:
+    from evaluation import examples
+    from evaluation.examples.leaderboard_teams import LEADERBOARD, write_leaderboard
+    from evaluation.examples.organizer import write_example
+
+    (name,) = sys.argv[1:] if argv is None else argv
+    root = Path.cwd()
+    ground_truth, example = root / "ground-truth" / name, root / "test" / name
+    with tempfile.TemporaryDirectory() as scratch:
+        examples.synthesize(name, Path(scratch), seed=0)
+        shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
+        write_example(name, ground_truth, example,
+                      write_submission=lambda input_dir: shutil.copytree(Path(scratch) / "input", input_dir,
+                                                                         dirs_exist_ok=True),
+                      invalid_changes=lambda input_dir: examples.invalid_examples(name, input_dir))
+    write_leaderboard(name, example / LEADERBOARD, ground_truth, example)
+    page = root / "docs" / "challenges" / f"{name}.md"  # shows the phase command's output
+    page.write_text(page.read_text(encoding="utf-8").replace(PHASE_OUTPUT, phase_output(name)), encoding="utf-8")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from evaluation.launch import run_command
+
+    return run_command(build, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

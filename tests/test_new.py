@@ -1,0 +1,248 @@
+"""python -m evaluation.new: each template writes a challenge that every command picks up, in a
+copy of this repository (the real tree stays untouched), adding files only; its metrics agree
+with an independent computation (scikit-learn, lifelines, a direct numpy Dice and FROC); the
+generic tests pass on it; and a bad, taken or ambiguous name, or an unknown template, is
+refused with one line and nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ("classification", "segmentation", "detection", "survival")
+
+
+def run(copy: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "EVALUATION_WORKERS": "2"}
+    return subprocess.run(args, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def git(copy: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=test@example.invalid", "-c", "user.name=test", *args], cwd=copy,
+                          check=True, capture_output=True, text=True).stdout
+
+
+def repository_copy(target: Path) -> Path:
+    """The repository's files (tracked and untracked, not ignored) in `target`, as one commit of a new
+    git repository."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            check=True, capture_output=True).stdout.split(b"\0")
+    target.mkdir()
+    for name in filter(None, listed):
+        source, destination = ROOT / os.fsdecode(name), target / os.fsdecode(name)
+        if source.is_file():
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(source.read_bytes())
+            destination.chmod(source.stat().st_mode)
+    git(target, "init", "-q")
+    git(target, "add", "-A")
+    git(target, "commit", "-qm", "copy")
+    return target
+
+
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
+    """{template: (a repository copy, the challenge written there)}, one copy for all four templates."""
+    copy = repository_copy(tmp_path_factory.mktemp("new") / "repo")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    # Four scaffolds at once, into the same copy: each builds in its own scratch folder and moves
+    # its own new paths in (renames), so they cannot see each other half-written.
+    started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", f"acme{template[:3]}",
+                                           "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True) for template in TEMPLATES}
+    for process in started.values():
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, output
+    return {template: (copy, f"acme{template[:3]}") for template in TEMPLATES}
+
+
+def test_only_files_are_added(scaffolded):
+    copy = next(iter(scaffolded.values()))[0]
+    status = git(copy, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status and all(line.startswith("?? ") for line in status), status
+    added = {line[3:].split("/")[0] if not line[3:].startswith(("evaluation/", "docs/")) else
+             "/".join(line[3:].split("/")[:3]) for line in status}
+    names = [name for _, name in scaffolded.values()]
+    assert added == {*(f"evaluation/challenges/{n}" for n in names), *(f"docs/challenges/{n}.md" for n in names),
+                     "ground-truth", "test"}
+    assert not list(copy.glob(".new-*")), "a scratch folder was left behind"
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_every_command_picks_it_up(scaffolded, template, tmp_path):
+    copy, name = scaffolded[template]
+    python = sys.executable
+    listed = run(copy, python, "-m", "evaluation", "--list")
+    assert listed.returncode == 0 and name in listed.stdout
+    example = copy / "test" / name
+    # the evaluation reproduces expected_metrics.json byte for byte
+    out = tmp_path / "out"
+    evaluated = run(copy, python, "-m", "evaluation", name, "--ground-truth", f"ground-truth/{name}", "--input",
+                    f"test/{name}/input", "--output", str(out))
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert (out / "metrics.json").read_bytes() == (example / "expected_metrics.json").read_bytes()
+    # each invalid example exits 1 with its expected line last
+    invalid = sorted((example / "invalid").iterdir())
+    assert len(invalid) >= 2
+    for case in invalid:
+        failed = run(copy, python, "-m", "evaluation", name, "--ground-truth", f"ground-truth/{name}", "--input",
+                     str(case / "input"), "--output", str(tmp_path / case.name))
+        assert failed.returncode == 1
+        assert failed.stderr.strip().splitlines()[-1] == (case / "expected_error.txt").read_text().strip()
+    # the phase's leaderboard
+    phase = run(copy, python, "-m", "evaluation.phase", name)
+    assert phase.returncode == 0 and json.loads(phase.stdout)[0]["score_jsonpath"]
+    # the examples command, both modes
+    assert run(copy, python, "-m", "evaluation.examples", name, "--out", str(tmp_path / "synthetic")).returncode == 0
+    organizer = run(copy, python, "-m", "evaluation.examples", name, "--ground-truth", f"ground-truth/{name}",
+                    "--output", str(tmp_path / "organizer"))
+    assert organizer.returncode == 0, organizer.stderr
+    assert (tmp_path / "organizer" / "expected_metrics.json").is_file()
+    # the image's packages, as build.sh reads them
+    packages = run(copy, python, "-m", "evaluation.image_requirements", name, "requirements.txt")
+    assert packages.returncode == 0 and packages.stdout.startswith("numpy==")
+    # the final ranking ranks the four valid teams, team-x excluded
+    teams = sorted(str(p) for p in (example / "leaderboard").iterdir())
+    ranking = run(copy, python, "-m", "evaluation.leaderboard", name, *teams, "--output", str(tmp_path / "ranking"),
+                  "--resamples", "100")
+    assert ranking.returncode == 0, ranking.stderr
+    assert "(4 ranked, 1 excluded)" in ranking.stdout
+    document = json.loads((tmp_path / "ranking" / "ranking.json").read_text())
+    assert "team-x" in json.dumps(document) and "team-a" in json.dumps(document)
+    if os.environ.get("EVALUATION_VENV"):  # the script, in the environment it would otherwise make
+        script = run(copy, "./run-leaderboard.sh", name, *teams, "--output", str(tmp_path / "script"),
+                     "--resamples", "100")
+        assert script.returncode == 0, script.stderr
+        script_ranking = (tmp_path / "script" / "ranking.json").read_bytes()
+        assert script_ranking == (tmp_path / "ranking" / "ranking.json").read_bytes()
+
+
+def independent(template: str, copy: Path, name: str) -> dict[str, float]:
+    """The ranked values of the bundled example, computed without evaluation/metrics."""
+    ground_truth, example = copy / "ground-truth" / name, copy / "test" / name / "input"
+    jobs = json.loads((example / "predictions.json").read_text())
+
+    def case_id(job):
+        return job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+
+    def output(job):
+        return example / job["pk"] / "output" / job["outputs"][0]["socket"]["relative_path"]
+
+    if template == "segmentation":
+        import SimpleITK as sitk
+
+        dices = []
+        for job in jobs:
+            prediction = sitk.GetArrayFromImage(sitk.ReadImage(str(next(output(job).iterdir())))).astype(bool)
+            truth = sitk.GetArrayFromImage(sitk.ReadImage(str(ground_truth / f"{case_id(job)}.mha"))).astype(bool)
+            dices.append(2 * (prediction & truth).sum() / (prediction.sum() + truth.sum()))
+        return {"dice": float(np.mean(dices))}
+    truth = json.loads((ground_truth / "reference.json").read_text())
+    values = {case_id(job): json.loads(output(job).read_text()) for job in jobs}
+    cases = sorted(truth)
+    if template == "classification":
+        from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+        y, s = [truth[c] for c in cases], [values[c] for c in cases]
+        return {"auc": roc_auc_score(y, s), "balanced_accuracy": balanced_accuracy_score(y, [v >= 0.5 for v in s])}
+    if template == "survival":
+        lifelines = pytest.importorskip("lifelines.utils")
+        return {"c_index": lifelines.concordance_index([truth[c]["time"] for c in cases],
+                                                       [-values[c] for c in cases], [truth[c]["event"] for c in cases])}
+    # detection: the FROC by its definition, every distinct probability a threshold
+    fps, lesion_best, lesions = [], [], 0
+    for c in cases:
+        centres = np.array(truth[c], dtype=float).reshape(-1, 2)
+        lesions += len(centres)
+        best = np.zeros(len(centres))
+        for item in values[c]["points"]:
+            point, p = np.array(item["point"][:2]), item["probability"]
+            distances = np.hypot(*(centres - point).T) if len(centres) else np.zeros(0)
+            if len(distances) and distances.min() <= 10.0:
+                best[distances.argmin()] = max(best[distances.argmin()], p)
+            else:
+                fps.append(p)
+        lesion_best.extend(best)
+    fps, lesion_best = np.array(fps), np.array(lesion_best)
+    thresholds = np.unique(np.concatenate([fps, lesion_best]))
+    thresholds = thresholds[thresholds > 0]
+    rates = [(fps >= t).sum() / len(cases) for t in thresholds] + [0.0]
+    sensitivities = [(lesion_best >= t).sum() / lesions for t in thresholds] + [0.0]
+    return {"froc": float(np.mean(np.interp([0.25, 0.5, 1, 2, 4, 8], rates[::-1], sensitivities[::-1])))}
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_template_metrics_agree_with_an_independent_computation(scaffolded, template):
+    copy, name = scaffolded[template]
+    expected = json.loads((copy / "test" / name / "expected_metrics.json").read_text())
+    for path, value in independent(template, copy, name).items():
+        assert expected[path] == pytest.approx(value, rel=1e-12, abs=1e-12), path
+
+
+# The test files parametrised over the registry (and the hostile suite, which takes each
+# challenge's first case from its example).
+GENERIC_FILES = tuple(sorted({"tests/test_hostile.py", *(
+    f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
+    if path.name != "test_new.py" and any(word in path.read_text() for word in (
+        "available_challenges", "challenge_names()", "examples()")))}))
+
+
+@pytest.mark.slow
+def test_generic_tests_run_on_a_new_challenge(scaffolded):
+    """The repository's tests parametrised over the challenges (GENERIC_FILES, -k NAME) run on the
+    new segmentation challenge in the copy."""
+    copy, name = scaffolded["segmentation"]
+    result = run(copy, sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-k", name,
+                 *GENERIC_FILES, timeout=900)
+    summary = result.stdout.strip().splitlines()[-1]
+    failed = {line.split()[1].split("[")[0] for line in result.stdout.splitlines() if line.startswith("FAILED ")}
+    passed = int(summary.split(" passed")[0].split()[-1]) if " passed" in summary else 0
+    print(f"generic tests for {name}: {summary}")
+    assert not failed, result.stdout[-4000:]  # no generic test needs a list entry for a new challenge
+    assert passed >= 30, summary
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["Acme", "--template", "survival"], "is not a challenge name"),
+    (["acme--x", "--template", "survival"], "is not a challenge name"),
+    (["class", "--template", "survival"], "is not a Python package name"),
+    (["rare26", "--template", "survival"], "exists already"),
+    (["rare2", "--template", "survival"], "start alike"),
+    (["isic2020", "--template", "survival"], "start alike"),
+    (["acme", "--template", "regression"], "Unknown template"),
+])
+def test_refusals_write_nothing(arguments, message):
+    before = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                            text=True).stdout
+    result = subprocess.run([sys.executable, "-m", "evaluation.new", *arguments], cwd=ROOT, capture_output=True,
+                            text=True)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    after = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                           text=True).stdout
+    assert after == before
+
+
+def test_help_documents_the_command():
+    result = subprocess.run([sys.executable, "-m", "evaluation.new", "--help"], cwd=ROOT, capture_output=True,
+                            text=True)
+    assert result.returncode == 0
+    assert all(t in result.stdout for t in TEMPLATES) and "docs/adding-a-challenge.md" in result.stdout
+
+
+def test_the_guide_shows_the_scaffold_output():
+    """docs/adding-a-challenge.md's worked example is what the classification template writes."""
+    from evaluation.new import rendered
+
+    files = rendered("classification", "acme2027", "acme2027")
+    guide = (ROOT / "docs" / "adding-a-challenge.md").read_text()
+    for name in ("__init__.py", "scoring.py", "examples.py"):
+        assert f"```python\n{files[name]}```" in guide, name
