@@ -11,9 +11,9 @@ import pytest
 
 from benchmarks.camelyon16_reference import reference_scores
 from evaluation.challenges.camelyon16 import Camelyon16
-from evaluation.errors import SetupError
 from evaluation.challenges.camelyon16.examples import write_synthetic
 from evaluation.challenges.camelyon16.masks import read_mask
+from evaluation.errors import SetupError
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_KEYS = ["0_25", "0_5", "1", "2", "4", "8"]
@@ -221,7 +221,8 @@ def append_row(path, row):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda gt: (gt / "reference.csv").write_text("image,type\n" + "".join(f"Test_00{n},Tumor\n" for n in (1, 3, 5, 7))),
+    (lambda gt: (gt / "reference.csv").write_text("image,type\n"
+                                                  + "".join(f"Test_00{n},Tumor\n" for n in (1, 3, 5, 7))),
      "must hold both tumor and normal slides"),
     (lambda gt: (gt / "reference.csv").write_text("image,type\nTest_001,Tumor\nTest_002,Normal\n"),
      "mask(s) for slide(s) not in reference.csv: Test_003, Test_005, Test_007."),
@@ -280,27 +281,27 @@ def first_row(lines):
 
 
 @pytest.mark.parametrize("slide, transform, expected", [
-    ("Test_001", lambda l: l[:1] + ["0.9,99999,100"] + l[1:],
+    ("Test_001", lambda rows: rows[:1] + ["0.9,99999,100"] + rows[1:],
      "Slide Test_001: row 2 of Test_001.csv lies outside the slide (X 99999, Y 100; the slide's mask covers "
      "0 <= X < 7168 and 0 <= Y < 5120 level-0 pixels)."),
-    ("Test_001", lambda l: l[:1] + ["0.9,7168,100"] + l[1:],
+    ("Test_001", lambda rows: rows[:1] + ["0.9,7168,100"] + rows[1:],
      "Slide Test_001: row 2 of Test_001.csv lies outside the slide (X 7168, Y 100; the slide's mask covers "
      "0 <= X < 7168 and 0 <= Y < 5120 level-0 pixels)."),
-    ("Test_002", lambda l: l[:1] + ["0.9,50,-1"] + l[1:],
+    ("Test_002", lambda rows: rows[:1] + ["0.9,50,-1"] + rows[1:],
      "Slide Test_002: row 2 of Test_002.csv lies outside the slide (X 50, Y -1; coordinates must be 0 or more)."),
-    ("Test_001", lambda l: l[:1] + ["0.5,12o4,400"] + l[1:],
+    ("Test_001", lambda rows: rows[:1] + ["0.5,12o4,400"] + rows[1:],
      "Slide Test_001: row 2 of Test_001.csv has X \"12o4\", not a number."),
-    ("Test_002", lambda l: l[:1] + ["high,1,2"] + l[1:],
+    ("Test_002", lambda rows: rows[:1] + ["high,1,2"] + rows[1:],
      "Slide Test_002: row 2 of Test_002.csv has confidence \"high\", not a number."),
-    ("Test_001", lambda l: l[:1] + ["0.5,1,2,3"] + l[1:],
+    ("Test_001", lambda rows: rows[:1] + ["0.5,1,2,3"] + rows[1:],
      "Slide Test_001: row 2 of Test_001.csv has 4 value(s); expected 3 (confidence, X, Y), found \"0.5,1,2,3\"."),
-    ("Test_001", lambda l: l[:1] + ["nan,1,2"] + l[1:],
+    ("Test_001", lambda rows: rows[:1] + ["nan,1,2"] + rows[1:],
      "Slide Test_001: row 2 of Test_001.csv has confidence \"nan\"; it must be a finite number."),
-    ("Test_002", lambda l: l[:1] + ["0.5,inf,2"] + l[1:],
+    ("Test_002", lambda rows: rows[:1] + ["0.5,inf,2"] + rows[1:],
      "Slide Test_002: row 2 of Test_002.csv has X \"inf\"; it must be a finite number."),
-    ("Test_001", lambda l: l[:1] + ["-0.1,1,2"] + l[1:],
+    ("Test_001", lambda rows: rows[:1] + ["-0.1,1,2"] + rows[1:],
      "Slide Test_001: row 2 of Test_001.csv has confidence -0.1; confidences must be 0 or more."),
-    ("Test_002", lambda l: ["confidence,x,y"] + l,
+    ("Test_002", lambda rows: ["confidence,x,y"] + rows,
      "Slide Test_002: row 1 of Test_002.csv has confidence \"confidence\", not a number."),
 ])
 def test_bad_detection_rows_are_rejected(data, evaluate, slide, transform, expected):
@@ -315,16 +316,16 @@ def test_bad_detection_rows_are_rejected(data, evaluate, slide, transform, expec
 
 
 @pytest.mark.parametrize("transform, expected", [
-    (lambda l: l + ["Test_001,0.5"], "Slide Test_001: slides.csv gives it two probabilities (second in row 12)."),
-    (lambda l: [x if not x.startswith("Test_003") else "Test_003,NaN" for x in l],
+    (lambda rows: rows + ["Test_001,0.5"], "Slide Test_001: slides.csv gives it two probabilities (second in row 12)."),
+    (lambda rows: [x if not x.startswith("Test_003") else "Test_003,NaN" for x in rows],
      "Slide Test_003: the probability in row 4 of slides.csv is \"NaN\"; it must be a finite number."),
-    (lambda l: [x if not x.startswith("Test_003") else "Test_003,-inf" for x in l],
+    (lambda rows: [x if not x.startswith("Test_003") else "Test_003,-inf" for x in rows],
      "Slide Test_003: the probability in row 4 of slides.csv is \"-inf\"; it must be a finite number."),
-    (lambda l: [x if not x.startswith("Test_003") else "Test_003,likely" for x in l],
+    (lambda rows: [x if not x.startswith("Test_003") else "Test_003,likely" for x in rows],
      "Slide Test_003: the probability in row 4 of slides.csv is \"likely\", not a number."),
-    (lambda l: [x if not x.startswith("Test_003") else "Test_003" for x in l],
+    (lambda rows: [x if not x.startswith("Test_003") else "Test_003" for x in rows],
      "slides.csv, row 4: expected 'image, probability', found \"Test_003\"."),
-    (lambda l: [x for x in l if not x.startswith("Test_003")],
+    (lambda rows: [x for x in rows if not x.startswith("Test_003")],
      "slides.csv has no probability for 1 slide(s) that have a detections file (Test_003)."),
 ])
 def test_bad_slide_tables_are_rejected(data, evaluate, transform, expected):
@@ -341,7 +342,7 @@ def test_missing_and_extra_slides_are_named(data, evaluate):
     run = evaluate("camelyon16", input_dir, ground_truth)
     assert run.last_error_line == ("No detections file for 1 slide(s) of slides.csv (Test_004.csv); every slide "
                                    "needs one, empty when nothing is detected.")
-    rewrite(input_dir / "slides.csv", lambda l: [x for x in l if not x.startswith("Test_004")] + ["Test_777,0.5"])
+    rewrite(input_dir / "slides.csv", lambda rows: [x for x in rows if not x.startswith("Test_004")] + ["Test_777,0.5"])
     (input_dir / "Test_777.csv").write_text("")
     run = evaluate("camelyon16", input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)

@@ -8,7 +8,7 @@ values of the materialised resample."""
 import copy
 import dataclasses
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +25,10 @@ from evaluation.challenges.camelyon16 import (
     SlideResult,
     SlideTruth,
 )
-from evaluation.challenges.csv2026 import (SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, CaseResult, Csv2026,
-                                          JobTiming)
+from evaluation.challenges.csv2026 import SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, CaseResult, Csv2026, JobTiming
+from evaluation.challenges.csv2026.examples import write_dataset
 from evaluation.errors import SetupError
 from evaluation.grand_challenge import Undefined
-from evaluation.challenges.csv2026.examples import write_dataset
 from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.froc import (
     SlideHits,
@@ -52,7 +51,7 @@ def materialised(evaluation, results, row):
     """(evaluation, results) of one resample: case j of sorted(results) repeated row[j] times,
     each copy a distinct case ("<case>~<k>") with its own ground-truth entry."""
     case_ids = sorted(results)
-    copies = [(f"{case}~{k}", case) for case, times in zip(case_ids, row) for k in range(times)]
+    copies = [(f"{case}~{k}", case) for case, times in zip(case_ids, row, strict=True) for k in range(times)]
     resampled = copy.copy(evaluation)
     resampled.ground_truth = {name: evaluation.ground_truth[case] for name, case in copies}
     return resampled, {name: results[case] for name, case in copies}
@@ -112,7 +111,8 @@ def test_final_rankings_are_the_rules():
     assert Csv2026.final_rankings == (OrderedRanking("score_total", (SCORE_TOTAL,), fallback=(SCORE_WITHOUT_TIME,)),)
     assert [(column.path, column.order) for column in (SCORE_TOTAL, SCORE_WITHOUT_TIME)] == [
         ("aggregates.score_total", "desc"), ("aggregates.score_without_time", "desc")]  # csv2026.md, "Leaderboard"
-    assert Camelyon16.final_rankings == (OrderedRanking("slide_auc", (SLIDE_AUC,)), OrderedRanking("froc", (FROC_SCORE,)))
+    assert Camelyon16.final_rankings == (OrderedRanking("slide_auc", (SLIDE_AUC,)),
+                                         OrderedRanking("froc", (FROC_SCORE,)))
     assert [(rule.name, [(key.path, key.order) for key in rule.keys]) for rule in Camelyon16.final_rankings] == [
         ("slide_auc", [("aggregates.slide_auc", "desc")]), ("froc", [("aggregates.froc_score", "desc")])]
 
@@ -167,7 +167,7 @@ def synthetic_csv(seed, cases, timing):
     (instants only, some jobs overlapping), "mixed" (exec_duration on some jobs, instants on
     all), "negative" (one job completed before it started)."""
     rng = np.random.default_rng(seed)
-    start = datetime(2026, 1, 5, 12, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 5, 12, tzinfo=UTC)
     results = {}
     for j in range(cases):
         case = f"{j:04d}"
@@ -287,7 +287,7 @@ def test_camelyon16_slide_auc_equals_scikit_learn_with_weights(camelyon_example)
     scores = [results[s].probability for s in slides]
     counts = random_counts(11, 40, len(slides))
     got = evaluation.aggregate(results, counts)[SLIDE_AUC.path]
-    for row, value in zip(counts, got):
+    for row, value in zip(counts, got, strict=True):
         drawn_y = np.repeat(y, row)
         if drawn_y.all() or not drawn_y.any():
             assert math.isnan(value)
@@ -305,8 +305,10 @@ def synthetic_camelyon(seed, slides, digits):
     for j in range(slides):
         tumor = bool(rng.random() < 0.5)
         lesion_evaluated = j % 7 != 3
-        confidences = lambda k: (rng.choice(pool, k) if digits == "pool"
-                                 else rng.random(k).round(digits) if digits else rng.random(k))
+
+        def confidences(k, digits=digits):
+            return rng.choice(pool, k) if digits == "pool" else rng.random(k).round(digits) if digits else rng.random(k)
+
         false_positives = confidences(int(rng.integers(0, 12)))
         if not lesion_evaluated:
             hits = None
@@ -358,8 +360,8 @@ def test_weighted_froc_sensitivities_are_bit_identical_to_the_curve(rule):
         counts = random_counts(trial, 30, n)
         sensitivities = weighted_froc_sensitivities(slides, counts, rule)
         scores = mean_sensitivity(sensitivities)
-        for row, at_targets, value in zip(counts, sensitivities, scores):
-            drawn = [s for s, times in zip(slides, row) for _ in range(times)]
+        for row, at_targets, value in zip(counts, sensitivities, scores, strict=True):
+            drawn = [s for s, times in zip(slides, row, strict=True) for _ in range(times)]
             if sum(s.lesions for s in drawn) == 0:
                 assert math.isnan(value) and np.isnan(at_targets).all()
             else:

@@ -52,7 +52,7 @@ def materialised_isic(evaluation, results, row):
     images; and the evaluation and results of that resample."""
     ids = sorted(results)
     names, rows, copies = [], [], {}
-    for image, count in zip(ids, row):
+    for image, count in zip(ids, row, strict=True):
         for k in range(int(count)):
             names.append(f"{image}~{k}")
             rows.append(evaluation.ground_truth[image])
@@ -153,7 +153,7 @@ def test_isic_synthetic_resamples_equal_score_aggregates(seed, fractional):
 
 def test_isic_values_do_not_depend_on_blocks_or_on_the_previous_submission():
     evaluation, results = synthetic_isic(3)
-    other_evaluation, other = synthetic_isic(4)
+    _, other = synthetic_isic(4)
     counts = bootstrap_counts(len(results), 21, seed=9)
     whole = evaluation.aggregate(results, counts)
     evaluation.aggregate(other, counts)  # another submission in between
@@ -162,7 +162,7 @@ def test_isic_values_do_not_depend_on_blocks_or_on_the_previous_submission():
         np.testing.assert_allclose(np.concatenate([p[path] for p in parts]), whole[path], rtol=1e-12, atol=0)
     # The framework's default draws go through it: one value per resample, the same for a seed.
     drawn = evaluation.ranking_resamples(results, 50, 11)
-    assert {path: v.shape for path, v in drawn.items()} == {path: (50,) for path in ISIC_PATHS}
+    assert {path: v.shape for path, v in drawn.items()} == dict.fromkeys(ISIC_PATHS, (50,))
     again = evaluation.ranking_resamples(results, 50, 11)
     for path in ISIC_PATHS:
         np.testing.assert_array_equal(drawn[path], again[path])
@@ -247,7 +247,7 @@ def test_isic_curves_one_per_category_with_both_classes():
     if is_bundled("isic2019"):  # a fact of the synthetic ground truth (tests/bundled.py)
         assert "DF" not in drawn  # its only image has weight 0: no curve, as in metrics.json
     assert [c["chart"] for c in curves] == [f"roc_{c.lower()}" for c in drawn]
-    for curve, category in zip(curves, drawn):
+    for curve, category in zip(curves, drawn, strict=True):
         assert_well_formed(curve, f"roc_{category.lower()}", f"ROC, {category}")
         # The curve of metrics.json (simplified for it) lies on the drawn one: same ends, same AUC.
         xs, ys = np.array(curve["points"]).T
@@ -268,7 +268,7 @@ def test_isic_curves_of_many_points_are_thinned_to_500():
     results = {image: rng.random(len(categories)) for image in ids}  # full precision: a point per image
     curves = evaluation.ranking_curves(results, evaluation.score_aggregates(results))
     assert len(curves) == len(categories)
-    for curve, category in zip(curves, categories):
+    for curve, category in zip(curves, categories, strict=True):
         assert_well_formed(curve, f"roc_{category.lower()}", f"ROC, {category}")
         assert len(curve["points"]) == 500
 

@@ -16,12 +16,12 @@ import pytest
 from sklearn.metrics import auc as sk_auc
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic import SPARE_ROWS, Isic2019
+from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic.examples import write_synthetic
+from evaluation.metrics import classification as clf
 from evaluation.reading.files import size_text
 from evaluation.reading.tables import bytes_for_rows
-from evaluation.metrics import classification as clf
 from tests.cli_runs import run_command_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +56,7 @@ def test_ranking_metrics_equal_scikit_learn_bit_for_bit(seed, fractional):
     for drop in (True, False):
         ours = clf.roc_points(curve, drop_intermediate=drop)
         theirs = roc_curve(truth, scores, sample_weight=weights, drop_intermediate=drop)
-        for a, b in zip(ours, theirs):
+        for a, b in zip(ours, theirs, strict=True):
             same(a, b)
 
 
@@ -215,7 +215,7 @@ def test_numbers_are_read_as_pandas_reads_them():
     frame = pd.read_csv(io.StringIO(text), header=0, index_col=False)
     # ... so each token is a column of its own here too (a token's kind can depend on the
     # column's earlier tokens: tests/test_isic_overflow.py).
-    values, kinds = map(np.concatenate, zip(*(isic_csv.parse_numbers([token]) for token in tokens)))
+    values, kinds = map(np.concatenate, zip(*(isic_csv.parse_numbers([token]) for token in tokens), strict=True))
     for i, token in enumerate(tokens):
         column = frame[f"c{i}"]
         cell = column.iloc[0]
@@ -500,7 +500,8 @@ def test_a_full_precision_submission_of_25000_images_passes_the_bounds(evaluate,
     ids = [line.split(",")[0] for line in (tmp_path / "ground-truth" / "truth.csv").read_text().splitlines()[1:]]
     values = np.random.default_rng(9).random((len(ids), len(Isic2019.categories)))
     lines = [",".join(["image", *Isic2019.categories])]
-    lines += [",".join([f"{image}.jpg", *(f"{v:.19f}" for v in row)]) + "\r\n" for image, row in zip(ids, values)]
+    lines += [",".join([f"{image}.jpg", *(f"{v:.19f}" for v in row)]) + "\r\n"
+              for image, row in zip(ids, values, strict=True)]
     (tmp_path / "input" / "predictions.csv").write_text("\r\n".join(lines) + "\r\n", newline="")
     size = (tmp_path / "input" / "predictions.csv").stat().st_size
     assert size > 5_000_000
@@ -518,8 +519,8 @@ def test_ground_truth_is_read_only_inside_its_folder(both_phases, evaluate, tmp_
     run = evaluate("isic2019", input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (3, False)
     assert run.last_error_line == ("The evaluation could not run, through no fault of the submission: Ground truth: "
-                                   "truth.csv is a link that leads out of the ground-truth folder. (please tell the challenge "
-                                   "organizers).")
+                                   "truth.csv is a link that leads out of the ground-truth folder. (please tell the "
+                                   "challenge organizers).")
 
 
 @pytest.mark.parametrize("metric", ["auc", "ap", "dice"])
@@ -556,7 +557,7 @@ def test_ground_truth_and_settings_errors_are_the_organizers(both_phases, evalua
 
 def test_roc_curves_are_compact_and_span_the_square(both_phases, evaluate):
     metrics = evaluate("isic2019", both_phases / "file" / "input", both_phases / "file" / "ground-truth").metrics
-    for category, curve in metrics["roc_curves"].items():
+    for curve in metrics["roc_curves"].values():
         assert len(curve["fpr"]) == len(curve["tpr"]) == len(curve["threshold"]) <= 120
         assert (curve["fpr"][0], curve["tpr"][0], curve["fpr"][-1], curve["tpr"][-1]) == (0, 0, 1, 1)
         assert curve["threshold"][0] == 1.0 and np.all(np.diff(curve["fpr"]) >= 0)

@@ -31,7 +31,7 @@ def test_rows_of_counts_equal_scikit_learn_bit_for_bit(seed):
         counts = np.vstack([counts, np.ones((1, n), dtype=np.int64), np.eye(n, dtype=np.int64)[:1] * n])
         got = roc_auc_score(y, scores, counts)
         assert got.shape == (len(counts),)
-        for row, value in zip(counts, got):
+        for row, value in zip(counts, got, strict=True):
             expected = scikit_learn(y, scores, row)
             assert value == expected or (math.isnan(value) and math.isnan(expected))
 
@@ -97,7 +97,8 @@ def test_unweighted_is_the_curve_auc():
         if y.all() or not y.any():
             continue
         scores = rng.random(n).round(2)
-        assert roc_auc_score(y, scores) == roc_auc(ranking_curve(y, scores, np.ones(n))) == sklearn_roc_auc_score(y, scores)
+        ours = roc_auc_score(y, scores)
+        assert ours == roc_auc(ranking_curve(y, scores, np.ones(n))) == sklearn_roc_auc_score(y, scores)
 
 
 def test_refuses_bad_input():

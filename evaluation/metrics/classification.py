@@ -248,7 +248,7 @@ def kahan_group_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> n
         return np.bincount(groups, weights=values, minlength=n_groups).astype(np.float64)  # exact
     sums = [0.0] * n_groups
     compensation = [0.0] * n_groups
-    for value, group in zip(values.tolist(), groups.tolist()):
+    for value, group in zip(values.tolist(), groups.tolist(), strict=True):
         y = value - compensation[group]
         t = sums[group] + y
         compensation[group] = t - sums[group] - y
@@ -414,7 +414,7 @@ def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
     bounds = np.flatnonzero(np.diff(lengths)) + 1
     starts, ends = np.r_[0, bounds], np.r_[bounds, len(lengths)]
     offset = 0
-    for start, end in zip(starts.tolist(), ends.tolist()):
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         length = int(lengths[start])
         size = (end - start) * length
         if length:

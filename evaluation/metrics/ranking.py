@@ -26,7 +26,8 @@ def check_binary_scores(y_true, y_score) -> tuple[np.ndarray, np.ndarray]:
     y_true = np.asarray(y_true)
     y_score = np.asarray(y_score, dtype=np.float64)
     if y_true.ndim != 1 or y_score.ndim != 1 or len(y_true) != len(y_score):
-        raise ValueError(f"y_true and y_score must be 1-D of equal length, got shapes {y_true.shape} and {y_score.shape}")
+        raise ValueError(f"y_true and y_score must be 1-D of equal length, got shapes {y_true.shape} and "
+                         f"{y_score.shape}")
     if not np.isin(y_true, (0, 1)).all():
         raise ValueError("y_true must hold only 0 and 1")
     if not np.isfinite(y_score).all():
@@ -95,7 +96,7 @@ def resampled_ranking_metrics(y_true, y_score, counts, recall: float = 0.9) -> d
         block = counts[start:start + rows_per_block].astype(np.float64)
         tp = _cumulative_at(block[:, positive_columns], positives_through)
         fp = _cumulative_at(block[:, negative_columns], negatives_through)
-        for name, values in zip(results, _curve_metrics(tp, fp, recall)):
+        for name, values in zip(results, _curve_metrics(tp, fp, recall), strict=True):
             results[name].append(values)
     return {name: np.concatenate(parts) for name, parts in results.items()}
 
@@ -190,7 +191,7 @@ def metrics_with_drawn_positives(y_true, y_score, draws, recall: float = 0.9) ->
     for start in range(0, draws.shape[0], per_block):
         block = draws[start:start + per_block]
         values = _drawn_positives_block(block, positive_rank, pair_points, negatives_through, negatives_above, recall)
-        for name, part in zip(results, values):
+        for name, part in zip(results, values, strict=True):
             results[name].append(part)
     return {name: np.concatenate(parts) for name, parts in results.items()}
 

@@ -125,9 +125,11 @@ def score(truth: Truth, predictions: np.ndarray, target_metric: str,
         for metric, value in scores.items():
             per_category[metric][category] = value
     plotted = [category for category, curve in curves.items() if curve.has_positives and curve.has_negatives]
-    points = dict(zip(plotted, roc_for_plot([curves[category] for category in plotted])))  # simplified at once
+    simplified = roc_for_plot([curves[category] for category in plotted])  # all at once
+    points = dict(zip(plotted, simplified, strict=True))
     roc_curves = {category: points[category] if category in points else
-                  Undefined(f"ROC: {_why_undefined(category, 'score_weight', curve.has_positives, curve.has_negatives)}")
+                  Undefined("ROC: " + _why_undefined(category, "score_weight", curve.has_positives,
+                                                      curve.has_negatives))
                   for category, curve in curves.items()}
     macro_average = {metric: _mean_of(values, metric) for metric, values in per_category.items()
                      if metric != "auc"}
@@ -173,7 +175,8 @@ def validation_score(truth: Truth, predictions: np.ndarray, target_metric: str,
     for c in range(len(truth.categories)):
         positives = truth.values[:, c] > THRESHOLD
         if target_metric == "dice":
-            values.append(classification.dice(classification.binary_confusion(positives, predictions[:, c] > THRESHOLD, w)))
+            confusion = classification.binary_confusion(positives, predictions[:, c] > THRESHOLD, w)
+            values.append(classification.dice(confusion))
             continue
         curve = classification.ranking_curve(positives, predictions[:, c], w)
         if target_metric == "auc":
