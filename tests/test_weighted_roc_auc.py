@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score as sklearn_roc_auc_score
 
-from evaluation.metrics.classification import ranking_curve, roc_auc, roc_auc_score
+from evaluation.metrics.classification import ranking_curve, roc_auc, roc_auc_score, score_order
 from evaluation.metrics.resampling import draws_to_counts
 
 
@@ -112,3 +112,15 @@ def test_refuses_bad_input():
         roc_auc_score([0, 1], [0.5, 0.6], np.ones((2, 3)))
     with pytest.raises(ValueError, match="non-negative"):
         roc_auc_score([0, 1], [0.5, 0.6], [1, -1])
+
+
+def test_given_orders_are_the_sorts_it_would_make():
+    """ISIC passes the sorts of its categories it keeps for its curves: the same AUCs, to the bit."""
+    rng = np.random.default_rng(5)
+    y = rng.random((300, 4)) < 0.3
+    scores = rng.random((300, 4)).round(2)  # ties
+    counts = draws_to_counts(rng.integers(0, 300, size=(20, 300)), 300)
+    orders = [score_order(y[:, label], scores[:, label]) for label in range(4)]
+    expected = roc_auc_score(y.astype(int), scores, counts)
+    assert np.array_equal(roc_auc_score(y.astype(int), scores, counts, orders=orders), expected, equal_nan=True)
+    assert np.array_equal(expected[:, 2], roc_auc_score(y[:, 2].astype(int), scores[:, 2], counts), equal_nan=True)

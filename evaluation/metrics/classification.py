@@ -423,7 +423,7 @@ def row_sums_by_length(terms: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return sums
 
 
-def roc_auc_score(y_true, y_score, sample_weight=None) -> np.ndarray:
+def roc_auc_score(y_true, y_score, sample_weight=None, orders=None) -> np.ndarray:
     """scikit-learn's roc_auc_score(y_true, y_score, sample_weight=w), bit for bit, for every row w
     of `sample_weight` (rows, items; 1-D: one weighting, that axis dropped; None: every item once):
     its curve, collinear points dropped, the trapezoids summed as np.add.reduce sums them. NaN for
@@ -435,7 +435,10 @@ def roc_auc_score(y_true, y_score, sample_weight=None) -> np.ndarray:
     multilabel indicator, the result (rows, labels) (the weights checked and transposed once).
     Fractional weights follow scikit-learn 1.7 (the ISIC reference's): ties added in reverse item
     order; 1.8 and later add them the other way, which can move the last bit (whole numbers are
-    exact in either order)."""
+    exact in either order).
+
+    `orders`: each label's score_order(y_true, y_score) when the caller has made it already (ISIC
+    keeps one per category for its curves): the same sort, not made again for every call."""
     y_true = np.asarray(y_true)
     y_score = np.asarray(y_score, dtype=np.float64)
     if y_true.ndim not in (1, 2) or y_score.shape != y_true.shape:
@@ -464,7 +467,8 @@ def roc_auc_score(y_true, y_score, sample_weight=None) -> np.ndarray:
         whole = bool((weights == np.round(weights)).all()) and float(weights.sum(axis=1).max()) < 2.0 ** 53
         auc = np.empty((len(weights), y_score.shape[1]))
         for label in range(y_score.shape[1]):
-            auc[:, label] = _roc_auc_of_items(score_order(positive[:, label], y_score[:, label]), weights, whole)
+            order = orders[label] if orders is not None else score_order(positive[:, label], y_score[:, label])
+            auc[:, label] = _roc_auc_of_items(order, weights, whole)
     if not labels:
         auc = auc[:, 0]
     return auc[0] if single else auc

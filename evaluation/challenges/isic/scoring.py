@@ -62,7 +62,7 @@ def ranked_values(table: Submission, weights: np.ndarray) -> tuple[np.ndarray, n
     n_categories = len(table.orders)
     recall = classification.recall_of_labels_rows(table.truth_labels, table.predicted_labels, sample_weight,
                                                   n_categories)
-    auc = classification.roc_auc_score(table.positives, table.predictions, sample_weight)
+    auc = classification.roc_auc_score(table.positives, table.predictions, sample_weight, orders=table.orders)
     return classification.nan_mean_rows(recall), classification.nan_mean_rows(auc)
 
 
