@@ -43,13 +43,13 @@ RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submi
 DEFAULT_RESAMPLES = 1000
 
 
-def _parser(names: list[str]) -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="python -m evaluation.leaderboard",
         description="Rank submissions by the challenge's official rule, with paired-bootstrap statistics and a "
                     "report. Each SUBMISSION is a folder laid out like the container's /input (or, with --metrics, "
                     "a metrics.json file or a folder holding one); its folder name names it.",
-        epilog=f"Challenges: {', '.join(names)}.")
+        epilog="Challenges: see python -m evaluation --list.")
     parser.add_argument("challenge", help="the challenge whose rule ranks the submissions")
     parser.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION")
     parser.add_argument("--output", type=Path, required=True, help="folder for ranking.json, the CSV files, "
@@ -466,8 +466,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    names = challenge_names()
-    args = _parser(names).parse_args(argv)
-    if args.challenge not in names:
-        raise unknown_challenge(args.challenge, names)
+    args = _parser().parse_args(argv)
+    try:
+        challenge_class(args.challenge)  # its folder only; every folder only to name the known ones
+    except KeyError:
+        raise unknown_challenge(args.challenge, challenge_names()) from None
     return run(args)

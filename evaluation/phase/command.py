@@ -75,10 +75,10 @@ def _main(argv: list[str] | None) -> int:
     from evaluation.challenges import challenge_class, challenge_names
     from evaluation.grand_challenge import resolve_ground_truth_dir
 
-    names = challenge_names()  # only the challenge asked for is imported
-    if args.challenge not in names:
-        raise unknown_challenge(args.challenge, names)
-    challenge = challenge_class(args.challenge)
+    try:
+        challenge = challenge_class(args.challenge)  # its folder only; every folder only to name the known ones
+    except KeyError:
+        raise unknown_challenge(args.challenge, challenge_names()) from None
     if args.pack is not None:
         return configure(challenge, args.ground_truth, args.pack)
     explicit = args.ground_truth
