@@ -8,7 +8,7 @@ allows no other key) and `scoring_method_choice`: "abs" ranks on the score colum
 and "med" on the mean or median of the ranks of the score and of every extra column not
 excluded from ranking. Paths are dot-separated keys of metrics.json (dictionary keys only).
 
-A challenge declares its `Leaderboard`s (evaluation/challenges/*.py); `phase_fields` gives the
+A challenge declares its `Leaderboard`s (evaluation/challenges/<folder>/__init__.py); `phase_fields` gives the
 object an organizer pastes (`python -m evaluation.phase CHALLENGE`).
 """
 
