@@ -403,14 +403,14 @@ def test_symlinked_image_folder_leading_out_is_refused(tmp_path):
 
 def test_symlinks_staying_inside_are_followed(tmp_path):
     inp = tmp_path / "input"
-    synthetic.write_output(inp, "shared", "likelihood.json", [0.5])
+    synthetic.write_output(inp, "common", "likelihood.json", [0.5])
     (inp / PK / "output").mkdir(parents=True)
-    (inp / PK / "output" / "likelihood.json").symlink_to(inp / "shared" / "output" / "likelihood.json")
+    (inp / PK / "output" / "likelihood.json").symlink_to(inp / "common" / "output" / "likelihood.json")
     assert case_of(inp, one_job()).read_json("likelihood") == [0.5]
     folder = inp / PK / "output" / "images" / "detection"
     folder.mkdir(parents=True)
-    (inp / "shared" / "map.mha").write_bytes(b"img")
-    (folder / "map.mha").symlink_to(Path("../../../../shared/map.mha"))  # relative link, inside
+    (inp / "common" / "map.mha").write_bytes(b"img")
+    (folder / "map.mha").symlink_to(Path("../../../../common/map.mha"))  # relative link, inside
     raw = one_job(outputs=[image_output("detection", "images/detection")])
     assert case_of(inp, raw).image_file("detection").read_bytes() == b"img"
 
