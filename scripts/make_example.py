@@ -18,9 +18,7 @@ example for your own ground truth instead: python -m evaluation.examples CHALLEN
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from evaluation import examples  # noqa: E402
 from evaluation.errors import UsageError  # noqa: E402
-from evaluation.examples.organizer import OUTPUTS, write_example  # noqa: E402
+from evaluation.examples.organizer import OUTPUTS, write_bundled_example  # noqa: E402
 from evaluation.launch import run_command  # noqa: E402
 
 
@@ -40,19 +38,7 @@ def main(challenge: str, force: bool = False, root: Path = ROOT) -> None:
     if existing and not force:
         raise UsageError(f"{', '.join(existing)} already exist(s); rerun with --force to replace "
                            f"ground-truth/{challenge}/ and test/{challenge}/'s {', '.join(OUTPUTS)}.")
-    with tempfile.TemporaryDirectory() as scratch:
-        examples.synthesize(challenge, Path(scratch), seed=0)
-        if os.path.lexists(ground_truth):  # --force
-            if ground_truth.is_dir() and not ground_truth.is_symlink():
-                shutil.rmtree(ground_truth)
-            else:
-                ground_truth.unlink()
-        shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
-        write_example(challenge, ground_truth, example,
-                      write_submission=lambda input_dir: shutil.copytree(Path(scratch) / "input", input_dir,
-                                                                         dirs_exist_ok=True),
-                      invalid_changes=lambda input_dir: examples.invalid_examples(challenge, input_dir),
-                      force=True)
+    write_bundled_example(challenge, ground_truth, example)  # --force: replaces them
 
 
 if __name__ == "__main__":

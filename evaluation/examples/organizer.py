@@ -183,6 +183,27 @@ def checked_ground_truth(challenge_class, ground_truth: Path) -> Path:
     return directory
 
 
+def write_bundled_example(challenge: str, ground_truth: Path, example: Path) -> None:
+    """A challenge's bundled example: its synthetic ground truth (seed 0) in `ground_truth`,
+    replacing what is there, and its test example (OUTPUTS: the synthetic submission, its
+    metrics.json, its invalid examples) in `example` (scripts/make_example.py, evaluation.new)."""
+    from evaluation import examples
+
+    with tempfile.TemporaryDirectory() as scratch:
+        examples.synthesize(challenge, Path(scratch), seed=0)
+        if os.path.lexists(ground_truth):
+            if ground_truth.is_dir() and not ground_truth.is_symlink():
+                shutil.rmtree(ground_truth)
+            else:
+                ground_truth.unlink()
+        shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
+        write_example(challenge, ground_truth, example,
+                      write_submission=lambda input_dir: shutil.copytree(Path(scratch) / "input", input_dir,
+                                                                         dirs_exist_ok=True),
+                      invalid_changes=lambda input_dir: examples.invalid_examples(challenge, input_dir),
+                      force=True)
+
+
 def write_example(challenge: str, ground_truth: Path, output: Path, write_submission: Callable[[Path], None],
                   invalid_changes: Callable[[Path], Changes], force: bool = False) -> None:
     """Write OUTPUTS into `output`: the submission `write_submission(input_dir)` writes, the

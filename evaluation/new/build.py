@@ -7,9 +7,7 @@ the bundled challenges."""
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 PHASE_OUTPUT = "__PHASE_OUTPUT__"  # where docs/challenges/NAME.md shows `python -m evaluation.phase NAME`
@@ -30,20 +28,13 @@ def phase_output(name: str) -> str:
 
 
 def build(argv: list[str] | None) -> int:
-    from evaluation import examples
     from evaluation.examples.leaderboard_teams import LEADERBOARD, write_leaderboard
-    from evaluation.examples.organizer import write_example
+    from evaluation.examples.organizer import write_bundled_example
 
     (name,) = sys.argv[1:] if argv is None else argv
     root = Path.cwd()
     ground_truth, example = root / "ground-truth" / name, root / "test" / name
-    with tempfile.TemporaryDirectory() as scratch:
-        examples.synthesize(name, Path(scratch), seed=0)
-        shutil.copytree(Path(scratch) / "ground-truth", ground_truth)
-        write_example(name, ground_truth, example,
-                      write_submission=lambda input_dir: shutil.copytree(Path(scratch) / "input", input_dir,
-                                                                         dirs_exist_ok=True),
-                      invalid_changes=lambda input_dir: examples.invalid_examples(name, input_dir))
+    write_bundled_example(name, ground_truth, example)
     write_leaderboard(name, example / LEADERBOARD, ground_truth, example)
     page = root / "docs" / "challenges" / f"{name}.md"  # shows the phase command's output
     page.write_text(page.read_text(encoding="utf-8").replace(PHASE_OUTPUT, phase_output(name)), encoding="utf-8")
