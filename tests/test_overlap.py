@@ -72,3 +72,24 @@ def test_label_confusion_accepts_non_contiguous_views():
     view_t, view_p = truth[:, ::2, 1:], prediction[:, ::2, 1:]
     counts, _ = label_confusion(view_t, view_p)
     assert np.array_equal(counts[:3, :3], confusion_matrix(view_t.ravel(), view_p.ravel(), labels=[0, 1, 2]))
+
+
+def test_counts_in_arrays_give_one_dice_and_one_f1_per_element():
+    """dice_from_counts and f1_from_counts on arrays of (weighted) counts, e.g. one per bootstrap
+    row: each element equal to the scalar call, and to scikit-learn's f1_score of the confusion."""
+    from evaluation.metrics.lesions import f1_from_counts
+
+    rng = np.random.default_rng(3)
+    tp, fp, fn = (rng.integers(0, 4, 40) for _ in range(3))
+    tp[:3], fp[:3], fn[:3] = 0, 0, 0  # nothing to find, nothing found
+    f1 = f1_from_counts(tp, fp, fn, all_zero=0.25)
+    dsc = dice_from_counts(tp, tp + fp, tp + fn, both_empty=0.5)
+    for k in range(40):
+        assert f1[k] == f1_from_counts(int(tp[k]), int(fp[k]), int(fn[k]), all_zero=0.25)
+        assert dsc[k] == dice_from_counts(int(tp[k]), int(tp[k] + fp[k]), int(tp[k] + fn[k]), both_empty=0.5)
+        if tp[k] + fp[k] + fn[k]:
+            y_true = [1] * (tp[k] + fn[k]) + [0] * fp[k]
+            y_pred = [1] * tp[k] + [0] * fn[k] + [1] * fp[k]
+            assert f1[k] == dsc[k] == pytest.approx(f1_score(y_true, y_pred), abs=1e-15)
+    assert (f1[:3] == 0.25).all() and (dsc[:3] == 0.5).all()
+    assert isinstance(f1_from_counts(1, 0, 0), float) and isinstance(dice_from_counts(1, 1, 1), float)

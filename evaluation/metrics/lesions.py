@@ -152,9 +152,12 @@ def _union_bounding_box(a: np.ndarray, b: np.ndarray) -> tuple[slice, ...] | Non
     return tuple(box)
 
 
-def f1_from_counts(tp: int, fp: int, fn: int, all_zero: float = 1.0) -> float:
-    """2TP / (2TP + FP + FN); `all_zero` when TP, FP and FN are all 0 (nothing to find, nothing found)."""
+def f1_from_counts(tp, fp, fn, all_zero: float = 1.0):
+    """2TP / (2TP + FP + FN); `all_zero` when TP, FP and FN are all 0 (nothing to find, nothing
+    found). Counts may be weighted sums, and arrays (one F1 per element, e.g. per bootstrap row);
+    numbers in, a float out."""
+    tp, fp, fn = (np.asarray(count, dtype=np.float64) for count in (tp, fp, fn))
     denominator = 2 * tp + fp + fn
-    if denominator == 0:
-        return float(all_zero)
-    return float(2 * tp / denominator)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(denominator > 0, 2 * tp / denominator, float(all_zero))
+    return float(f1) if f1.ndim == 0 else f1

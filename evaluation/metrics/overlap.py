@@ -5,14 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def dice_from_counts(intersection: float, prediction_size: float, truth_size: float,
-                     both_empty: float = 1.0) -> float:
+def dice_from_counts(intersection, prediction_size, truth_size, both_empty: float = 1.0):
     """2|P∩G| / (|P| + |G|); `both_empty` when neither mask has a voxel (the usual convention is
-    1.0: nothing to find, nothing found). Sizes may be weighted (e.g. by voxel volume)."""
+    1.0: nothing to find, nothing found). Sizes may be weighted (e.g. by voxel volume), and arrays
+    (one Dice per element, e.g. per bootstrap row); numbers in, a float out."""
+    intersection, prediction_size, truth_size = (np.asarray(size, dtype=np.float64)
+                                                 for size in (intersection, prediction_size, truth_size))
     total = prediction_size + truth_size
-    if total == 0:
-        return float(both_empty)
-    return float(2.0 * intersection / total)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dice = np.where(total > 0, 2.0 * intersection / total, float(both_empty))
+    return float(dice) if dice.ndim == 0 else dice
 
 
 def overlap_counts(prediction: np.ndarray, truth: np.ndarray) -> tuple[int, int, int]:

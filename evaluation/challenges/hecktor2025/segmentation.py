@@ -27,7 +27,7 @@ from evaluation.grand_challenge import (
     list_submission_files,
     strip_extension,
 )
-from evaluation.metrics.lesions import MATCHING_METHODS, lesion_detection_counts
+from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.phase.columns import Column
 from evaluation.reading.files import shown_path
@@ -207,8 +207,8 @@ class SegmentationTask(HecktorEvaluation):
         settings = self.settings
         patients = [results[p] for p in sorted(results)]
         weights = np.asarray(counts, dtype=np.float64)
-        gtvp_dice = np.array([dice_from_counts(*r.gtvp, both_empty=settings.gtvp_dsc_both_empty) for r in patients],
-                             dtype=np.float64)
+        gtvp = np.array([r.gtvp for r in patients], dtype=np.float64).reshape(len(patients), 3)  # |P∩G|, |P|, |G|
+        gtvp_dice = dice_from_counts(gtvp[:, 0], gtvp[:, 1], gtvp[:, 2], settings.gtvp_dsc_both_empty)
         # per patient: GTVn v|P∩G|, v|P|, v|G| (mm³); lesion TP, FP, FN
         columns = np.array([[*(k * r.voxel_volume for k in r.gtvn), *r.lesions] for r in patients],
                            dtype=np.float64).reshape(len(patients), 6)
@@ -229,17 +229,16 @@ class SegmentationTask(HecktorEvaluation):
         sums[:, 3:] = weights @ columns[:, 3:]
         intersection, predicted, true = sums[:, 0], sums[:, 1], sums[:, 2]
         tp, fp, fn = sums[:, 3], sums[:, 4], sums[:, 5]
-        gtvn_volume, lesions = predicted + true, 2 * tp + fp + fn
         with np.errstate(invalid="ignore", divide="ignore"):
-            return {
-                self.gtvp_dsc.path: gtvp_sums / weights.sum(axis=1),  # mean over the drawn patients
-                self.gtvn_dsc.path: np.where(gtvn_volume > 0, 2.0 * intersection / gtvn_volume,
-                                             settings.gtvn_dsc_agg_all_empty),
-                self.gtvn_f1.path: np.where(lesions > 0, 2 * tp / lesions, settings.gtvn_f1_all_zero),
-                self.gtvn_tp.path: tp,
-                self.gtvn_fp.path: fp,
-                self.gtvn_fn.path: fn,
-            }
+            gtvp_mean = gtvp_sums / weights.sum(axis=1)  # mean over the drawn patients
+        return {
+            self.gtvp_dsc.path: gtvp_mean,
+            self.gtvn_dsc.path: dice_from_counts(intersection, predicted, true, settings.gtvn_dsc_agg_all_empty),
+            self.gtvn_f1.path: f1_from_counts(tp, fp, fn, settings.gtvn_f1_all_zero),
+            self.gtvn_tp.path: tp,
+            self.gtvn_fp.path: fp,
+            self.gtvn_fn.path: fn,
+        }
 
     # ---- chart (only when structure_chart_file is set) -----------------------------------
 
