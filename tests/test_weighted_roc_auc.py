@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score as sklearn_roc_auc_score
 
-from evaluation.metrics.classification import ranking_curve, roc_auc, roc_auc_score, score_order
+from evaluation.metrics.classification import (
+    ranking_curve,
+    ranking_curve_of_order,
+    roc_auc,
+    roc_auc_score,
+    score_order,
+)
 from evaluation.metrics.resampling import draws_to_counts
 
 
@@ -73,6 +79,26 @@ def test_rows_of_fractional_weights_equal_the_single_row_auc_bit_for_bit():
             assert got[r] == expected or (math.isnan(got[r]) and math.isnan(expected)), (trial, r)
             sklearn_value = scikit_learn(y, scores, row)
             assert got[r] == pytest.approx(sklearn_value, rel=0, abs=1e-15, nan_ok=True), (trial, r)
+
+
+def test_the_curve_of_a_kept_sort_is_the_sorted_curve_bit_for_bit():
+    """ranking_curve_of_order (ISIC's curves, and the one-row AUC) against ranking_curve, which
+    sorts itself (scikit-learn's _binary_clf_curve, tests/test_isic.py): every weight nonzero or
+    some zero, whole or fractional, with ties; negative weights refused."""
+    rng = np.random.default_rng(12)
+    for trial in range(200):
+        n = int(rng.integers(0, 400))
+        y = rng.random(n) < rng.random()
+        scores = np.round(rng.random(n), int(rng.integers(0, 4)))
+        weights = np.ones(n) if trial % 4 == 0 else np.round(rng.uniform(0, 2, n), 3 * (trial % 2))
+        if trial % 3 == 0:
+            weights[rng.random(n) < 0.3] = 0.0
+        ours, theirs = ranking_curve_of_order(score_order(y, scores), weights), ranking_curve(y, scores, weights)
+        for a, b in ((ours.fps, theirs.fps), (ours.tps, theirs.tps), (ours.thresholds, theirs.thresholds)):
+            np.testing.assert_array_equal(a, b)
+            assert not np.signbit(a).any()
+    with pytest.raises(ValueError, match="non-negative"):
+        ranking_curve_of_order(score_order([0, 1], [0.2, 0.4]), [1.0, -1.0])
 
 
 def test_integer_counts_of_any_type_and_all_zero_rows():

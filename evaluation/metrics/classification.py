@@ -13,6 +13,7 @@ turns them into nulls with a reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -353,49 +354,87 @@ def precision_recall_points(curve: RankingCurve) -> tuple[np.ndarray, np.ndarray
 class ScoreOrder:
     """One sort of a binary scoring, shared by every row of weights: the items by decreasing
     score, ties in scikit-learn's order (stable ascending sort, reversed), and the runs of equal
-    scores (one ROC point each)."""
+    scores (one ROC point each). `item_weights`, if given: the items' own weights (ISIC's score
+    weights), whose curve is made once however often it is asked for (metrics.json asks for it
+    for its per-category metrics and again for the point value of the mean AUC)."""
 
     order: np.ndarray  # item indices, scores decreasing
     positive: np.ndarray  # the truth of the items in that order
     starts: np.ndarray  # first position of each run of equal scores
     ends: np.ndarray  # last position of each run
     thresholds: np.ndarray  # the score of each run
-    positives_through: np.ndarray  # per run: the positives up to its end
-    negatives_through: np.ndarray  # per run: the negatives up to its end
+    item_weights: np.ndarray | None = None
+
+    # The run totals only many rows need (_roc_auc_of_items), made on first use: one row (the
+    # point value) goes through ranking_curve_of_order and never reads them.
+    @cached_property
+    def positives_through(self) -> np.ndarray:
+        """Per run: the positives up to its end."""
+        return np.cumsum(self.positive)[self.ends]
+
+    @cached_property
+    def negatives_through(self) -> np.ndarray:
+        """Per run: the negatives up to its end."""
+        return self.ends + 1 - self.positives_through
+
+    @cached_property
+    def item_curve(self) -> RankingCurve:
+        """The curve of item_weights."""
+        if self.item_weights is None:
+            raise ValueError("this score order was made without item weights")
+        curve = _curve_of_order(self, self.item_weights)
+        for values in (curve.fps, curve.tps, curve.thresholds):
+            values.flags.writeable = False  # shared by every caller
+        return curve
 
 
-def score_order(y_true: np.ndarray, y_score: np.ndarray) -> ScoreOrder:
+def score_order(y_true: np.ndarray, y_score: np.ndarray, item_weights: np.ndarray | None = None) -> ScoreOrder:
     y_true, y_score = np.asarray(y_true, dtype=bool), np.asarray(y_score, dtype=np.float64)
     _check_lengths(y_true, y_score)
     if not np.isfinite(y_score).all():
         raise ValueError("scores must be finite")
+    if item_weights is not None:
+        item_weights = np.array(item_weights, dtype=np.float64)  # a copy: the caller's may change
+        _check_lengths(y_true, item_weights)
     order = stable_order(y_score)[::-1]
     scores = y_score[order]
     ends = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1] if len(scores) else np.zeros(0, dtype=np.intp)
     starts = np.r_[0, ends[:-1] + 1] if len(ends) else ends
-    positive = y_true[order]
     ends = ends.astype(np.intp)
-    return ScoreOrder(order, positive, starts.astype(np.intp), ends, scores[ends], np.cumsum(positive)[ends],
-                      np.cumsum(~positive)[ends])
+    return ScoreOrder(order, y_true[order], starts.astype(np.intp), ends, scores[ends], item_weights)
 
 
 def ranking_curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCurve:
-    """ranking_curve of the scoring that `order` sorted, with these weights (one per item): the
-    same curve, bit for bit (items of weight 0 add +0.0 to the sums and make no point), without
-    sorting again."""
+    """ranking_curve of the scoring that `order` sorted, with these weights (one per item, finite
+    and non-negative): the same curve, bit for bit (items of weight 0 add +0.0 to the sums and
+    make no point), without sorting again; the order's item_curve when these are its item
+    weights, bit for bit."""
     weights = np.asarray(weights, dtype=np.float64)
     _check_lengths(order.order, weights)
-    if not np.isfinite(weights).all():
-        raise ValueError("scores and weights must be finite")
+    known = order.item_weights
+    if known is not None and np.array_equal(known.view(np.int64), weights.view(np.int64)):
+        return order.item_curve
+    return _curve_of_order(order, weights)
+
+
+def _curve_of_order(order: ScoreOrder, weights: np.ndarray) -> RankingCurve:
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("weights must be finite and non-negative")
     w = weights[order.order]
     if not len(w):
         empty = np.zeros(0)
         return RankingCurve(empty, empty, empty)
-    points = np.flatnonzero(np.logical_or.reduceat(w != 0, order.starts))
-    ends = order.ends[points]
-    tps = np.cumsum(order.positive * w, dtype=np.float64)[ends]
-    fps = np.cumsum((1 - order.positive) * w, dtype=np.float64)[ends]
-    return RankingCurve(fps=fps, tps=tps, thresholds=order.thresholds[points])
+    if np.count_nonzero(w) == len(w):  # every run has weight: every run is a point
+        ends, thresholds = order.ends, order.thresholds
+    else:
+        points = np.flatnonzero(np.logical_or.reduceat(w != 0, order.starts))
+        ends, thresholds = order.ends[points], order.thresholds[points]
+    # ranking_curve's truth * weights and (1 - truth) * weights: the same numbers (+0.0 where the
+    # other class is, as weights are not negative), made without the products.
+    positive_weights = np.where(order.positive, w, 0.0)
+    tps = np.cumsum(positive_weights)[ends]
+    fps = np.cumsum(w - positive_weights)[ends]
+    return RankingCurve(fps=fps, tps=tps, thresholds=thresholds)
 
 
 def _columns(weights: np.ndarray, columns: np.ndarray) -> np.ndarray:
@@ -476,11 +515,15 @@ def roc_auc_score(y_true, y_score, sample_weight=None, orders=None) -> np.ndarra
     if not weights.size:
         auc = np.full((len(weights), y_score.shape[1]), np.nan)
     else:
-        whole = bool((weights == np.round(weights)).all()) and float(weights.sum(axis=1).max()) < 2.0 ** 53
+        whole = len(weights) > 1 and bool((weights == np.round(weights)).all()) \
+            and float(weights.sum(axis=1).max()) < 2.0 ** 53
         auc = np.empty((len(weights), y_score.shape[1]))
         for label in range(y_score.shape[1]):
             order = orders[label] if orders is not None else score_order(positive[:, label], y_score[:, label])
-            auc[:, label] = _roc_auc_of_items(order, weights, whole)
+            if len(weights) == 1:  # one row (the point value): the single-row curve, its bits and fewer passes
+                auc[0, label] = roc_auc(ranking_curve_of_order(order, weights[0]))
+            else:
+                auc[:, label] = _roc_auc_of_items(order, weights, whole)
     if not labels:
         auc = auc[:, 0]
     return auc[0] if single else auc

@@ -44,9 +44,13 @@ class Submission:
 def submission(truth_values: np.ndarray, predictions: np.ndarray, score_weight: np.ndarray) -> Submission:
     """From the truth, the confidences and the score weights of the images, in the weights' order."""
     positives = truth_values > THRESHOLD
-    orders = tuple(classification.score_order(positives[:, c], predictions[:, c]) for c in range(positives.shape[1]))
+    score_weight = np.asarray(score_weight, dtype=np.float64)
+    # Each sort keeps the curve of the score weights: metrics.json's per-category metrics and the
+    # point value of the mean AUC (the row of ones times them) both read it, made once.
+    orders = tuple(classification.score_order(positives[:, c], predictions[:, c], score_weight)
+                   for c in range(positives.shape[1]))
     return Submission(predictions, positives, classification.argmax_labels(truth_values),
-                      classification.argmax_labels(predictions), orders, np.asarray(score_weight, dtype=np.float64))
+                      classification.argmax_labels(predictions), orders, score_weight)
 
 
 def ranked_values(table: Submission, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
