@@ -101,6 +101,30 @@ def test_the_curve_of_a_kept_sort_is_the_sorted_curve_bit_for_bit():
         ranking_curve_of_order(score_order([0, 1], [0.2, 0.4]), [1.0, -1.0])
 
 
+def test_an_order_made_with_item_weights_gives_their_curve_once_and_others_fresh():
+    """ISIC's sorts carry the score weights: their curve is made once (metrics.json and the point
+    value share it, whatever array holds those weights) and is the sorted curve; other weights
+    give their own; the one-row AUC through it equals the many-row AUC's row, and scikit-learn."""
+    rng = np.random.default_rng(13)
+    y, scores = rng.random(500) < 0.3, np.round(rng.random(500), 2)
+    item_weights = np.where(rng.random(500) < 0.2, 0.0, 1.0)
+    order = score_order(y, scores, item_weights)
+    item_weights[:] = 7.0  # the order keeps its own copy
+    weights = np.where(order.item_weights > 0, 1.0, 0.0)
+    first = ranking_curve_of_order(order, weights)
+    assert ranking_curve_of_order(order, weights.copy()) is first is order.item_curve
+    expected = ranking_curve(y, scores, weights)
+    np.testing.assert_array_equal(first.tps, expected.tps)
+    np.testing.assert_array_equal(first.fps, expected.fps)
+    assert not first.tps.flags.writeable
+    other = weights * 2
+    assert ranking_curve_of_order(order, other) is not first
+    rows = np.vstack([weights, other, np.ones(500)])
+    many = roc_auc_score(y, scores, rows, orders=[order])
+    for r, row in enumerate(rows):
+        assert roc_auc_score(y, scores, row[None, :], orders=[order])[0] == many[r] == scikit_learn(y, scores, row)
+
+
 def test_integer_counts_of_any_type_and_all_zero_rows():
     """Counts whose pair totals exceed their own type (int32), and rows of zeros: NaN."""
     rng = np.random.default_rng(8)
