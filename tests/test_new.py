@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evaluation.new import folder_for
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ("classification", "segmentation", "detection", "survival")
 
@@ -47,6 +49,11 @@ def repository_copy(target: Path) -> Path:
     return target
 
 
+# One name with a "-" (folder acmeseg/, page acmeseg.md): the segmentation challenge, on which
+# every generic test runs.
+SCAFFOLD_NAMES = {template: f"acme{template[:3]}" for template in TEMPLATES} | {"segmentation": "acmeseg-task1"}
+
+
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     """{template: (a repository copy, the challenge written there)}, one copy for all four templates."""
@@ -54,13 +61,13 @@ def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     # Four scaffolds at once, into the same copy: each builds in its own scratch folder and moves
     # its own new paths in (renames), so they cannot see each other half-written.
-    started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", f"acme{template[:3]}",
+    started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", SCAFFOLD_NAMES[template],
                                            "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True) for template in TEMPLATES}
     for process in started.values():
         output, _ = process.communicate(timeout=300)
         assert process.returncode == 0, output
-    return {template: (copy, f"acme{template[:3]}") for template in TEMPLATES}
+    return {template: (copy, SCAFFOLD_NAMES[template]) for template in TEMPLATES}
 
 
 def test_only_files_are_added(scaffolded):
@@ -69,8 +76,8 @@ def test_only_files_are_added(scaffolded):
     assert status and all(line.startswith("?? ") for line in status), status
     added = {line[3:].split("/")[0] if not line[3:].startswith(("evaluation/", "docs/")) else
              "/".join(line[3:].split("/")[:3]) for line in status}
-    names = [name for _, name in scaffolded.values()]
-    assert added == {*(f"evaluation/challenges/{n}" for n in names), *(f"docs/challenges/{n}.md" for n in names),
+    folders = [folder_for(name) for _, name in scaffolded.values()]
+    assert added == {*(f"evaluation/challenges/{f}" for f in folders), *(f"docs/challenges/{f}.md" for f in folders),
                      "ground-truth", "test"}
     assert not list(copy.glob(".new-*")), "a scratch folder was left behind"
 
@@ -218,17 +225,36 @@ def test_generic_tests_run_on_a_new_challenge(scaffolded):
     (["isic2020", "--template", "survival"], "start alike"),
     (["acme", "--template", "regression"], "Unknown template"),
 ])
-def test_refusals_write_nothing(arguments, message):
-    before = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
-                            text=True).stdout
-    result = subprocess.run([sys.executable, "-m", "evaluation.new", *arguments], cwd=ROOT, capture_output=True,
-                            text=True)
+def test_refusals_write_nothing(scaffolded, arguments, message):
+    copy = next(iter(scaffolded.values()))[0]  # a copy: a refusal that broke would write there, not here
+    before = git(copy, "status", "--porcelain", "--untracked-files=all")
+    result = subprocess.run([sys.executable, "-m", "evaluation.new", *arguments], cwd=copy, capture_output=True,
+                            text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
-    after = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
-                           text=True).stdout
-    assert after == before
+    assert git(copy, "status", "--porcelain", "--untracked-files=all") == before
+
+
+def test_an_installed_package_refuses_to_scaffold(tmp_path):
+    """Installed (pip install .), the package's parent is site-packages, not a checkout: nothing
+    may be written there."""
+    from evaluation.errors import UsageError
+    from evaluation.new import check_checkout
+
+    check_checkout()  # this checkout is one
+    with pytest.raises(UsageError, match="not one"):
+        check_checkout(tmp_path)
+
+
+def test_the_scaffolded_code_passes_the_linter(scaffolded):
+    """ruff checks the written folders as .ci/run checks the repository (it never sees the .tmpl files)."""
+    pytest.importorskip("ruff")
+    copy = next(iter(scaffolded.values()))[0]
+    folders = [f"evaluation/challenges/{folder_for(name)}" for _, name in scaffolded.values()]
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", *folders], cwd=copy, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_help_documents_the_command():

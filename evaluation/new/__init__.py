@@ -7,7 +7,7 @@ writes a working challenge NAME, the simplest honest instance of its kind, into 
     evaluation/challenges/<folder>/   __init__.py (the declaration), scoring.py, examples.py
     ground-truth/NAME/                its synthetic ground truth
     test/NAME/                        input/, expected_metrics.json, invalid/<case>/, leaderboard/<team>/
-    docs/challenges/NAME.md           its page
+    docs/challenges/<folder>.md       its page (one per folder, as isic.md)
 
 <folder> is NAME, or NAME's part before its first "-" (acme2027-task1 lives in acme2027/, as
 hecktor2025-task1 in hecktor2025/): a challenge's name starts with its folder's name, and a
@@ -34,6 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from evaluation.challenges import challenge_folders
 from evaluation.errors import InternalError, UsageError
 from evaluation.launch import CommandParser, run_command
 
@@ -61,6 +62,19 @@ def class_name(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]", name) if part)
 
 
+def check_checkout(root: Path = ROOT) -> None:
+    """A UsageError unless the package runs from a checkout of the repository: installed (pip
+    install .), the challenge would be written into site-packages, where no build uses it."""
+    if not all((root / part).exists() for part in ("Dockerfile", "requirements.txt", "ground-truth", "test")):
+        raise UsageError(f"python -m evaluation.new writes a challenge into a checkout of this repository, and "
+                         f"{root} is not one (the evaluation package is installed there); run it from a clone.")
+
+
+def page_for(name: str) -> str:
+    """The challenge's page: docs/challenges/<folder>.md, one per folder (isic.md, hecktor2025.md)."""
+    return f"{folder_for(name)}.md"
+
+
 def check_name(name: str, root: Path = ROOT) -> str:
     """The folder of a new challenge `name`, or a UsageError saying why it cannot be added."""
     if len(name) > NAME_LENGTH or not NAME_PATTERN.fullmatch(name):
@@ -70,8 +84,7 @@ def check_name(name: str, root: Path = ROOT) -> str:
     folder = folder_for(name)
     if keyword.iskeyword(folder) or not folder.isidentifier():
         raise UsageError(f"{name!r} cannot be a challenge name: its folder {folder!r} is not a Python package name.")
-    challenges = root / "evaluation" / "challenges"
-    folders = sorted(p.parent.name for p in challenges.glob("*/__init__.py") if not p.parent.name.startswith("_"))
+    folders = challenge_folders()
     if folder in folders:
         raise UsageError(f"The folder evaluation/challenges/{folder}/ exists already; a new challenge gets a folder of "
                       f"its own (to add {name} to it, edit that folder by hand).")
@@ -83,7 +96,7 @@ def check_name(name: str, root: Path = ROOT) -> str:
             raise UsageError(f"{name!r} cannot be added: its folder {folder!r} and the existing folder {existing!r} "
                           f"start alike, so a challenge name could be looked up in the wrong one; pick a name "
                           f"that starts differently.")
-    for path in (root / "ground-truth" / name, root / "test" / name, root / "docs" / "challenges" / f"{name}.md"):
+    for path in (root / "ground-truth" / name, root / "test" / name, root / "docs" / "challenges" / page_for(name)):
         if os.path.lexists(path):
             raise UsageError(f"{path.relative_to(root)} exists already; remove it, or pick another name.")
     return folder
@@ -98,6 +111,9 @@ def rendered(template: str, name: str, folder: str) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
         for key, value in values.items():
             text = text.replace(key, value)
+        if name != folder:  # a tuple is the packages of the challenge named as its folder (image_requirements)
+            text = re.sub(r"^RUNTIME_PACKAGES = (\(.*\))$", rf'RUNTIME_PACKAGES = {{"{name}": \1}}', text,
+                          flags=re.MULTILINE)
         files[path.name.removesuffix(".tmpl")] = text
     return files
 
@@ -106,6 +122,7 @@ def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
     """Write the challenge; the new paths (relative to `root`). a UsageError before anything is written."""
     if template not in TEMPLATES:
         raise UsageError(f"Unknown template {template!r}; the templates are {', '.join(TEMPLATES)}.")
+    check_checkout(root)
     folder = check_name(name, root)
     files = rendered(template, name, folder)
     scratch = Path(tempfile.mkdtemp(prefix=f".new-{name}-in-progress-", dir=root))
@@ -118,7 +135,7 @@ def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
         for file_name, text in files.items():
             (package / file_name).write_text(text, encoding="utf-8")
         (scratch / "docs" / "challenges").mkdir(parents=True)
-        (scratch / "docs" / "challenges" / f"{name}.md").write_text(doc, encoding="utf-8")
+        (scratch / "docs" / "challenges" / page_for(name)).write_text(doc, encoding="utf-8")
         # The example, its test data and its leaderboard teams, by the real commands, in a process
         # that imports the scratch copy of the package (with the new folder in it).
         env = {**os.environ, "PYTHONPATH": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -131,7 +148,7 @@ def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
         shutil.rmtree(package / "__pycache__", ignore_errors=True)
         moves = [(package, Path("evaluation", "challenges", folder)), (scratch / "ground-truth" / name,
                  Path("ground-truth", name)), (scratch / "test" / name, Path("test", name)),
-                 (scratch / "docs" / "challenges" / f"{name}.md", Path("docs", "challenges", f"{name}.md"))]
+                 (scratch / "docs" / "challenges" / page_for(name), Path("docs", "challenges", page_for(name)))]
         check_name(name, root)  # still free: nothing appeared meanwhile
         for source, target in moves:
             (root / target).parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +169,7 @@ def _main(argv: list[str] | None) -> int:
                     "evaluation/challenges/<folder>/ (the declaration __init__.py, scoring.py, examples.py), "
                     "its synthetic ground truth ground-truth/NAME/, its test example test/NAME/ (input/, "
                     "expected_metrics.json, invalid/, leaderboard/, made by running the evaluation) and "
-                    "docs/challenges/NAME.md. No existing file changes; every command and generic test picks "
+                    "docs/challenges/<folder>.md. No existing file changes; every command and generic test picks "
                     "it up. Then edit the one folder (docs/adding-a-challenge.md).",
         epilog="<folder> is NAME up to its first '-' (acme2027-task1 lives in acme2027/). Exit codes: 0 written; "
                "2 refused (bad or taken NAME, unknown template), nothing written; 4 the generated challenge "

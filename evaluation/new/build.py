@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-PHASE_OUTPUT = "__PHASE_OUTPUT__"  # where docs/challenges/NAME.md shows `python -m evaluation.phase NAME`
+PHASE_OUTPUT = "__PHASE_OUTPUT__"  # where the challenge's page shows `python -m evaluation.phase NAME`
 
 
 def phase_output(name: str) -> str:
@@ -30,13 +30,14 @@ def phase_output(name: str) -> str:
 def build(argv: list[str] | None) -> int:
     from evaluation.examples.leaderboard_teams import LEADERBOARD, write_leaderboard
     from evaluation.examples.organizer import write_bundled_example
+    from evaluation.new import page_for
 
     (name,) = sys.argv[1:] if argv is None else argv
     root = Path.cwd()
     ground_truth, example = root / "ground-truth" / name, root / "test" / name
     write_bundled_example(name, ground_truth, example)
     write_leaderboard(name, example / LEADERBOARD, ground_truth, example)
-    page = root / "docs" / "challenges" / f"{name}.md"  # shows the phase command's output
+    page = root / "docs" / "challenges" / page_for(name)  # shows the phase command's output
     page.write_text(page.read_text(encoding="utf-8").replace(PHASE_OUTPUT, phase_output(name)), encoding="utf-8")
     return 0
 
