@@ -48,7 +48,7 @@ def declared_challenges(package: ModuleType) -> dict[str, type[Evaluation]]:
     found = {}
     for obj in vars(package).values():
         if (isinstance(obj, type) and issubclass(obj, Evaluation) and obj.name
-                and obj.__module__.startswith(package.__name__)):
+                and (obj.__module__ == package.__name__ or obj.__module__.startswith(package.__name__ + "."))):
             found[obj.name] = obj
     return dict(sorted(found.items()))
 

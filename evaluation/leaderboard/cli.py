@@ -307,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
     workers = 1
 
     if args.metrics:
-        ranked_paths = tuple(dict.fromkeys(path for rule in challenge.final_rankings for path in rule.paths))
+        ranked_paths = challenge.final_ranking_paths()
         for name, path in submissions:
             try:
                 documents[name] = read_metrics_file(args.challenge, path, ranked_paths)

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from evaluation.metrics.overlap import dice_from_counts
+
 
 def per_class_f1(y_true, y_pred, labels: Sequence[int] = (0, 1), sample_weight=None) -> np.ndarray:
     """F1 of each label, 2 TP / (true + predicted) with every case counted by its weight, 0 for a
@@ -21,9 +23,8 @@ def per_class_f1(y_true, y_pred, labels: Sequence[int] = (0, 1), sample_weight=N
     if weights.shape[-1] != y_true.size or weights.ndim not in (1, 2):
         raise ValueError(f"sample_weight of shape {weights.shape} does not weigh {y_true.size} cases")
     scores = []
-    for label in labels:  # 2 TP / (true + predicted), as scikit-learn divides
+    for label in labels:  # 2 TP / (predicted + true), as scikit-learn divides; 0 when both are empty
         true, predicted = (y_true == label).astype(np.float64), (y_pred == label).astype(np.float64)
-        hits = weights @ (true * predicted)
-        denominator = weights @ true + weights @ predicted
-        scores.append(np.divide(2.0 * hits, denominator, out=np.zeros_like(hits), where=denominator > 0))
+        scores.append(np.asarray(dice_from_counts(weights @ (true * predicted), weights @ predicted, weights @ true,
+                                                  both_empty=0.0)))
     return np.stack(scores, axis=-1)
