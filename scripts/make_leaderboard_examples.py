@@ -22,14 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from evaluation.errors import UsageError  # noqa: E402
 from evaluation.examples import examples  # noqa: E402
-from evaluation.examples.leaderboard_teams import (  # noqa: E402,F401 (the tests read these here)
-    EXAMPLE_TEAM,
-    INVALID_TEAM,
+from evaluation.examples.leaderboard_teams import (  # noqa: E402,F401 (the tests read ranked_paths here)
     LEADERBOARD,
-    SEEDED_TEAMS,
-    TEAMS,
-    TIED_TEAM,
-    TIED_WITH,
     lineup,
     ranked_paths,
     write_leaderboard,

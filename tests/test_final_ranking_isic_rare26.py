@@ -4,8 +4,8 @@ ISIC: one aggregate makes the ranked values of metrics.json (the row of ones) an
 bootstrap resample (rows of multiplicities): a resample's values equal the point values of the
 materialised resample (each drawn image repeated as distinct images), on the bundled examples and
 on synthetic truths with fractional and zero weights, undecided predictions, images without a
-single category and a category without positives; the weighted AUC of many weightings (the
-pair-counting one of metrics/ranking.py) equals scikit-learn's. RARE26: its own repetitions are the
+single category and a category without positives (bit for bit with whole-number weights; the
+weighted AUC itself: tests/test_weighted_roc_auc.py). RARE26: its own repetitions are the
 resamples, their median is metrics.json's Score bit for bit, each repetition the official
 procedure's (benchmarks/rare26_official.py, scikit-learn). Both: the ROC curves of the report."""
 

@@ -1116,7 +1116,9 @@ def _fork_context():
         import multiprocessing
 
         context = multiprocessing.get_context("forkserver")
-        challenges = sorted(p.stem for p in (ROOT / "evaluation" / "challenges").glob("*.py") if p.stem != "__init__")
+        from evaluation.challenges import challenge_folders
+
+        challenges = challenge_folders()
         context.set_forkserver_preload(["tests.hostile_files", "evaluation.cli", "evaluation.framework"]
                                        + [f"evaluation.challenges.{name}" for name in challenges])
         _forkserver = context
