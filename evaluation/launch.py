@@ -32,8 +32,6 @@ from evaluation.errors import (
     one_line,
 )
 
-MINIMUM_PYTHON = (3, 11)
-
 # Import names whose package on PyPI is called otherwise (requirements.txt names packages).
 PACKAGE_OF_MODULE = {"sklearn": "scikit-learn", "cv2": "opencv-python-headless", "cc3d": "connected-components-3d",
                      "skimage": "scikit-image", "dateutil": "python-dateutil", "vl_convert": "vl-convert-python",
@@ -156,12 +154,9 @@ def unknown_challenge(name: str, known: Sequence[str]) -> UsageError:
 
 
 def _run(module, argv=None, requirements="requirements.txt"):
-    """The command `module.main(argv)`, after the checks no command can make itself: the Python
-    version, and the packages its module imports (its own boundary takes over once it runs)."""
-    if sys.version_info < MINIMUM_PYTHON:
-        print(f"The evaluation needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer (the image runs 3.14), "
-              f"but {sys.executable} is Python {sys.version.split()[0]}.", file=sys.stderr)
-        return EXIT_SETUP
+    """The command `module.main(argv)`, after the check no command can make itself: the packages
+    its module imports (its own boundary takes over once it runs; the Python version is checked
+    when the package is imported, evaluation/__init__.py)."""
     # One OpenBLAS thread (an explicit setting wins), set before numpy is imported: numpy starts
     # OpenBLAS's thread pool on import and its threads spin, ~0.1 s of CPU a run, more than our few
     # matrix products gain; cases run in parallel in worker processes instead (benchmarks/startup.py).

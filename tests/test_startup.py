@@ -147,3 +147,38 @@ def test_the_command_runs_with_one_openblas_thread_unless_told(given, expected):
                             timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [expected, "False"]
+
+
+# ---- an old Python -----------------------------------------------------------------------------
+
+
+def old_pythons() -> list[str]:
+    """Interpreters older than 3.11 on this machine (pyenv's, or python3.6 ... python3.10 on PATH)."""
+    import glob
+    import os
+    import shutil
+
+    found = set(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3")))
+    found |= {path for minor in range(6, 11) if (path := shutil.which(f"python3.{minor}"))}
+    old = []
+    for path in sorted(found):
+        version = subprocess.run([path, "-c", "import sys; print(sys.version_info[1])"], capture_output=True,
+                                 text=True)
+        if version.returncode == 0 and int(version.stdout) < 11:
+            old.append(path)
+    return old
+
+
+@pytest.mark.parametrize("command", ["evaluation", "evaluation.phase", "evaluation.examples", "evaluation.leaderboard",
+                                     "evaluation.new"])
+def test_an_old_python_gets_one_line_and_exit_3(command):
+    """Python 3.6 cannot parse a module written for 3.11: the package stops it first, with one line."""
+    interpreters = old_pythons()
+    if not interpreters:
+        pytest.skip("no Python older than 3.11 on this machine")
+    for python in interpreters:
+        result = subprocess.run([python, "-m", command, "--help"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=60)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 3 and len(lines) == 1, (python, result.stderr)
+        assert lines[0].startswith("The evaluation needs Python 3.11 or newer") and python in lines[0]
