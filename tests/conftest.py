@@ -74,8 +74,8 @@ def evaluate(tmp_path, capsys):
 @pytest.fixture(scope="session")
 def synthetic_dataset(tmp_path_factory):
     """synthetic_dataset(challenge, seed=0, cases=None) -> folder holding ground-truth/ and input/,
-    written once per session by the challenge's Example.synthesize (read only: copy it with
-    dataset_copy before changing anything)."""
+    written once per session by the challenge's Example.synthesize (read only: copy it before
+    changing anything)."""
     made: dict[tuple, Path] = {}
 
     def make(challenge: str, seed: int = 0, cases: int | None = None) -> Path:
@@ -89,19 +89,6 @@ def synthetic_dataset(tmp_path_factory):
         return made[key]
 
     return make
-
-
-@pytest.fixture
-def dataset_copy(tmp_path):
-    """dataset_copy(folder) -> (input dir, ground-truth dir) of a fresh copy of a synthetic dataset."""
-    import shutil
-
-    def copy(folder: Path) -> tuple[Path, Path]:
-        target = tmp_path / f"data-{len(list(tmp_path.glob('data-*')))}"
-        shutil.copytree(folder, target)
-        return target / "input", target / "ground-truth"
-
-    return copy
 
 
 @pytest.fixture(scope="session")
