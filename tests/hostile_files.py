@@ -351,11 +351,18 @@ def write_image(path: Path, array: np.ndarray, like=None) -> None:
 # HDF5 (csv2026 predictions-file phase)
 
 
-def h5_replace(path: Path, name: str, make) -> None:
-    """Open the HDF5 file at `path` and replace its member `name` by what make(handle, name) puts."""
+def h5_open(path: Path, mode: str):
+    """h5py.File without HDF5's file lock. The hostile cases are built in threads while other
+    threads start runners, and a forked child holds a copy of every open descriptor (and the
+    lock on it) until it execs: a rewrite right after a read could find its own file locked."""
     import h5py
 
-    with h5py.File(path, "a") as handle:
+    return h5py.File(path, mode, locking=False)
+
+
+def h5_replace(path: Path, name: str, make) -> None:
+    """Open the HDF5 file at `path` and replace its member `name` by what make(handle, name) puts."""
+    with h5_open(path, "a") as handle:
         if name in handle or name in handle.keys():
             del handle[name]
         make(handle, name)
@@ -364,20 +371,16 @@ def h5_replace(path: Path, name: str, make) -> None:
 def h5_contiguous_copy(path: Path) -> None:
     """Rewrite an HDF5 file with every dataset contiguous and uncompressed (same values), so that
     a dataset's bytes sit at a fixed offset of the file."""
-    import h5py
-
-    with h5py.File(path, "r") as handle:
+    with h5_open(path, "r") as handle:
         data = {name: handle[name][()] for name in handle}
-    with h5py.File(path, "w") as handle:
+    with h5_open(path, "w") as handle:
         for name, value in data.items():
             handle.create_dataset(name, data=value)
 
 
 def h5_dataset_offset(path: Path, name: str) -> tuple[int, tuple[int, ...], str]:
     """(byte offset in the file, shape, dtype) of a contiguous dataset."""
-    import h5py
-
-    with h5py.File(path, "r") as handle:
+    with h5_open(path, "r") as handle:
         dataset = handle[name]
         return dataset.id.get_offset(), dataset.shape, dataset.dtype.str
 
@@ -403,9 +406,7 @@ def h5_write_chunk(path: Path, name: str, stream: bytes, filtered: bool = True, 
     """Dataset `name` of the HDF5 file at `path` rewritten as chunked (half its rows a chunk;
     `compression` unless not `filtered`) with its first chunk's stored bytes replaced by `stream`,
     the others the dataset's own values."""
-    import h5py
-
-    with h5py.File(path, "a") as handle:
+    with h5_open(path, "a") as handle:
         data = handle[name][()]
         del handle[name]
         chunks = (max(1, data.shape[0] // 2),) + data.shape[1:]
@@ -444,8 +445,6 @@ def lzf_of_value(count: int, value: int = 1) -> bytes:
 def _csv2026_h5(target: Path) -> None:
     """The csv2026 example as a predictions-file phase: NNNN_pred.h5 (long_mask, trans_mask, cls)
     per case under preds/, from the example's images and plaque-risk.json."""
-    import h5py
-
     sub = Submission(ROOT / "test" / "csv2026", "csv2026")
     sub.input = ROOT / "test" / "csv2026" / "input"
     (target / "preds").mkdir(parents=True)
@@ -456,7 +455,7 @@ def _csv2026_h5(target: Path) -> None:
             masks[view] = np.squeeze(array)
         risk = json.loads(sub.output_path(case_id, "plaque-risk").read_text())
         high = int(bool(risk)) if isinstance(risk, bool) else int(risk >= 0.5)
-        with h5py.File(target / "preds" / f"{case_id}_pred.h5", "w") as handle:
+        with h5_open(target / "preds" / f"{case_id}_pred.h5", "w") as handle:
             handle.create_dataset("long_mask", data=masks["long"], compression="gzip")
             handle.create_dataset("trans_mask", data=masks["trans"], compression="gzip")
             handle.create_dataset("cls", data=np.uint8(high))

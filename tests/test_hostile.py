@@ -607,7 +607,7 @@ def _h5_external_raw_secret(sub: Submission, path: Path) -> None:
 def _h5_soft_link(target: str):
     def mutate(sub: Submission, path: Path) -> None:
         import h5py
-        with h5py.File(path, "a") as handle:
+        with hf.h5_open(path, "a") as handle:
             data = handle["long_mask"][()]
             del handle["long_mask"]
             if target != "/nowhere":
