@@ -477,6 +477,24 @@ def value_at_path(document: dict, path: str) -> Any:
     return value
 
 
+def set_at_path(document: dict, path: str, value: Any) -> None:
+    """Sets the value at a dot-separated path (where value_at_path reads it), making the
+    dictionaries on the way."""
+    *parents, key = path.split(".")
+    for part in parents:
+        document = document.setdefault(part, {})
+    document[key] = value
+
+
+def nest_paths(values: dict[str, Any]) -> dict[str, Any]:
+    """{"aggregates.c_index": v, ...} as metrics.json nests it ({"aggregates": {"c_index": v}}),
+    keys in the order given."""
+    nested: dict[str, Any] = {}
+    for path, value in values.items():
+        set_at_path(nested, path, value)
+    return nested
+
+
 def metrics_json(metrics: dict, ranked_paths: Iterable[str] = ()) -> str:
     """The metrics.json text: plain JSON, never NaN or Infinity (undefined values are null with a
     note under "notes"), every ranked path a finite number, the same bytes for the same dict."""

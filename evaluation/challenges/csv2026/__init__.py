@@ -31,7 +31,7 @@ import numpy as np
 
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case, Undefined, value_at_path
+from evaluation.grand_challenge import Case, Undefined, set_at_path, value_at_path
 from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
@@ -240,7 +240,7 @@ class Csv2026(Evaluation):
         untimed = Undefined(f"no timing information ({source}); rank on {SCORE_WITHOUT_TIME.path}")
         document: dict[str, Any] = {}
         for column in VALUES:
-            put(document, column.path, values.get(column.path, untimed))
+            set_at_path(document, column.path, values.get(column.path, untimed))
         document["aggregates"]["baseline_time_seconds"] = (
             baseline if baseline is not None else Undefined("config.json sets no baseline_time_seconds"))
         document["timing"] = {"source": source, "jobs": sum(timing is not None for timing in timings)}
@@ -251,14 +251,6 @@ class Csv2026(Evaluation):
     # ---- chart (only when structure_chart_file is set; charts.py) -------------------------
 
     chart_builders: ClassVar[dict] = {"structure_chart_file": structure_chart}
-
-
-def put(document: dict[str, Any], path: str, value: Any) -> None:
-    """Sets document's value at a dot-separated path, making the dictionaries on the way."""
-    *parents, key = path.split(".")
-    for part in parents:
-        document = document.setdefault(part, {})
-    document[key] = value
 
 
 __all__ = [

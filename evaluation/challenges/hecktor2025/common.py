@@ -196,19 +196,6 @@ def interval_columns(what: str, column: Column, level: float) -> tuple[Column, C
                  for bound in ("lower", "upper"))
 
 
-def at_paths(values: dict[str, Any]) -> dict[str, Any]:
-    """{"aggregates.c_index": v, ...} as metrics.json nests it ({"aggregates": {"c_index": v}}),
-    keys in the order given."""
-    nested: dict[str, Any] = {}
-    for path, value in values.items():
-        *parents, key = path.split(".")
-        node = nested
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[key] = value
-    return nested
-
-
 class BootstrapTask(HecktorEvaluation):
     """Tasks 2 and 3: one value per patient from a JSON output or a 2022-style CSV, and a seeded
     patient bootstrap interval of each ranked value, computed by `aggregate` like the value itself."""

@@ -18,12 +18,11 @@ from evaluation.challenges.hecktor2025.common import (
     PREDICTION_COLUMN,
     BootstrapSettings,
     BootstrapTask,
-    at_paths,
     ground_truth_binary,
     patient_table,
 )
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.grand_challenge import Case, single_ground_truth_file
+from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
 from evaluation.metrics.binary import resampled_rates
 from evaluation.phase.columns import Column
 from evaluation.reading.values import is_finite_number, shown
@@ -102,7 +101,7 @@ class HpvTask(BootstrapTask):
         y_true, y_pred = self.decisions(patients, results)
         intervals, skipped = self.bootstrap_intervals(results)
         return {
-            **at_paths({**self.point_values(results), **intervals}),
+            **nest_paths({**self.point_values(results), **intervals}),
             "counts": {
                 "patients": len(patients),
                 "hpv_positive": int(y_true.sum()),

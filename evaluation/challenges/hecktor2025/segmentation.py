@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, at_paths, submission_name
+from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, submission_name
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
@@ -25,6 +25,7 @@ from evaluation.grand_challenge import (
     Undefined,
     check_ground_truth_file,
     list_submission_files,
+    nest_paths,
     strip_extension,
 )
 from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
@@ -188,7 +189,7 @@ class SegmentationTask(HecktorEvaluation):
         # the lesion counts are whole numbers, shown as such (sums of whole floats: exact)
         tp, fp, fn = (int(point[path]) for path in lesion_counts)
         return {
-            **at_paths({path: int(value) if path in lesion_counts else value for path, value in point.items()}),
+            **nest_paths({path: int(value) if path in lesion_counts else value for path, value in point.items()}),
             "counts": {
                 "patients": len(patients),
                 "patients_without_gtvp_in_either": sum(1 for p in patients

@@ -17,14 +17,13 @@ from evaluation.challenges.hecktor2025.common import (
     PREDICTION_COLUMN,
     BootstrapSettings,
     BootstrapTask,
-    at_paths,
     ground_truth_binary,
     ground_truth_number,
     patient_table,
     text_number,
 )
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.grand_challenge import Case, single_ground_truth_file
+from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
 from evaluation.metrics.survival import resampled_concordance
 from evaluation.phase.columns import Column
 from evaluation.reading.values import is_finite_number, shown
@@ -107,7 +106,7 @@ class SurvivalTask(BootstrapTask):
         intervals, skipped = self.bootstrap_intervals(results)
         _, comparable = resampled_concordance(time, event, risk, np.ones((1, len(patients))))
         return {
-            **at_paths({**self.point_values(results), **intervals}),
+            **nest_paths({**self.point_values(results), **intervals}),
             "counts": {
                 "patients": len(patients),
                 "relapses": int(event.sum()),
