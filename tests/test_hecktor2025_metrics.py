@@ -11,7 +11,7 @@ from scipy import ndimage
 from sklearn.metrics import balanced_accuracy_score, recall_score
 from sksurv.metrics import concordance_index_censored
 
-from evaluation.metrics.binary import binary_rates, resampled_rates
+from evaluation.metrics.binary import resampled_rates
 from evaluation.metrics.lesions import (
     connected_lesions,
     f1_from_counts,
@@ -261,19 +261,6 @@ def test_cindex_undefined_and_bad_input():
 # ---- balanced accuracy ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_binary_rates_equal_sklearn(seed):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(2, 80))
-    y_true = rng.random(n) < rng.uniform(0.2, 0.8)
-    y_true[:2] = (True, False)
-    y_pred = rng.random(n) < 0.5
-    balanced, sensitivity, specificity = binary_rates(y_true, y_pred)
-    assert balanced == balanced_accuracy_score(y_true, y_pred)
-    assert sensitivity == recall_score(y_true, y_pred)
-    assert specificity == recall_score(~y_true, ~y_pred)
-
-
 def test_resampled_rates_equal_sklearn_on_each_resample():
     rng = np.random.default_rng(2)
     y_true, y_pred = rng.random(25) < 0.3, rng.random(25) < 0.4
@@ -288,11 +275,13 @@ def test_resampled_rates_equal_sklearn_on_each_resample():
         assert sens == recall_score(t, p) and spec == recall_score(~t, ~p)
 
 
-def test_binary_rates_need_both_classes():
-    with pytest.raises(ValueError, match="both classes"):
-        binary_rates([1, 1], [0, 1])
+def test_resampled_rates_without_a_class_and_of_non_binary_values():
+    sensitivity, specificity = resampled_rates([1, 1], [0, 1], [[1, 1]])
+    assert sensitivity[0] == 0.5 and np.isnan(specificity[0])
+    sensitivity, specificity = resampled_rates([0, 0, 1], [0, 1, 1], [[1, 1, 0]])
+    assert np.isnan(sensitivity[0]) and specificity[0] == 0.5
     with pytest.raises(ValueError, match="only 0 and 1"):
-        binary_rates([1, 0], [0.5, 1])
+        resampled_rates([1, 0], [0.5, 1], [[1, 1]])
 
 
 def test_cindex_ties_only_exactly_equal_risks_unlike_sksurv_default():

@@ -1,5 +1,6 @@
-"""Binary decisions against binary labels: sensitivity, specificity and balanced accuracy, on one
-data set and, vectorised, on many bootstrap resamples at once (rows of multiplicities)."""
+"""Binary decisions against binary labels: sensitivity and specificity of many weightings of the
+cases at once (rows of multiplicities: the bootstrap's resamples, or one row of ones for the data
+set itself); balanced accuracy is their mean (scikit-learn's balanced_accuracy_score)."""
 
 from __future__ import annotations
 
@@ -34,12 +35,3 @@ def resampled_rates(y_true, y_pred, counts) -> tuple[np.ndarray, np.ndarray]:
         specificity = np.where(negatives > 0, true_negatives / negatives, np.nan)
     return sensitivity, specificity
 
-
-def binary_rates(y_true, y_pred) -> tuple[float, float, float]:
-    """(balanced accuracy, sensitivity, specificity), positive class 1. Balanced accuracy is
-    (sensitivity + specificity) / 2 (sklearn's balanced_accuracy_score). ValueError unless both
-    classes are present in y_true."""
-    sensitivity, specificity = resampled_rates(y_true, y_pred, np.ones((1, len(np.asarray(y_true))), dtype=np.int64))
-    if np.isnan(sensitivity[0]) or np.isnan(specificity[0]):
-        raise ValueError("y_true must hold both classes")
-    return float((sensitivity[0] + specificity[0]) / 2), float(sensitivity[0]), float(specificity[0])

@@ -37,12 +37,6 @@ def _as_vector(values, name: str) -> np.ndarray:
     return array
 
 
-def mask_pixel(coordinates, level: int) -> np.ndarray:
-    """Level-0 pixel coordinates -> index at `level`: floor(coordinate / 2**level)."""
-    coordinates = _as_vector(coordinates, "coordinates")
-    return np.floor(coordinates / float(2 ** level)).astype(np.int64)
-
-
 @dataclass(frozen=True)
 class SlideHits:
     """What one slide contributes to the FROC: small, whatever the mask size."""
