@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from evaluation import __version__
-from evaluation.challenges import available_challenges, challenge_class, challenge_names
+from evaluation.challenges import available_challenges, challenge_names, named_challenge
 from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError
 from evaluation.framework import default_workers, log, stop_workers
 from evaluation.grand_challenge import (
@@ -26,7 +26,7 @@ from evaluation.grand_challenge import (
     resolve_ground_truth_dir,
     write_outputs,
 )
-from evaluation.launch import CommandParser, run_command, unknown_challenge, whole_number
+from evaluation.launch import CommandParser, run_command, whole_number
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 
@@ -72,10 +72,7 @@ def run(args: argparse.Namespace) -> int:
     name = args.challenge or os.environ.get(CHALLENGE_ENV, "").strip()
     if not name:
         raise UsageError(f"No challenge given: name one ({', '.join(challenge_names())}) or set {CHALLENGE_ENV}.")
-    try:
-        challenge = challenge_class(name)  # imports this challenge's folder only: start-up time
-    except KeyError:
-        raise unknown_challenge(name, challenge_names()) from None
+    challenge = named_challenge(name)  # imports this challenge's folder only: start-up time
     started = time.perf_counter()
     log(f"evaluation {__version__}: {challenge.title}")
     prepare_output(args.output)  # before scoring: an unwritable output must not waste the run

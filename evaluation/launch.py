@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NoReturn
 
 from evaluation.errors import (
@@ -143,11 +143,6 @@ def whole_number(minimum: int):
             raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
         return value
     return parse
-
-
-def unknown_challenge(name: str, known: Sequence[str]) -> UsageError:
-    """The usage error of a challenge name no folder declares, naming the known ones."""
-    return UsageError(f"Unknown challenge {name!r}; known challenges: {', '.join(known)}.")
 
 
 # ---- the entry points ----------------------------------------------------------------------------

@@ -276,7 +276,7 @@ def test_failing_challenge_discovery_exit_4(capsys, monkeypatch):
     def broken(name):  # the challenge's module fails to import
         raise ImportError("cannot import name 'x' from 'evaluation.challenges.new'")
 
-    monkeypatch.setattr(cli, "challenge_class", broken)
+    monkeypatch.setattr(cli, "named_challenge", broken)
     code, _, stderr = run_main(capsys, "rare26")
     assert code == 4
     assert last_line(stderr).startswith("Internal error of the evaluation")
@@ -451,7 +451,7 @@ class Plain(Evaluation):
 def test_seed_ignored_by_a_challenge_without_one(tmp_path, capsys, monkeypatch):
     challenges = {"plain": Plain, "rare26": Rare26}
     monkeypatch.setattr(cli, "challenge_names", lambda: list(challenges))
-    monkeypatch.setattr(cli, "challenge_class", challenges.__getitem__)
+    monkeypatch.setattr(cli, "named_challenge", challenges.__getitem__)
     synthetic.write_json(tmp_path / "gt" / "truth.json", {"a": 0, "b": 0})
     synthetic.write_json(tmp_path / "input" / "a.json", 1.5)
     synthetic.write_json(tmp_path / "input" / "b.json", 2)

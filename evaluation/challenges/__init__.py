@@ -23,6 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from evaluation.errors import UsageError
+
 if TYPE_CHECKING:
     from evaluation.framework import Evaluation
 
@@ -65,6 +67,15 @@ def challenge_class(name: str) -> type[Evaluation]:
         if name in challenges:
             return challenges[name]
     raise KeyError(name)
+
+
+def named_challenge(name: str) -> type[Evaluation]:
+    """challenge_class of a name given on a command line: a usage error (exit 2) naming the known
+    challenges if no folder declares it (importing every folder only then)."""
+    try:
+        return challenge_class(name)
+    except KeyError:
+        raise UsageError(f"Unknown challenge {name!r}; known challenges: {', '.join(challenge_names())}.") from None
 
 
 def available_challenges() -> dict[str, type[Evaluation]]:

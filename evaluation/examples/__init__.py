@@ -131,11 +131,9 @@ def _main(argv: list[str] | None) -> int:
             parser.error("--output goes with --ground-truth, not --out")
         known = examples()
         if args.challenge not in known:
-            from evaluation.challenges import challenge_names
-            from evaluation.launch import unknown_challenge
+            from evaluation.challenges import named_challenge
 
-            if args.challenge not in challenge_names():
-                raise unknown_challenge(args.challenge, challenge_names())
+            named_challenge(args.challenge)
             parser.error(f"no examples for challenge {args.challenge!r}; known: {', '.join(known)}")
         fewest = known[args.challenge].min_cases
         if args.cases is not None and args.cases < fewest:

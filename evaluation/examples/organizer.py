@@ -92,18 +92,15 @@ def make_organizer_example(challenge: str, ground_truth: Path, output: Path, see
     """The example for the organizer's ground truth: the challenge's `submission` (perturbed
     from the ground truth, deterministic from `seed`), its invalid variants for any ground truth,
     plus "missing-case" for algorithm-job phases."""
-    from evaluation.challenges import available_challenges
+    from evaluation.challenges import named_challenge
     from evaluation.examples import examples
-    from evaluation.launch import unknown_challenge
 
-    challenges = available_challenges()
-    if challenge not in challenges:
-        raise unknown_challenge(challenge, list(challenges))
+    evaluation_class = named_challenge(challenge)
     example = examples().get(challenge)
     if example is None or example.submission is None:
         raise UsageError(f"The challenge {challenge} has no submission writer (Example.submission in "
                            f"evaluation/examples), so no example can be made for another ground truth.")
-    ground_truth_dir = checked_ground_truth(challenges[challenge], ground_truth)
+    ground_truth_dir = checked_ground_truth(evaluation_class, ground_truth)
 
     def invalid(input_dir: Path) -> Changes:
         if example.invalid_for_ground_truth is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation import __version__
-from evaluation.challenges import challenge_class, challenge_names
+from evaluation.challenges import challenge_class, named_challenge
 from evaluation.errors import EXIT_OK, SetupError, UsageError
 from evaluation.framework import default_workers, log
 from evaluation.grand_challenge import (
@@ -34,7 +34,7 @@ from evaluation.grand_challenge import (
     resolve_ground_truth_dir,
     value_at_path,
 )
-from evaluation.launch import CommandParser, run_command, unknown_challenge, whole_number
+from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.leaderboard.rules import TIE_METHODS
 from evaluation.leaderboard.scoring import BLAMED
 
@@ -467,8 +467,5 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        challenge_class(args.challenge)  # its folder only; every folder only to name the known ones
-    except KeyError:
-        raise unknown_challenge(args.challenge, challenge_names()) from None
+    named_challenge(args.challenge)  # its folder only; every folder only to name the known ones
     return run(args)

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 
 from evaluation.errors import EXIT_OK, SetupError
-from evaluation.launch import CommandParser, run_command, unknown_challenge
+from evaluation.launch import CommandParser, run_command
 
 FAILURE = "The phase settings could not be made:"
 PACK_FAILURE = "The phase's sockets could not be set:"
@@ -72,13 +72,10 @@ def _main(argv: list[str] | None) -> int:
     if args.pack is not None and not os.path.exists(args.pack):
         parser.error(f"the phase pack {args.pack} does not exist")
     # Imported here: a Python without the requirements gets one line (run_command), as every command does.
-    from evaluation.challenges import challenge_class, challenge_names
+    from evaluation.challenges import named_challenge
     from evaluation.grand_challenge import resolve_ground_truth_dir
 
-    try:
-        challenge = challenge_class(args.challenge)  # its folder only; every folder only to name the known ones
-    except KeyError:
-        raise unknown_challenge(args.challenge, challenge_names()) from None
+    challenge = named_challenge(args.challenge)  # its folder only; every folder only to name the known ones
     if args.pack is not None:
         return configure(challenge, args.ground_truth, args.pack)
     explicit = args.ground_truth
