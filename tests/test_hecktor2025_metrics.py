@@ -20,7 +20,7 @@ from evaluation.metrics.lesions import (
     overlapping_pairs,
 )
 from evaluation.metrics.resampling import draws_to_counts, linear_percentiles
-from evaluation.metrics.survival import concordance_index, resampled_concordance
+from evaluation.metrics.survival import concordance_index, resampled_concordance, weighted_concordance_index
 
 # ---- lesions --------------------------------------------------------------------------------
 
@@ -179,14 +179,20 @@ def test_resampled_cindex_equals_lifelines_on_each_resampled_data_set():
     rng = np.random.default_rng(5)
     time, event, risk = random_survival(rng, 60)
     draws = rng.integers(0, 60, size=(40, 60))
-    numerators, denominators = resampled_concordance(time, event, risk, draws_to_counts(draws, 60))
-    for row, (num, den) in zip(draws, zip(numerators, denominators, strict=True), strict=True):
+    counts = draws_to_counts(draws, 60)
+    numerators, denominators = resampled_concordance(time, event, risk, counts)
+    c_indices = weighted_concordance_index(time, event, risk, counts)
+    for row, num, den, c_index in zip(draws, numerators, denominators, c_indices, strict=True):
         try:
             expected = lifelines_cindex(time[row], -risk[row], event[row])
         except ZeroDivisionError:
-            assert den == 0
+            assert den == 0 and np.isnan(c_index)
             continue
-        assert num / den == expected
+        assert num / den == expected == c_index
+    # a row without a comparable pair (two censored patients): NaN, not an error
+    only_censored = np.zeros((1, 60), dtype=np.int64)
+    only_censored[0, np.flatnonzero(np.asarray(event) == 0)[:2]] = 1
+    assert np.isnan(weighted_concordance_index(time, event, risk, only_censored)[0])
 
 
 def test_resampled_cindex_blocks_give_the_same_numbers(monkeypatch):

@@ -52,6 +52,15 @@ def concordance_index(time, event, risk) -> float:
     return float(numerators[0] / denominators[0])
 
 
+def weighted_concordance_index(time, event, risk, sample_weight) -> np.ndarray:
+    """Harrell's C-index under each row of case weights (rows x patients; each pair weighted by
+    the product of its patients' weights): concordant over comparable pairs, NaN where a row has
+    no comparable pair."""
+    numerators, denominators = resampled_concordance(time, event, risk, sample_weight)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominators > 0, numerators / denominators, np.nan)
+
+
 def resampled_concordance(time, event, risk, counts) -> tuple[np.ndarray, np.ndarray]:
     """(concordant pairs, comparable pairs) of every resample: `counts` is (resamples x patients)
     multiplicities. A resample's C-index is their ratio; a zero denominator means no comparable

@@ -24,7 +24,7 @@ from evaluation.challenges.hecktor2025.common import (
 )
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
-from evaluation.metrics.survival import resampled_concordance
+from evaluation.metrics.survival import resampled_concordance, weighted_concordance_index
 from evaluation.phase.columns import Column
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import JSON_OUTPUT, setting
@@ -96,9 +96,7 @@ class SurvivalTask(BootstrapTask):
         where a row has no comparable pair. Unlabelled patients are left out. Exact in float64
         (every pair sum is a multiple of 1/2), so no summation order changes a bit."""
         patients, counts = self.labelled_columns(results, counts)
-        numerators, denominators = resampled_concordance(*self.survival_arrays(patients, results), counts)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return {self.c_index.path: np.where(denominators > 0, numerators / denominators, np.nan)}
+        return {self.c_index.path: weighted_concordance_index(*self.survival_arrays(patients, results), counts)}
 
     def score_aggregates(self, results: dict[str, float]) -> dict[str, Any]:
         patients = self.scored_patients(results)
