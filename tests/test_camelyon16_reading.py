@@ -336,6 +336,38 @@ def test_a_png_mask_claiming_an_absurd_size_is_a_setup_error(tmp_path):
                                   f"{TOO_LARGE}{LEVEL0}.")
 
 
+def mha_claiming(width: int, height: int, element_type: str) -> bytes:
+    """A MetaImage header claiming width x height pixels of `element_type`, with a few bytes of
+    compressed data: decoding it would allocate the claimed size first."""
+    return (f"ObjectType = Image\nNDims = 2\nDimSize = {width} {height}\nElementType = {element_type}\n"
+            f"CompressedData = True\nCompressedDataSize = 11\nElementDataFile = LOCAL\n").encode() + zlib.compress(b"")
+
+
+@pytest.mark.parametrize("name, content, claim", [
+    # 16,384 x 9,000 pixels (under the pixel bound) of 8 bytes: 1.18 GB decoded
+    ("Test_001.mha", mha_claiming(16_384, 9_000, "MET_DOUBLE"), "16384x9000 image of 8 bytes a pixel, 1179648000"),
+    ("Test_001.mha", mha_claiming(12_000, 12_000, "MET_LONG_LONG"), "12000x12000 image of 8 bytes a pixel, 1152000000"),
+], ids=["float64", "int64"])
+def test_a_mask_whose_pixels_are_wide_is_bounded_by_its_decoded_bytes(tmp_path, name, content, claim):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(SetupError) as excinfo:
+        read_mask(path, 5, 5, "Mask of slide Test_001")
+    assert str(excinfo.value) == (f"Mask of slide Test_001: {name} holds a single {claim} bytes decoded, more than "
+                                  f"the 1073741824 a mask may take (write it with 8-bit pixels).")
+
+
+def test_a_16_bit_mask_within_the_bound_is_read(tmp_path):
+    import SimpleITK as sitk
+
+    mask = np.zeros((60, 80), dtype=np.uint16)
+    mask[10:20, 30:50] = 1000
+    for name in ("Test_001.png", "Test_001.mha"):
+        sitk.WriteImage(sitk.GetImageFromArray(mask), str(tmp_path / name))
+        read = read_mask(tmp_path / name, 5, 5, "Mask of slide Test_001")
+        assert np.array_equal(read.tumor, mask != 0) and read.level == 5
+
+
 def test_reference_is_read_through_the_layer(data, evaluate):
     input_dir, ground_truth = data
     before = evaluate("camelyon16", input_dir, ground_truth)

@@ -102,6 +102,7 @@ class ImageFile:
     image_io: str
     geometry: Geometry
     components: int
+    component_bytes: int  # of one component of a pixel, as the file stores it (decoded)
     name: str  # as given (shown), not a link's target
 
 
@@ -194,7 +195,16 @@ def open_image(origin: Origin, path: Path, what: str) -> ImageFile:
                         tuple(reader.GetOrigin()), tuple(reader.GetDirection()))
     if any(n <= 0 for n in geometry.size):
         origin.fail(f"{what}: {name} has an empty size {shape_text(geometry.shape)}.")
-    return ImageFile(origin, path, what, image_io, geometry, int(reader.GetNumberOfComponents()), name)
+    return ImageFile(origin, path, what, image_io, geometry, int(reader.GetNumberOfComponents()),
+                     _component_bytes(sitk.GetPixelIDValueAsString(reader.GetPixelID())), name)
+
+
+def _component_bytes(pixel_type: str) -> int:
+    """Bytes of one decoded component from SimpleITK's name of the pixel type ("16-bit signed
+    integer", "vector of 32-bit float", "complex of 64-bit float": both parts); 8 if it names none."""
+    bits = re.search(r"(\d+)-bit", pixel_type)
+    size = int(bits.group(1)) // 8 if bits else 8
+    return 2 * size if pixel_type.startswith("complex") else size
 
 
 def _head(origin: Origin, path: Path, what: str, name: str, gzipped: bool) -> bytes:

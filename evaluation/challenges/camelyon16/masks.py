@@ -57,7 +57,8 @@ def read_mask(path: Path, pyramid_level: int, single_page_level: int, what: str,
         return _read_tiff(path, pyramid_level, single_page_level, what)
     image = open_image(origin, path, what)  # the header alone
     size = "x".join(str(n) for n in image.geometry.size)  # width x height, as for TIFF pages
-    _check_size(image.shape, 1, what, f"{path.name} holds a single {size} image", LEVEL0_HINT)
+    _check_size(image.shape, image.components * image.component_bytes, what, f"{path.name} holds a single {size} image",
+                LEVEL0_HINT)
     voxels = np.squeeze(image.read(None))
     if voxels.ndim != 2:
         raise SetupError(f"{what}: {path.name} has shape {shape_text(voxels.shape)}; a 2-D mask is expected.")
@@ -67,9 +68,12 @@ def read_mask(path: Path, pyramid_level: int, single_page_level: int, what: str,
 def _check_size(shape: tuple[int, ...], bytes_per_pixel: int, what: str, claim: str, hint: str = "") -> None:
     """Refuse, before decoding, an image too large to be a mask at the evaluation level."""
     pixels = int(np.prod([int(n) for n in shape], dtype=np.float64))
-    if pixels > MAX_MASK_PIXELS or pixels * bytes_per_pixel > MAX_MASK_BYTES:
+    if pixels > MAX_MASK_PIXELS:
         raise SetupError(f"{what}: {claim}, more than the {MAX_MASK_PIXELS} pixels a mask at the evaluation level "
                          f"may have{hint}.")
+    if pixels * bytes_per_pixel > MAX_MASK_BYTES:
+        raise SetupError(f"{what}: {claim} of {bytes_per_pixel} bytes a pixel, {pixels * bytes_per_pixel} bytes "
+                         f"decoded, more than the {MAX_MASK_BYTES} a mask may take (write it with 8-bit pixels).")
 
 
 def _plane(array: np.ndarray, samples: int) -> np.ndarray:
