@@ -93,3 +93,13 @@ def test_counts_in_arrays_give_one_dice_and_one_f1_per_element():
             assert f1[k] == dsc[k] == pytest.approx(f1_score(y_true, y_pred), abs=1e-15)
     assert (f1[:3] == 0.25).all() and (dsc[:3] == 0.5).all()
     assert isinstance(f1_from_counts(1, 0, 0), float) and isinstance(dice_from_counts(1, 1, 1), float)
+
+
+def test_a_nan_count_gives_nan_not_the_empty_masks_score():
+    """A NaN size is not an empty mask (the scalar `if total == 0` this replaced gave NaN too)."""
+    from evaluation.metrics.lesions import f1_from_counts
+
+    assert np.isnan(dice_from_counts(np.nan, np.nan, 2.0))
+    assert np.isnan(f1_from_counts(np.nan, 0, 0))
+    values = dice_from_counts(np.array([0.0, np.nan]), np.array([0.0, np.nan]), np.array([0.0, 1.0]))
+    assert values[0] == 1.0 and np.isnan(values[1])

@@ -13,7 +13,8 @@ def dice_from_counts(intersection, prediction_size, truth_size, both_empty: floa
                                                  for size in (intersection, prediction_size, truth_size))
     total = prediction_size + truth_size
     with np.errstate(invalid="ignore", divide="ignore"):
-        dice = np.where(total > 0, 2.0 * intersection / total, float(both_empty))
+        # != 0, not > 0: a NaN size gives NaN, never the empty masks' score
+        dice = np.where(total != 0, 2.0 * intersection / total, float(both_empty))
     return float(dice) if dice.ndim == 0 else dice
 
 
