@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.metrics.overlap import dice_from_counts
+
 MATCHING_METHODS = ("greedy", "hungarian")
 CONNECTIVITIES_3D = (6, 18, 26)
 _SLAB = 1 << 22  # voxels of the label maps handled at a time
@@ -156,8 +158,6 @@ def f1_from_counts(tp, fp, fn, all_zero: float = 1.0):
     """2TP / (2TP + FP + FN); `all_zero` when TP, FP and FN are all 0 (nothing to find, nothing
     found). Counts may be weighted sums, and arrays (one F1 per element, e.g. per bootstrap row);
     numbers in, a float out."""
+    # The Dice of the predicted (TP + FP) and true (TP + FN) lesion counts: the same ratio.
     tp, fp, fn = (np.asarray(count, dtype=np.float64) for count in (tp, fp, fn))
-    denominator = 2 * tp + fp + fn
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(denominator > 0, 2 * tp / denominator, float(all_zero))
-    return float(f1) if f1.ndim == 0 else f1
+    return dice_from_counts(tp, tp + fp, tp + fn, both_empty=all_zero)
