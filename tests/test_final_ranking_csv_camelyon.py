@@ -382,6 +382,16 @@ def test_weighted_froc_sensitivities_refuse_bad_input():
         weighted_froc_sensitivities(slides, -np.ones((1, 1), dtype=np.int64))
 
 
+def test_camelyon16_aggregate_refuses_fractional_weights_instead_of_truncating_them(camelyon_example):
+    evaluation, results = camelyon_example
+    halves = np.full((1, len(results)), 0.5)
+    with pytest.raises(ValueError, match="whole numbers"):  # a cast to int64 made them zeros: NaN, silently
+        evaluation.aggregate(results, halves)
+    ones = evaluation.aggregate(results, np.ones((1, len(results))))
+    for path, values in evaluation.aggregate(results, np.ones((1, len(results)), dtype=np.int64)).items():
+        np.testing.assert_array_equal(values, ones[path])  # whole floats are counts as they are
+
+
 def test_camelyon16_ranking_resamples_by_blocks(camelyon_example):
     """The default driver: the same values whatever the block size (paired draws)."""
     evaluation, results = camelyon_example

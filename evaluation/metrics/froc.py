@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.metrics.resampling import whole_counts
+
 FP_RATE_TARGETS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # FPs per slide: 1/4, 1/2, 1, 2, 4, 8
 THRESHOLD_RULES = ("2016", "corrected")
 
@@ -209,11 +211,7 @@ def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: st
     counts = np.asarray(sample_weight)
     if counts.ndim != 2 or counts.shape[1] != len(slides):
         raise ValueError(f"sample_weight must have shape (rows, {len(slides)}), got {counts.shape}")
-    if counts.size and not np.issubdtype(counts.dtype, np.integer) and not np.array_equal(counts, np.round(counts)):
-        raise ValueError("sample_weight must hold whole numbers (a slide counts a whole number of times)")
-    counts = counts.astype(np.int64)
-    if (counts < 0).any():
-        raise ValueError("sample_weight must be non-negative")
+    counts = whole_counts(counts)
     slot_type = np.float32 if rule == "2016" else np.float64
     # Every slide's values pooled, each array sorted within its slide (one sort for all slides).
     n = len(slides)

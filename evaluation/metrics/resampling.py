@@ -14,6 +14,18 @@ def draws_to_counts(draws: np.ndarray, n_items: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * n_items).reshape(rows, n_items)
 
 
+def whole_counts(sample_weight, what: str = "a slide") -> np.ndarray:
+    """Rows of case weights as int64 multiplicities; ValueError if one is not a whole number
+    (casting would truncate it silently) or is negative."""
+    counts = np.asarray(sample_weight)
+    if counts.size and not np.issubdtype(counts.dtype, np.integer) and not np.array_equal(counts, np.round(counts)):
+        raise ValueError(f"sample_weight must hold whole numbers ({what} counts a whole number of times)")
+    counts = counts.astype(np.int64)
+    if (counts < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    return counts
+
+
 def positives_per_resample(n_negative: int, negatives_per_positive: int) -> int:
     """How many positives a resample draws to reach the simulated prevalence, at least one
     (RARE26: max(1, int(n_ndbe / 100)))."""

@@ -24,6 +24,7 @@ from evaluation.metrics.froc import (
     slide_hits,
     weighted_froc_sensitivities,
 )
+from evaluation.metrics.resampling import whole_counts
 from evaluation.reading.files import Origin
 
 CURVE_POINTS = 500  # FROC points kept in metrics.json for plots
@@ -74,7 +75,7 @@ def aggregate(is_tumor: np.ndarray, results: list[SlideResult], weights: np.ndar
     sensitivities at `targets` with their mean, the FROC score (the 2016 script's curve of the
     row's weighted slides, `rule`'s thresholds), of every row of `weights` (rows x slides, the
     slides in the order of `results`, whole numbers)."""
-    weights = np.asarray(weights, dtype=np.int64)
+    weights = whole_counts(weights)  # a cast would truncate a fractional weight silently
     probabilities = np.array([result.probability for result in results], dtype=np.float64)
     lesion_columns = [j for j, result in enumerate(results) if result.hits is not None]
     hits = [results[j].hits for j in lesion_columns]
