@@ -50,7 +50,6 @@ class Hdf5File:
         """The names at the top level of the file, sorted; listing follows no link. Listed once
         (the file is open read-only)."""
         if self._names is None:
-
             found: list[bytes] = []
             self.handle.links.iterate(found.append)
             # As h5py names them: UTF-8, else shown with the bytes escaped (no lookup uses them).

@@ -38,19 +38,16 @@ from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings,
 
 from . import predictions, scoring
 from . import truth as truth_files
-from .predictions import CLASS_KEYS, HIGH_RISK_PROBABILITY, PREDICTION_SUFFIX, JobTiming, Prediction, job_timing
-from .scoring import STRUCTURE_WEIGHTS, WEIGHT_CLS, WEIGHT_SEG, WEIGHT_TIME, CaseResult, time_score
+from .predictions import CLASS_KEYS, PREDICTION_SUFFIX, JobTiming, Prediction, job_timing
+from .scoring import CaseResult, time_score
 from .truth import (
     LABEL_SUFFIX,
     MASK_KEYS,
     PAIRS,
     RAW_LABELS,
-    STRUCTURES,
     VIEW_NAMES,
     VIEWS,
     CaseTruth,
-    LabelMap,
-    label_map,
 )
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
@@ -255,27 +252,19 @@ class Csv2026(Evaluation):
 
 __all__ = [
     "CLASS_KEYS",
-    "HIGH_RISK_PROBABILITY",
     "LABEL_SUFFIX",
     "MASK_KEYS",
     "PAIRS",
     "PREDICTION_SUFFIX",
     "RAW_LABELS",
-    "STRUCTURES",
-    "STRUCTURE_WEIGHTS",
     "TIMED_PATHS",
     "VIEWS",
     "VIEW_NAMES",
-    "WEIGHT_CLS",
-    "WEIGHT_SEG",
-    "WEIGHT_TIME",
     "CaseResult",
     "CaseTruth",
     "Csv2026",
     "Csv2026Settings",
     "JobTiming",
-    "LabelMap",
     "Prediction",
-    "label_map",
     "time_score",
 ]
