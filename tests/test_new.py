@@ -198,21 +198,22 @@ def test_template_metrics_agree_with_an_independent_computation(scaffolded, temp
 GENERIC_FILES = tuple(sorted({"tests/test_hostile.py", *(
     f"tests/{path.name}" for path in (ROOT / "tests").glob("test_*.py")
     if path.name != "test_new.py" and any(word in path.read_text() for word in (
-        "available_challenges", "challenge_names()", "examples()")))}))
+        "available_challenges", "challenge_names()", "challenges()", "challenge_folders()", "examples()")))}))
 
 
 @pytest.mark.slow
 def test_generic_tests_run_on_a_new_challenge(scaffolded):
-    """The repository's tests parametrised over the challenges (GENERIC_FILES, -k NAME) run on the
-    new segmentation challenge in the copy."""
+    """The repository's tests parametrised over the challenges or their folders (GENERIC_FILES,
+    -k FOLDER: the name starts with it) run on the new segmentation challenge in the copy."""
     copy, name = scaffolded["segmentation"]
-    result = run(copy, sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-k", name,
+    result = run(copy, sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-k", folder_for(name),
                  *GENERIC_FILES, timeout=900)
     summary = result.stdout.strip().splitlines()[-1]
     failed = {line.split()[1].split("[")[0] for line in result.stdout.splitlines() if line.startswith("FAILED ")}
     passed = int(summary.split(" passed")[0].split()[-1]) if " passed" in summary else 0
     print(f"generic tests for {name}: {summary}")
     assert not failed, result.stdout[-4000:]  # no generic test needs a list entry for a new challenge
+    assert result.returncode == 0, result.stdout[-4000:]  # nor fails to collect or errors in a fixture
     assert passed >= 30, summary
 
 
