@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from evaluation.metrics.registry import metric
+
 
 def dice_from_counts(intersection, prediction_size, truth_size, both_empty: float = 1.0):
     """2|P∩G| / (|P| + |G|); `both_empty` when neither mask has a voxel (the usual convention is
@@ -28,8 +30,14 @@ def overlap_counts(prediction: np.ndarray, truth: np.ndarray) -> tuple[int, int,
             int(np.count_nonzero(truth)))
 
 
+@metric(kind="masks", better="higher", symmetric=True, empty={"both_empty": 1.0},
+        equals=("scikit-learn f1_score of the voxels", "medpy.metric.binary.dc"),
+        citation="Dice, Ecology 26(3), 1945")
 def dice(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0) -> float:
-    """Dice coefficient of two boolean masks of the same shape; `both_empty` if both are empty."""
+    """Dice coefficient of two boolean masks of the same shape; `both_empty` if both are empty.
+
+    2|P∩G| / (|P| + |G|) over the voxels of the masks (any nonzero value is foreground).
+    """
     return dice_from_counts(*overlap_counts(prediction, truth), both_empty=both_empty)
 
 

@@ -1,0 +1,178 @@
+"""The one validation helper of the metric library: every public metric checks its arguments
+here, at its top, and a bad argument raises ValueError naming the argument and what is wrong.
+
+Names follow scikit-learn's: `y_true`, `y_score`, `y_pred`, `sample_weight` (the weight of each
+case; rows of weights at once for a bootstrap: (rows, cases)); masks are `prediction` and
+`truth`; `spacing` is one physical size per axis, in the array's axis order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+DIAGONAL = "diagonal"  # an empty policy's value: the image's diagonal in the spacing's units
+
+
+def check_masks(prediction, truth, *, min_ndim: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Two masks as boolean arrays of one shape (any nonzero value is foreground)."""
+    prediction, truth = np.asarray(prediction), np.asarray(truth)
+    if prediction.shape != truth.shape:
+        raise ValueError(f"prediction and truth differ in shape: {prediction.shape} and {truth.shape}")
+    if prediction.ndim < min_ndim:
+        raise ValueError(f"masks must have at least {min_ndim} dimension(s), got {prediction.ndim}")
+    return as_bool(prediction, "prediction"), as_bool(truth, "truth")
+
+
+def as_bool(mask, name: str = "mask") -> np.ndarray:
+    """A mask as booleans, nonzero is foreground; NaN refused (it is neither)."""
+    mask = np.asarray(mask)
+    if mask.dtype == bool:
+        return mask
+    if mask.dtype.kind == "f" and np.isnan(mask).any():
+        raise ValueError(f"{name} holds NaN")
+    if mask.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold numbers or booleans, got {mask.dtype}")
+    return mask != 0
+
+
+def check_label_maps(prediction, truth) -> tuple[np.ndarray, np.ndarray]:
+    """Two integer label maps of one shape (booleans are labels 0 and 1)."""
+    prediction, truth = np.asarray(prediction), np.asarray(truth)
+    if prediction.shape != truth.shape:
+        raise ValueError(f"prediction and truth differ in shape: {prediction.shape} and {truth.shape}")
+    for name, labels in (("prediction", prediction), ("truth", truth)):
+        if labels.dtype.kind not in "biu":
+            raise ValueError(f"{name} must be a label map of integers, got {labels.dtype}")
+    return prediction, truth
+
+
+def check_labels(labels, name: str = "labels") -> np.ndarray:
+    """A 1-D sequence of distinct integer labels."""
+    array = np.asarray(labels)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iub"):
+        raise ValueError(f"{name} must be a 1-D sequence of integers, got {labels!r}")
+    if len(np.unique(array)) != len(array):
+        raise ValueError(f"{name} must be distinct, got {labels!r}")
+    return array.astype(np.int64)
+
+
+def check_spacing(spacing, ndim: int) -> np.ndarray:
+    """One finite spacing > 0 per axis, as float64; None is 1 per axis (voxel units)."""
+    if spacing is None:
+        return np.ones(ndim)
+    values = np.asarray(spacing, dtype=np.float64) if _numeric(spacing) else None
+    if values is None or values.ndim != 1 or len(values) != ndim:
+        raise ValueError(f"spacing must give one number per axis ({ndim}), got {spacing!r}")
+    if not (np.isfinite(values).all() and (values > 0).all()):
+        raise ValueError(f"spacing must be finite and > 0 on every axis, got {spacing!r}")
+    return values
+
+
+def _numeric(value) -> bool:
+    try:
+        return np.asarray(value, dtype=np.float64) is not None
+    except (TypeError, ValueError):
+        return False
+
+
+def check_nonnegative(value, name: str) -> float:
+    """A finite number >= 0 (a tolerance, a radius, a distance threshold)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def check_in_range(value, name: str, low: float, high: float, *, low_open: bool = False,
+                   high_open: bool = False) -> float:
+    """A finite number in [low, high] (either end open when asked)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    below = number <= low if low_open else number < low
+    above = number >= high if high_open else number > high
+    if not math.isfinite(number) or below or above:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return number
+
+
+def check_choice(value, name: str, choices: Sequence) -> object:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_empty_value(value, name: str, *, allow_diagonal: bool = False) -> float | str:
+    """An empty policy's value: a number (NaN allowed: undefined), or "diagonal" where offered."""
+    if allow_diagonal and value == DIAGONAL:
+        return DIAGONAL
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        allowed = "a number, NaN" + (' or "diagonal"' if allow_diagonal else "")
+        raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
+
+
+def diagonal(shape: Sequence[int], spacing: np.ndarray) -> float:
+    """The image's diagonal in the spacing's units: sqrt(Σ (shape_i · spacing_i)²)."""
+    return float(math.sqrt(sum((n * s) ** 2 for n, s in zip(shape, spacing, strict=True))))
+
+
+def empty_result(value: float | str, shape: Sequence[int], spacing: np.ndarray) -> float:
+    """The number an empty policy's value stands for on an image of this shape and spacing."""
+    return diagonal(shape, spacing) if value == DIAGONAL else float(value)
+
+
+def check_same_length(**arrays) -> int:
+    """The common length of 1-D (or case-major) arrays; ValueError naming them if they differ."""
+    lengths = {name: len(np.asarray(array)) for name, array in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        described = ", ".join(f"{name} {length}" for name, length in lengths.items())
+        raise ValueError(f"arrays must be of one length (one value per case), got {described}")
+    return next(iter(lengths.values()), 0)
+
+
+def check_finite(values, name: str) -> np.ndarray:
+    """Numbers as float64, none NaN or infinite."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold numbers") from None
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return array
+
+
+def check_binary(y_true, name: str = "y_true") -> np.ndarray:
+    """1-D labels holding only 0 and 1 (or False and True), as booleans."""
+    array = np.asarray(y_true)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
+    if array.size and not np.isin(array, (0, 1)).all():
+        raise ValueError(f"{name} must hold only 0 and 1")
+    return array.astype(bool)
+
+
+def check_sample_weight(sample_weight, n: int) -> tuple[np.ndarray, bool]:
+    """(weights as (rows, n) float64, whether one row was given as 1-D or None).
+
+    None is every case once. A row of whole numbers is a bootstrap resample: case j counted
+    sample_weight[r, j] times. Weights must be finite and >= 0."""
+    if sample_weight is None:
+        return np.ones((1, n)), True
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    single = weights.ndim == 1
+    weights = np.atleast_2d(weights)
+    if weights.ndim != 2 or weights.shape[1] != n:
+        raise ValueError(f"sample_weight of shape {np.shape(sample_weight)} does not give one weight per case ({n})")
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("sample_weight must be finite and >= 0")
+    return weights, single
