@@ -12,7 +12,7 @@ numbers are scikit-image's own.
 What SynthRAD does before scoring (clipping both images to [−1024, 3000] HU, filling the voxels
 outside the mask with −1024, shifting by +1024 for SSIM) is preprocessing for the caller: these
 functions score the images they are given. Images are computed in float64 whatever their dtype
-(scikit-image computes float32 images in float32).
+(scikit-image computes float32 images in float32), converted slab by slab, never whole.
 
 `data_range` (PSNR, SSIM) is never guessed from the dtype: a number > 0 (e.g. 4095 for CT in
 [−1024, 3071]), or "truth": the truth's max − min over the whole image, as SynthRAD 2023 does when
@@ -29,19 +29,19 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     as_bool,
     check_empty_value,
-    check_finite,
     check_in_range,
     check_nonnegative,
+    check_numbers,
     check_same_shape,
 )
 
 SYNTHRAD_2023 = "Huijben et al., Medical Image Analysis, 2024 (SynthRAD2023 challenge report)"
-# Voxels per slab of the SSIM map: about 8 float64 temporaries of 32 MiB each, whatever the volume.
-_SLAB_VOXELS = 1 << 22
+# Voxels per slab of the SSIM map: about 10 float64 temporaries of 8 MiB each, whatever the volume.
+_SLAB_VOXELS = 1 << 20
 
 
 def _images(prediction, truth, mask) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    prediction, truth = check_finite(prediction, "prediction"), check_finite(truth, "truth")
+    prediction, truth = check_numbers(prediction, "prediction"), check_numbers(truth, "truth")
     if mask is None:
         check_same_shape(prediction=prediction, truth=truth)
     else:
@@ -56,7 +56,7 @@ def _data_range(data_range, truth: np.ndarray) -> float:
     if isinstance(data_range, str):
         if data_range != "truth":
             raise ValueError(f"data_range must be a number > 0 or 'truth', got {data_range!r}")
-        data_range = float(truth.max() - truth.min()) if truth.size else 0.0
+        data_range = float(truth.max()) - float(truth.min()) if truth.size else 0.0  # no int16 overflow
         if data_range <= 0:
             raise ValueError("data_range='truth' needs a truth that is not constant (its max − min is 0)")
         return data_range
@@ -70,7 +70,10 @@ def _data_range(data_range, truth: np.ndarray) -> float:
 
 
 def _selected(prediction, truth, mask):
-    return (prediction, truth) if mask is None else (prediction[mask], truth[mask])
+    """The scored voxels of both images, as float64 (only they are converted)."""
+    if mask is not None:
+        prediction, truth = prediction[mask], truth[mask]
+    return prediction.astype(np.float64).ravel(), truth.astype(np.float64).ravel()
 
 
 @metric(kind="images", better="lower", symmetric=True, empty={"empty_mask": math.nan},
@@ -118,8 +121,10 @@ def peak_signal_noise_ratio(prediction, truth, mask=None, *, data_range, identic
 
 def _ssim_map(x: np.ndarray, y: np.ndarray, *, win_size: int, gaussian_weights: bool, sigma: float,
               use_sample_covariance: bool, c1: float, c2: float) -> np.ndarray:
-    """scikit-image's SSIM map (structural_similarity(full=True)) of two float64 images."""
+    """scikit-image's SSIM map (structural_similarity(full=True)) of two images, in float64."""
     from scipy.ndimage import gaussian_filter, uniform_filter
+
+    x, y = x.astype(np.float64), y.astype(np.float64)
 
     if gaussian_weights:
         def local_mean(image):

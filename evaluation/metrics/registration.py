@@ -25,7 +25,7 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     as_bool,
     check_empty_value,
-    check_finite,
+    check_numbers,
     check_points,
     check_same_shape,
     check_sample_weight,
@@ -37,12 +37,12 @@ from evaluation.metrics.validation import (
 LEARN2REG = "Hering et al., IEEE Transactions on Medical Imaging 42(3), 2023 (Learn2Reg)"
 # Learn2Reg's clipping of J (+ offset) before the log: a folding voxel counts as log(1e-9) ≈ −20.7.
 LOG_CLIP = (1e-9, 1e9)
-# Voxels per slab of Jacobians: about ndim² + 4 float64 temporaries of 32 MiB each, whatever the field.
-_SLAB_VOXELS = 1 << 22
+# Voxels per slab of Jacobians: about ndim² + 4 float64 temporaries of 8 MiB each, whatever the field.
+_SLAB_VOXELS = 1 << 20
 
 
 def _field(displacement, mask, spacing) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    field = check_finite(displacement, "displacement")
+    field = check_numbers(displacement, "displacement")  # converted to float64 slab by slab
     if field.ndim < 2 or field.shape[0] != field.ndim - 1:
         raise ValueError(f"displacement must be (ndim, *shape), one component per axis, got shape {field.shape}")
     if mask is not None:
@@ -73,7 +73,8 @@ def _jacobian_determinants(field: np.ndarray, spacing: np.ndarray, rows: slice) 
             ahead[j] = slice(2, None)
             behind[j] = slice(0, -2)
         for i in range(ndim):
-            jacobian[i, j] = (field[i][tuple(ahead)] - field[i][tuple(behind)]) / (2.0 * spacing[j])
+            difference = field[i][tuple(ahead)].astype(np.float64) - field[i][tuple(behind)]
+            jacobian[i, j] = difference / (2.0 * spacing[j])
         jacobian[j, j] += 1.0
     if ndim == 2:
         return jacobian[0, 0] * jacobian[1, 1] - jacobian[0, 1] * jacobian[1, 0]
@@ -193,7 +194,8 @@ def _registration_errors(fixed_landmarks, moving_landmarks, displacement, spacin
         raise ValueError(f"fixed_landmarks must lie within the displacement field's grid: [0, n − 1] per axis, "
                          f"n − 1 = {tuple(int(g) for g in grid)}")
     # Learn2Reg's compute_tre: map_coordinates with its defaults (order 3, mode 'constant').
-    moved = np.stack([map_coordinates(component, fixed.T, order=order) for component in field], axis=1)
+    moved = np.stack([map_coordinates(component.astype(np.float64), fixed.T, order=order) for component in field],
+                     axis=1)
     return np.sqrt((((fixed - moving) * scale + moved) ** 2).sum(axis=1))
 
 

@@ -219,3 +219,14 @@ def check_same_shape(**arrays) -> tuple:
         described = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
         raise ValueError(f"arrays must be of one shape, got {described}")
     return next(iter(shapes.values()))
+
+
+def check_numbers(values, name: str) -> np.ndarray:
+    """An array of real numbers in its own dtype (no float64 copy of a large image), none NaN or
+    infinite; booleans and integers pass as they are."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold numbers, got {array.dtype}")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return array
