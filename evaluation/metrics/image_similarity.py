@@ -7,7 +7,8 @@ differences for MAE and PSNR, the SSIM map for SSIM. Definitions are scikit-imag
 (SynthRAD2023/metrics, image_metrics.py): MAE and PSNR over the mask's voxels, SSIM the mean of
 the full-image SSIM map over the mask's voxels, leaving out, as scikit-image's mean does, the
 strip of half a window along the image's border. Without a mask every voxel counts and the
-numbers are scikit-image's own.
+numbers are scikit-image's own. (SynthRAD 2025 ranks a masked multi-scale SSIM instead, which is
+not computed here.)
 
 What SynthRAD does before scoring (clipping both images to [−1024, 3000] HU, filling the voxels
 outside the mask with −1024, shifting by +1024 for SSIM) is preprocessing for the caller: these
