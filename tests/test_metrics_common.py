@@ -6,7 +6,7 @@ without editing this file; a kind without inputs in tests/metric_kinds/ fails he
 - symmetry where declared symmetric;
 - padding with background changes nothing;
 - spacing scaled by s scales the value by s, s², s^ndim or 1 as its unit says (with the
-  parameters in the spacing's units scaled along);
+  parameters and the arrays in the spacing's units, e.g. a displacement field, scaled along);
 - a case of weight 2 equals that case twice (metrics taking sample_weight);
 - each declared empty case gives its declared default, and the value passed for it;
 - 2D and 3D (or the kind's dimensions) give finite numbers on typical inputs;
@@ -128,9 +128,10 @@ def test_spacing_scales_the_value(name, ndim):
     s = 2.5
     power = {"none": 0, "length": 1, "area": 2, "volume": ndim}[metric.unit]
     scaled = {p: metric.example[p] * s for p in metric.scaled}
+    in_new_unit = getattr(kind_of(metric), "scale", lambda args, s: args)  # arrays holding lengths (a field)
     for args in cases(metric, ndim):
         base = call(metric, args, ndim)
-        bigger = call(metric, args, ndim, spacing=tuple(s * v for v in SPACINGS[ndim]), **scaled)
+        bigger = call(metric, in_new_unit(args, s), ndim, spacing=tuple(s * v for v in SPACINGS[ndim]), **scaled)
         assert_same(base, bigger, scale=s ** power)
 
 

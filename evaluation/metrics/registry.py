@@ -32,7 +32,14 @@ KINDS = {
     "probabilities": "binary truth and a probability per case: f(y_true, y_prob, sample_weight=None, ...)",
     "survival": "times, events and risk scores per case: f(time, event, risk, sample_weight=None)",
     "images": "two images of one shape and an optional mask: f(prediction, truth, mask=None, ...)",
-    "displacement": "a displacement field (ndim, *shape) in the spacing's units: f(field, spacing=None, ...)",
+    "displacement": "a displacement field (ndim, *shape) in the spacing's units and an optional mask of its shape: "
+                    "f(displacement, mask=None, spacing=None, ...)",
+    "landmarks": "predicted and true positions of the same landmarks, paired (n, ndim) arrays: "
+                 "f(prediction, truth, spacing=None, ...)",
+    "errors": "errors (distances >= 0), one per landmark or case: f(errors, ...)",
+    "registration_landmarks": "fixed and moving landmarks, paired (n, ndim) arrays in voxel coordinates, and a "
+                              "displacement field (ndim, *shape) in the spacing's units: "
+                              "f(fixed_landmarks, moving_landmarks, displacement, spacing=None, ...)",
     "case_values": "per-case values and their weights: f(values, sample_weight=None, ...)",
 }
 

@@ -176,3 +176,57 @@ def check_sample_weight(sample_weight, n: int) -> tuple[np.ndarray, bool]:
     if not np.isfinite(weights).all() or (weights < 0).any():
         raise ValueError("sample_weight must be finite and >= 0")
     return weights, single
+
+
+def check_weight_totals(weights: np.ndarray) -> np.ndarray:
+    """The total weight of each row of a (rows, cases) weight array, each > 0: a weighted mean
+    over no weight is not a number, so a row of zeros (or no case at all) is refused."""
+    if weights.shape[1] == 0:
+        raise ValueError("at least one case is needed (the arrays are empty)")
+    totals = weights.sum(axis=1)
+    if not (totals > 0).all():
+        raise ValueError("sample_weight must give a positive total weight in every row (a case of weight > 0)")
+    return totals
+
+
+def per_row(values: np.ndarray, single: bool):
+    """A metric's values, one per row of sample_weight, as the caller gave the weights: a float for
+    one row (1-D weights or None), the array of rows otherwise."""
+    return float(values[0]) if single else values
+
+
+def check_values(values, name: str, *, ndim: int = 1) -> np.ndarray:
+    """Finite numbers as a float64 array of `ndim` dimensions (1: one value per case)."""
+    array = check_finite(values, name)
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {array.shape}")
+    return array
+
+
+def check_points(points, name: str) -> np.ndarray:
+    """Points as a finite float64 (n, ndim) array, one row per point, coordinates in the array's
+    axis order (voxel indices; the spacing makes them physical)."""
+    array = check_finite(points, name)
+    if array.ndim != 2 or array.shape[1] < 1:
+        raise ValueError(f"{name} must be an (n, ndim) array of point coordinates, got shape {array.shape}")
+    return array
+
+
+def check_same_shape(**arrays) -> tuple:
+    """The common shape of arrays; ValueError naming them if they differ."""
+    shapes = {name: np.shape(array) for name, array in arrays.items()}
+    if len(set(shapes.values())) > 1:
+        described = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"arrays must be of one shape, got {described}")
+    return next(iter(shapes.values()))
+
+
+def check_numbers(values, name: str) -> np.ndarray:
+    """An array of real numbers in its own dtype (no float64 copy of a large image), none NaN or
+    infinite; booleans and integers pass as they are."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold numbers, got {array.dtype}")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return array

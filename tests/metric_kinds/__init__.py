@@ -13,6 +13,9 @@ A kind module defines:
 - `repeat(args, index) -> tuple | None`: the arguments with case `index` present twice (None: the
   kind has no cases), for "a case of weight 2 equals the case twice";
 - `n_cases(args) -> int`: how many cases the arguments hold (for sample_weight);
+- `scale(args, s) -> tuple` (optional): the arguments with every array holding lengths in the
+  spacing's units (a displacement field) multiplied by s, for the spacing-scaling check; a kind
+  without it holds none (coordinates are voxel indices);
 - `arrays`: the positions of the array arguments (for dtype, memory order and mutation checks);
 - `dtypes`: the dtypes the array arguments may be given in without changing the result.
 """
