@@ -155,8 +155,10 @@ def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive
     A pair is a candidate when its distance is within `radius` (`inclusive`: <=, else <), in
     the spacing's units. `assignment`:
     - "hungarian": a maximum matching (the most pairs), and among maximum matchings the least
-      total distance (scipy's sparse minimum-weight full matching; a tie in total distance
-      is broken by the solver);
+      total distance: a true point or a prediction alone in its group of pairs (the connected
+      components of the graph of pairs) takes its nearest partner (equal distances: lower
+      index); the other groups are solved by scipy's sparse minimum-weight full matching, which
+      breaks a tie in total distance;
     - "greedy_by_score": predictions by descending `scores` (equal scores: lower index first),
       each takes the nearest free true point (equal distances: lower index);
     - "greedy_by_truth": true points in input order, each takes the nearest free prediction
@@ -206,15 +208,46 @@ def _greedy(order: np.ndarray, truth_index: np.ndarray, prediction_index: np.nda
 def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, distances: np.ndarray) -> np.ndarray:
     """The pairs of a maximum matching with the least total distance among maximum matchings.
 
-    scipy's min_weight_full_bipartite_matching on the true points having a pair (rows) against
-    their predictions plus one dummy column per row: a pair costs 1 + d / D (D above every
-    distance), a dummy R + 2 (R rows), so one more pair always lowers the total more than any
-    distances can raise it, and every row is matched (to a pair or its dummy)."""
+    The pairs fall into groups (connected components of the graph of pairs), each matched on
+    its own. A group with one true point or one prediction (a star) takes its shortest pair
+    (equal distances: the lower index), vectorised; the other groups go to scipy's
+    min_weight_full_bipartite_matching, with one dummy column per true point: a pair costs
+    1 + d / D (D above every distance), a dummy R + 2 (R rows), so one more pair always lowers
+    the total more than any distances can raise it, and every row is matched (to a pair or its
+    dummy)."""
     from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+    from scipy.sparse.csgraph import connected_components
 
     row_ids, row_of = np.unique(truth_index, return_inverse=True)
     column_ids, column_of = np.unique(prediction_index, return_inverse=True)
+    n_rows, n_columns = len(row_ids), len(column_ids)
+    nodes = n_rows + n_columns
+    graph = csr_array((np.ones(len(row_of)), (row_of, n_rows + column_of)), shape=(nodes, nodes))
+    _, component = connected_components(graph, directed=False)
+    group = component[row_of]  # of each pair
+    rows_in = np.bincount(component[:n_rows], minlength=nodes)
+    columns_in = np.bincount(component[n_rows:], minlength=nodes)
+    star = (rows_in[group] == 1) | (columns_in[group] == 1)
+    # a star's shortest pair: by group, distance, then the index of the many side
+    many_side = np.where(rows_in[group] == 1, prediction_index, truth_index)
+    order = np.flatnonzero(star)[np.lexsort((many_side[star], distances[star], group[star]))]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    chosen = [order[first]]
+    rest = np.flatnonzero(~star)
+    if rest.size:
+        chosen.append(rest[_full_matching(row_of[rest], column_of[rest], distances[rest])])
+    return np.sort(np.concatenate(chosen))
+
+
+def _full_matching(rows: np.ndarray, columns: np.ndarray, distances: np.ndarray) -> np.ndarray:
+    """Positions of the pairs of a maximum matching of least total distance (see
+    _maximum_matching), by scipy's sparse minimum-weight full matching with dummy columns."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+    row_ids, row_of = np.unique(rows, return_inverse=True)
+    column_ids, column_of = np.unique(columns, return_inverse=True)
     n_rows, n_columns = len(row_ids), len(column_ids)
     scale = float(distances.max()) + 1.0
     graph = csr_array((np.concatenate([1.0 + distances / scale, np.full(n_rows, n_rows + 2.0)]),
@@ -223,8 +256,9 @@ def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, dis
                       shape=(n_rows, n_columns + n_rows))
     matched_rows, matched_columns = min_weight_full_bipartite_matching(graph)
     real = matched_columns < n_columns
-    keys = row_of.astype(np.int64) * n_columns + column_of  # pairs are sorted by (truth, prediction)
-    return np.searchsorted(keys, matched_rows[real].astype(np.int64) * n_columns + matched_columns[real])
+    order = np.lexsort((column_of, row_of))
+    keys = row_of[order].astype(np.int64) * n_columns + column_of[order]
+    return order[np.searchsorted(keys, matched_rows[real].astype(np.int64) * n_columns + matched_columns[real])]
 
 
 # ---- FROC over points ----------------------------------------------------------------------------
