@@ -49,7 +49,9 @@ def connected_components(mask, connectivity) -> tuple[np.ndarray, int]:
 
     mask = as_bool(mask, "mask")
     connectivity = check_connectivity(connectivity, mask.ndim)
-    mask = np.ascontiguousarray(mask, dtype=bool)
+    # As uint8: cc3d 4.1.1 mislabels boolean 2D masks at connectivity 8 (background pixels get a
+    # label); its uint8 path equals scipy.ndimage.label (tests/test_instances.py).
+    mask = np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
     if not mask.flags.writeable:  # cc3d takes only writeable buffers (it never writes into them)
         mask = mask.copy()
     labels, count = cc3d.connected_components(mask, connectivity=connectivity, return_N=True)
