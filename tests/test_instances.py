@@ -197,6 +197,28 @@ def test_sparse_assignment_equals_dense(assignment, monkeypatch):
             assert sparse.tp == dense.tp
 
 
+def test_grouped_assignment_equals_one_dense_assignment():
+    """Above _DENSE_CELLS each connected group of pairs is solved alone (stars directly, the others
+    on their own dense matrix): the same optimum as one assignment on the whole matrix."""
+    from scipy.optimize import linear_sum_assignment
+
+    from evaluation.metrics._assignment import min_cost_matching
+
+    rng = np.random.default_rng(12)
+    for case in range(40):
+        n_rows, n_columns, n_pairs = (int(x) for x in rng.integers(1, 30, 3))
+        rows, columns = rng.integers(0, n_rows, n_pairs * 2), rng.integers(0, n_columns, n_pairs * 2)
+        _, first = np.unique(rows * 100 + columns, return_index=True)
+        rows, columns = rows[first], columns[first]
+        costs = -rng.integers(1, 6, len(rows)) / 4  # ties in cost
+        matrix = np.zeros((n_rows, n_columns))
+        matrix[rows, columns] = costs
+        best = matrix[linear_sum_assignment(matrix)].sum()
+        chosen = min_cost_matching(rows, columns, costs, dense_cells=1 << 20)
+        assert len(set(rows[chosen])) == len(chosen) == len(set(columns[chosen]))
+        assert costs[chosen].sum() == pytest.approx(best), case
+
+
 def test_hungarian_is_the_best_total_by_brute_force():
     rng = np.random.default_rng(2)
     for _ in range(15):

@@ -227,8 +227,9 @@ def match_instances(truth_labels, prediction_labels, criterion: str = "iou", thr
     `connected_components`). A (true, predicted) pair is a candidate when it shares at least one
     voxel and its criterion is above `threshold` (`inclusive`: at or above). `assignment`:
     - "hungarian": one to one, the candidate pairs with the largest total criterion (scipy's
-      linear_sum_assignment; a sparse minimum-weight full matching when the problem is larger
-      than 2²² cells);
+      linear_sum_assignment; above 2²² cells, each connected group of candidate pairs on its
+      own: a true or predicted instance alone in its group takes its best pair, ties to the
+      lower label);
     - "hungarian_most_matches": one to one, the largest total of (1 + criterion): more pairs
       first, then the larger total (picai_eval's lesion matching; criterion "iou" or "dice");
     - "greedy": one to one, candidate pairs by descending criterion (ties: lower true, then lower
@@ -300,37 +301,23 @@ def _greedy(rows: np.ndarray, columns: np.ndarray, values: np.ndarray) -> np.nda
 def _largest_total(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Positions of the one-to-one pairs with the largest total weight (weights > 0): scipy's
     linear_sum_assignment on the dense matrix of the rows and columns present, or, above
-    _DENSE_CELLS cells, scipy's sparse minimum-weight full matching with one dummy column per
-    row (cost K for the dummy, K - weight for a pair, K above every weight): every row is
-    matched, to a pair or to its dummy, and the smallest total cost is the largest total
-    weight."""
+    _DENSE_CELLS cells, group by group (evaluation/metrics/_assignment.py)."""
     row_ids, row_of = np.unique(rows, return_inverse=True)
     column_ids, column_of = np.unique(columns, return_inverse=True)
     n_rows, n_columns = len(row_ids), len(column_ids)
-    if n_rows * n_columns <= _DENSE_CELLS:
-        from scipy.optimize import linear_sum_assignment
+    if n_rows * n_columns > _DENSE_CELLS:
+        from evaluation.metrics._assignment import min_cost_matching
 
-        matrix = np.zeros((n_rows, n_columns))
-        matrix[row_of, column_of] = weights
-        assigned_rows, assigned_columns = linear_sum_assignment(matrix, maximize=True)
-        keep = matrix[assigned_rows, assigned_columns] > 0
-        pair_at = {(int(r), int(c)): k for k, (r, c) in enumerate(zip(row_of, column_of, strict=True))}
-        return np.sort(np.array([pair_at[(int(r), int(c))] for r, c in
-                                 zip(assigned_rows[keep], assigned_columns[keep], strict=True)], dtype=np.int64))
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+        return min_cost_matching(rows, columns, -weights, _DENSE_CELLS)
+    from scipy.optimize import linear_sum_assignment
 
-    top = float(weights.max()) + 1.0
-    graph = csr_array((np.concatenate([top - weights, np.full(n_rows, top)]),
-                       (np.concatenate([row_of, np.arange(n_rows)]),
-                        np.concatenate([column_of, n_columns + np.arange(n_rows)]))),
-                      shape=(n_rows, n_columns + n_rows))
-    matched_rows, matched_columns = min_weight_full_bipartite_matching(graph)
-    real = matched_columns < n_columns
-    order = np.lexsort((column_of, row_of))  # pairs are unique: find each matched one by (row, column)
-    keys = row_of[order].astype(np.int64) * n_columns + column_of[order]
-    wanted = matched_rows[real].astype(np.int64) * n_columns + matched_columns[real]
-    return np.sort(order[np.searchsorted(keys, wanted)])
+    matrix = np.zeros((n_rows, n_columns))
+    matrix[row_of, column_of] = weights
+    assigned_rows, assigned_columns = linear_sum_assignment(matrix, maximize=True)
+    keep = matrix[assigned_rows, assigned_columns] > 0
+    pair_at = {(int(r), int(c)): k for k, (r, c) in enumerate(zip(row_of, column_of, strict=True))}
+    return np.sort(np.array([pair_at[(int(r), int(c))] for r, c in
+                             zip(assigned_rows[keep], assigned_columns[keep], strict=True)], dtype=np.int64))
 
 
 # ---- counts: F1 and panoptic quality -----------------------------------------------------------

@@ -37,6 +37,7 @@ from evaluation.metrics.validation import (
 ASSIGNMENTS = ("hungarian", "greedy_by_score", "greedy_by_truth")
 CPM_FP_RATES = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # false positives per scan: 1/8 ... 8 (LUNA16)
 EVALUTILS = "evalutils 0.4.2 scorers.score_detection"
+_DENSE_CELLS = 1 << 20  # a group of pairs up to this many rows x columns is solved on a dense matrix
 
 
 def _as_points(points, name: str) -> np.ndarray | None:
@@ -157,8 +158,9 @@ def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive
     - "hungarian": a maximum matching (the most pairs), and among maximum matchings the least
       total distance: a true point or a prediction alone in its group of pairs (the connected
       components of the graph of pairs) takes its nearest partner (equal distances: lower
-      index); the other groups are solved by scipy's sparse minimum-weight full matching, which
-      breaks a tie in total distance;
+      index); the other groups are solved by scipy's linear_sum_assignment (a sparse
+      minimum-weight full matching for a group above 2²⁰ cells), which breaks a tie in total
+      distance;
     - "greedy_by_score": predictions by descending `scores` (equal scores: lower index first),
       each takes the nearest free true point (equal distances: lower index);
     - "greedy_by_truth": true points in input order, each takes the nearest free prediction
@@ -206,59 +208,15 @@ def _greedy(order: np.ndarray, truth_index: np.ndarray, prediction_index: np.nda
 
 
 def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, distances: np.ndarray) -> np.ndarray:
-    """The pairs of a maximum matching with the least total distance among maximum matchings.
+    """The pairs of a maximum matching with the least total distance among maximum matchings,
+    group by group (evaluation/metrics/_assignment.py): a pair costs d − B with B above
+    (pairs + 1) × the largest distance, so one more pair always lowers the total more than any
+    distances can raise it."""
+    from evaluation.metrics._assignment import min_cost_matching
 
-    The pairs fall into groups (connected components of the graph of pairs), each matched on
-    its own. A group with one true point or one prediction (a star) takes its shortest pair
-    (equal distances: the lower index), vectorised; the other groups go to scipy's
-    min_weight_full_bipartite_matching, with one dummy column per true point: a pair costs
-    1 + d / D (D above every distance), a dummy R + 2 (R rows), so one more pair always lowers
-    the total more than any distances can raise it, and every row is matched (to a pair or its
-    dummy)."""
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import connected_components
-
-    row_ids, row_of = np.unique(truth_index, return_inverse=True)
-    column_ids, column_of = np.unique(prediction_index, return_inverse=True)
-    n_rows, n_columns = len(row_ids), len(column_ids)
-    nodes = n_rows + n_columns
-    graph = csr_array((np.ones(len(row_of)), (row_of, n_rows + column_of)), shape=(nodes, nodes))
-    _, component = connected_components(graph, directed=False)
-    group = component[row_of]  # of each pair
-    rows_in = np.bincount(component[:n_rows], minlength=nodes)
-    columns_in = np.bincount(component[n_rows:], minlength=nodes)
-    star = (rows_in[group] == 1) | (columns_in[group] == 1)
-    # a star's shortest pair: by group, distance, then the index of the many side
-    many_side = np.where(rows_in[group] == 1, prediction_index, truth_index)
-    order = np.flatnonzero(star)[np.lexsort((many_side[star], distances[star], group[star]))]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = group[order][1:] != group[order][:-1]
-    chosen = [order[first]]
-    rest = np.flatnonzero(~star)
-    if rest.size:
-        chosen.append(rest[_full_matching(row_of[rest], column_of[rest], distances[rest])])
-    return np.sort(np.concatenate(chosen))
-
-
-def _full_matching(rows: np.ndarray, columns: np.ndarray, distances: np.ndarray) -> np.ndarray:
-    """Positions of the pairs of a maximum matching of least total distance (see
-    _maximum_matching), by scipy's sparse minimum-weight full matching with dummy columns."""
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
-
-    row_ids, row_of = np.unique(rows, return_inverse=True)
-    column_ids, column_of = np.unique(columns, return_inverse=True)
-    n_rows, n_columns = len(row_ids), len(column_ids)
-    scale = float(distances.max()) + 1.0
-    graph = csr_array((np.concatenate([1.0 + distances / scale, np.full(n_rows, n_rows + 2.0)]),
-                       (np.concatenate([row_of, np.arange(n_rows)]),
-                        np.concatenate([column_of, n_columns + np.arange(n_rows)]))),
-                      shape=(n_rows, n_columns + n_rows))
-    matched_rows, matched_columns = min_weight_full_bipartite_matching(graph)
-    real = matched_columns < n_columns
-    order = np.lexsort((column_of, row_of))
-    keys = row_of[order].astype(np.int64) * n_columns + column_of[order]
-    return order[np.searchsorted(keys, matched_rows[real].astype(np.int64) * n_columns + matched_columns[real])]
+    most_pairs = min(len(np.unique(truth_index)), len(np.unique(prediction_index)))
+    bonus = (most_pairs + 1) * (float(distances.max()) + 1.0)
+    return min_cost_matching(truth_index, prediction_index, distances - bonus, _DENSE_CELLS)
 
 
 # ---- FROC over points ----------------------------------------------------------------------------
