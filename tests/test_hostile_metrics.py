@@ -182,7 +182,7 @@ def test_noise_prediction_is_scored_by_the_command(hecktor_ground_truth, tmp_pat
 
 
 def test_full_volume_prediction_is_scored_by_the_command(hecktor_ground_truth, tmp_path):
-    ground_truth, truth = hecktor_ground_truth
+    ground_truth, _ = hecktor_ground_truth
     write_mask(tmp_path / "submission" / "P1.mha", np.full(SHAPE, 2, dtype=np.uint8))
     run = run_hecktor(tmp_path / "submission", ground_truth, tmp_path / "output")
     assert run.code == 0, run.stderr[-2000:]
