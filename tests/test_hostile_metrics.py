@@ -10,7 +10,7 @@ true × predicted matrix or a copy per label fails here instead of passing on a 
   65,535 labels is refused with exit 1 naming the patient, as the task's labels are {0, 1, 2}.
 
 The time limit of each process is a guard against hanging, not a benchmark: the measured times
-and peak memory are printed by benchmarks/hostile_metrics.py."""
+and peak memory are printed by benchmarks/instances_points.py."""
 
 from __future__ import annotations
 
