@@ -18,7 +18,14 @@ from evaluation.metrics.evaluation_mask import (
     itc_threshold,
     major_axis_lengths,
 )
-from evaluation.metrics.froc import froc_curve, froc_score, froc_sensitivities, normal_slide_hits, slide_hits
+from evaluation.metrics.froc import (
+    SlideHits,
+    froc_curve,
+    froc_score,
+    froc_sensitivities,
+    normal_slide_hits,
+    slide_hits,
+)
 
 
 def random_masks(seed, count, sizes=(12, 90)):
@@ -264,3 +271,60 @@ def test_invalid_inputs_raise():
         froc_curve([normal_slide_hits([0.1])], rule="2017")
     with pytest.raises(ValueError, match="labels"):
         slide_hits(np.array([3]), np.array([0.5]), np.array([False]))
+
+
+# ---- the every_score rule (the points FROC): scores of any sign, -inf for a missed lesion --------
+
+
+def test_every_score_rule_is_the_corrected_rule_on_nonnegative_confidences():
+    """On confidences >= 0 with no detection at 0, the rules differ only in the missed lesion's
+    marker (0 or -inf): the same curve."""
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        slides = []
+        for _ in range(int(rng.integers(1, 6))):
+            lesions = rng.random(int(rng.integers(0, 4))) + 0.01
+            missed = rng.random(len(lesions)) < 0.3
+            slides.append((rng.random(int(rng.integers(0, 9))) + 0.01, lesions, missed))
+        if sum(len(lesions) for _, lesions, _ in slides) == 0:
+            continue
+        corrected = froc_curve([SlideHits(f, np.where(m, 0.0, s), 0) for f, s, m in slides], "corrected")
+        every = froc_curve([SlideHits(f, np.where(m, -np.inf, s), 0) for f, s, m in slides], "every_score")
+        for name in ("thresholds", "fp_rates", "sensitivities"):
+            assert getattr(every, name).tolist() == getattr(corrected, name).tolist()
+
+
+def test_every_score_weighted_sensitivities_are_bit_identical_to_the_curve():
+    """Negative and tied scores, missed lesions, areas: each row of weights as the materialised
+    slides' curve, exactly."""
+    from evaluation.metrics.froc import mean_sensitivity, weighted_froc_sensitivities
+
+    rng = np.random.default_rng(7)
+    pool = np.array([-3.0, -0.5, 0.0, 0.25, 0.5, 2.0])
+    targets = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+    for trial in range(40):
+        slides = []
+        for _ in range(int(rng.integers(1, 8))):
+            draw = (lambda k: rng.choice(pool, k)) if trial % 2 else (lambda k: rng.normal(0, 2, k))
+            lesions = draw(int(rng.integers(0, 4)))
+            lesions[rng.random(len(lesions)) < 0.3] = -np.inf
+            slides.append(SlideHits(draw(int(rng.integers(0, 12))), lesions, 0, float(rng.choice([1.0, 0.5, 3.0]))))
+        counts = rng.integers(0, 3, (25, len(slides)))
+        sensitivities = weighted_froc_sensitivities(slides, counts, "every_score", targets)
+        scores = mean_sensitivity(sensitivities)
+        for row, at_targets, value in zip(counts, sensitivities, scores, strict=True):
+            drawn = [s for s, times in zip(slides, row, strict=True) for _ in range(times)]
+            if sum(s.lesions for s in drawn) == 0:
+                assert np.isnan(value)
+                continue
+            expected = froc_sensitivities(froc_curve(drawn, "every_score"), targets)
+            assert at_targets.tolist() == expected.tolist()
+
+
+def test_every_score_rule_refuses_nan_and_infinite_false_positives():
+    with pytest.raises(ValueError, match="finite"):
+        froc_curve([SlideHits(np.array([np.inf]), np.array([0.5]), 0)], "every_score")
+    with pytest.raises(ValueError, match="finite"):
+        froc_curve([SlideHits(np.array([0.5]), np.array([np.nan]), 0)], "every_score")
+    with pytest.raises(ValueError, match="non-negative"):
+        froc_curve([SlideHits(np.array([0.5]), np.array([-np.inf]), 0)], "corrected")

@@ -12,12 +12,13 @@ from sklearn.metrics import balanced_accuracy_score, recall_score
 from sksurv.metrics import concordance_index_censored
 
 from evaluation.metrics.binary import resampled_rates
-from evaluation.metrics.lesions import (
-    connected_lesions,
+from evaluation.metrics.instances import (
+    InstanceOverlaps,
+    connected_components,
     f1_from_counts,
-    lesion_detection_counts,
-    match_pairs,
-    overlapping_pairs,
+    instance_overlaps,
+    match_instances,
+    match_overlaps,
 )
 from evaluation.metrics.resampling import draws_to_counts, linear_percentiles
 from evaluation.metrics.survival import concordance_index, resampled_concordance, weighted_concordance_index
@@ -33,6 +34,28 @@ def blobs(rng, shape, n, max_radius=3):
         radius = rng.uniform(0.8, max_radius)
         mask |= sum((g - c) ** 2 for g, c in zip(grids, center, strict=True)) <= radius ** 2
     return mask
+
+
+def lesion_detection_counts(truth, prediction, connectivity=26, iou_threshold=0.3, method="greedy"):
+    """(TP, FP, FN) as HECKTOR task 1 computes them: components, then IoU > threshold, one to one."""
+    true_lesions, predicted_lesions = connected_components(truth, connectivity), connected_components(prediction,
+                                                                                                       connectivity)
+    found = match_instances(true_lesions[0], predicted_lesions[0], criterion="iou", threshold=iou_threshold,
+                            inclusive=False, assignment=method)
+    return found.tp, found.fp, found.fn
+
+
+def match_pairs(truth_index, prediction_index, iou, threshold, method):
+    """Which candidate pairs (true label, predicted label, IoU) the one-to-one rule takes: the
+    pairs' values are given as they are (criterion "overlap" compares the stored values)."""
+    truth_index, prediction_index = np.asarray(truth_index), np.asarray(prediction_index)
+    n_truth, n_prediction = truth_index.max(), prediction_index.max()
+    overlaps = InstanceOverlaps(np.arange(1, n_truth + 1), np.ones(n_truth, dtype=np.int64),
+                                np.arange(1, n_prediction + 1), np.ones(n_prediction, dtype=np.int64),
+                                truth_index - 1, prediction_index - 1, np.asarray(iou, dtype=np.float64))
+    found = match_overlaps(overlaps, "overlap", threshold, False, method)
+    chosen = set(zip(found.truth_ids.tolist(), found.prediction_ids.tolist(), strict=True))
+    return np.array([(t, p) in chosen for t, p in zip(truth_index.tolist(), prediction_index.tolist(), strict=True)])
 
 
 def reference_lesions(truth, prediction, connectivity, threshold, method):
@@ -81,8 +104,7 @@ def test_lesion_counts_equal_scipy_labelling_and_brute_force_greedy(seed, connec
     shape = (12, 20, 17)
     truth = blobs(rng, shape, int(rng.integers(0, 7)))
     prediction = blobs(rng, shape, int(rng.integers(0, 7))) | (truth & (rng.random(shape) < 0.7))
-    found = lesion_detection_counts(truth, prediction, connectivity, 0.3, "greedy")
-    assert (found.true_positives, found.false_positives, found.false_negatives) == \
+    assert lesion_detection_counts(truth, prediction, connectivity, 0.3, "greedy") == \
         reference_lesions(truth, prediction, connectivity, 0.3, "greedy")
 
 
@@ -92,8 +114,7 @@ def test_hungarian_equals_brute_force_best_matching(seed):
     shape = (10, 16, 16)
     truth = blobs(rng, shape, 6, max_radius=4)
     prediction = blobs(rng, shape, 6, max_radius=4)
-    found = lesion_detection_counts(truth, prediction, 26, 0.1, "hungarian")
-    assert (found.true_positives, found.false_positives, found.false_negatives) == \
+    assert lesion_detection_counts(truth, prediction, 26, 0.1, "hungarian") == \
         reference_lesions(truth, prediction, 26, 0.1, "hungarian")
 
 
@@ -109,29 +130,30 @@ def test_iou_threshold_is_strict():
     prediction = np.zeros_like(truth)
     truth[0, 0, :3] = True  # IoU exactly 3/10 with the prediction
     prediction[0, 0, :] = True
-    assert lesion_detection_counts(truth, prediction, 26, 0.3).true_positives == 0
-    assert lesion_detection_counts(truth, prediction, 26, 0.29).true_positives == 1
+    assert lesion_detection_counts(truth, prediction, 26, 0.3)[0] == 0
+    assert lesion_detection_counts(truth, prediction, 26, 0.29)[0] == 1
 
 
 def test_26_connectivity_joins_corner_neighbours_6_does_not():
     mask = np.zeros((3, 3, 3), dtype=bool)
     mask[0, 0, 0] = mask[1, 1, 1] = True
-    assert connected_lesions(mask, 26)[1] == 1
-    assert connected_lesions(mask, 18)[1] == 2
-    assert connected_lesions(mask, 6)[1] == 2
+    assert connected_components(mask, 26)[1] == 1
+    assert connected_components(mask, 18)[1] == 2
+    assert connected_components(mask, 6)[1] == 2
 
 
 @pytest.mark.parametrize("slab", [1 << 22, 97])
 def test_overlapping_pairs_iou_equals_mask_iou(slab, monkeypatch):
-    import evaluation.metrics.lesions as lesions
+    import evaluation.metrics.instances as instances
 
-    monkeypatch.setattr(lesions, "_SLAB", slab)
+    monkeypatch.setattr(instances, "_SLAB", slab)
     rng = np.random.default_rng(3)
     truth, prediction = blobs(rng, (9, 14, 14), 5), blobs(rng, (9, 14, 14), 5)
-    lt, nt = connected_lesions(truth)
-    lp, np_ = connected_lesions(prediction)
-    ti, pi, iou = overlapping_pairs(lt, nt, lp, np_)
-    for t, p, value in zip(ti, pi, iou, strict=True):
+    lt, nt = connected_components(truth, 26)
+    lp, np_ = connected_components(prediction, 26)
+    overlaps = instance_overlaps(lt, lp)
+    ti, pi = overlaps.truth_ids[overlaps.truth_index], overlaps.prediction_ids[overlaps.prediction_index]
+    for t, p, value in zip(ti, pi, overlaps.values("iou"), strict=True):
         a, b = lt == t, lp == p
         assert value == pytest.approx((a & b).sum() / (a | b).sum(), abs=1e-15)
     expected = {(t, p) for t in range(1, nt + 1) for p in range(1, np_ + 1) if ((lt == t) & (lp == p)).any()}
@@ -140,7 +162,7 @@ def test_overlapping_pairs_iou_equals_mask_iou(slab, monkeypatch):
 
 def test_empty_masks_and_f1_defaults():
     empty = np.zeros((4, 4, 4), dtype=bool)
-    assert lesion_detection_counts(empty, empty).true_lesions == 0
+    assert lesion_detection_counts(empty, empty) == (0, 0, 0)
     assert f1_from_counts(0, 0, 0) == 1.0 and f1_from_counts(0, 0, 0, all_zero=0.0) == 0.0
     assert f1_from_counts(3, 1, 2) == pytest.approx(6 / 9)
     with pytest.raises(ValueError, match="shape"):

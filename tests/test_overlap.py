@@ -77,7 +77,7 @@ def test_label_confusion_accepts_non_contiguous_views():
 def test_counts_in_arrays_give_one_dice_and_one_f1_per_element():
     """dice_from_counts and f1_from_counts on arrays of (weighted) counts, e.g. one per bootstrap
     row: each element equal to the scalar call, and to scikit-learn's f1_score of the confusion."""
-    from evaluation.metrics.lesions import f1_from_counts
+    from evaluation.metrics.instances import f1_from_counts
 
     rng = np.random.default_rng(3)
     tp, fp, fn = (rng.integers(0, 4, 40) for _ in range(3))
@@ -97,7 +97,7 @@ def test_counts_in_arrays_give_one_dice_and_one_f1_per_element():
 
 def test_a_nan_count_gives_nan_not_the_empty_masks_score():
     """A NaN size is not an empty mask (the scalar `if total == 0` this replaced gave NaN too)."""
-    from evaluation.metrics.lesions import f1_from_counts
+    from evaluation.metrics.instances import f1_from_counts
 
     assert np.isnan(dice_from_counts(np.nan, np.nan, 2.0))
     assert np.isnan(f1_from_counts(np.nan, 0, 0))

@@ -1,4 +1,5 @@
-"""CAMELYON16 lesion-level FROC: detections to hits, the FROC curve, and the score.
+"""Lesion-level FROC: detections to hits, the FROC curve, and the score (CAMELYON16's, and the
+points FROC and CPM of evaluation.metrics.points, which build the same per-image hits).
 
 Rules (docs/challenges/camelyon16.md, "Detections" and "FROC and the score"):
 
@@ -16,6 +17,9 @@ Rules (docs/challenges/camelyon16.md, "Detections" and "FROC and the score"):
   distinct nonzero value, counts in float64.
 - FP rate = false positives / slides; sensitivity = counted slots / lesions (ITC excluded);
   score = mean of np.interp(targets, FP rates increasing, sensitivities).
+- Scores of any sign (rule "every_score", the points FROC): a missed lesion's slot is -inf,
+  thresholds are every distinct finite value, counts in float64. A slide's `area` (1 by default)
+  is what it adds to the FP rate's denominator: slides, or a unit of area for FPs per mm².
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import numpy as np
 from evaluation.metrics.resampling import whole_counts
 
 FP_RATE_TARGETS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # FPs per slide: 1/4, 1/2, 1, 2, 4, 8
-THRESHOLD_RULES = ("2016", "corrected")
+THRESHOLD_RULES = ("2016", "corrected", "every_score")
 
 
 def _as_vector(values, name: str) -> np.ndarray:
@@ -44,8 +48,9 @@ class SlideHits:
     """What one slide contributes to the FROC: small, whatever the mask size."""
 
     false_positives: np.ndarray  # confidences of the false positives (float64)
-    lesion_confidences: np.ndarray  # per lesion (ITC excluded): max(0, largest hit confidence)
+    lesion_confidences: np.ndarray  # per lesion (ITC excluded): max(0, largest hit confidence); -inf: missed
     itc_regions: int  # regions left out as ITC (their detections are ignored)
+    area: float = 1.0  # what the slide adds to the FP rate's denominator (1: FPs per slide)
 
     @property
     def lesions(self) -> int:
@@ -84,8 +89,8 @@ class FrocCurve:
 
 
 def froc_curve(slides: list[SlideHits], rule: str = "2016") -> FrocCurve:
-    """The FROC points of a set of slides under the 2016 or the corrected threshold rule, in
-    the scripts' order (thresholds increasing, the point (0, 0) last)."""
+    """The FROC points of a set of slides under the 2016, the corrected or the every_score
+    threshold rule, in the scripts' order (thresholds increasing, the point (0, 0) last)."""
     if rule not in THRESHOLD_RULES:
         raise ValueError(f"rule must be one of {THRESHOLD_RULES}, got {rule!r}")
     if not slides:
@@ -94,8 +99,7 @@ def froc_curve(slides: list[SlideHits], rule: str = "2016") -> FrocCurve:
     if lesions == 0:
         raise ValueError("the slides hold no lesion: sensitivity is undefined")
     false_positives = np.sort(np.concatenate([s.false_positives for s in slides]))
-    if (false_positives < 0).any() or any((s.lesion_confidences < 0).any() for s in slides):
-        raise ValueError("confidences must be non-negative (a missed lesion is a 0)")
+    _check_confidences(false_positives, np.concatenate([s.lesion_confidences for s in slides]), rule)
     # One slot per region: lesions with their confidence, ITC regions 0.
     slots = np.concatenate([s.lesion_confidences for s in slides] + [np.zeros(sum(s.itc_regions for s in slides))])
     if rule == "2016":
@@ -106,12 +110,22 @@ def froc_curve(slides: list[SlideHits], rule: str = "2016") -> FrocCurve:
     else:
         slots = np.sort(slots)
         values = np.unique(np.concatenate([false_positives, slots]))
-        thresholds = values[values != 0]
+        thresholds = values[values != 0] if rule == "corrected" else values[values != -np.inf]
         slot_counts = len(slots) - np.searchsorted(slots, thresholds, side="left")
     fp_counts = len(false_positives) - np.searchsorted(false_positives, thresholds, side="left")
-    fp_rates = np.append(fp_counts, 0) / float(len(slides))
+    fp_rates = np.append(fp_counts, 0) / float(sum(s.area for s in slides))
     sensitivities = np.append(slot_counts, 0) / float(lesions)
     return FrocCurve(thresholds, fp_rates, sensitivities)
+
+
+def _check_confidences(false_positives: np.ndarray, slots: np.ndarray, rule: str) -> None:
+    """Confidences >= 0 (a missed lesion is a 0) under the CAMELYON16 rules; finite, with -inf
+    for a missed lesion's slot, under every_score."""
+    if rule != "every_score":
+        if (false_positives < 0).any() or (slots < 0).any():
+            raise ValueError("confidences must be non-negative (a missed lesion is a 0)")
+    elif not np.isfinite(false_positives).all() or np.isnan(slots).any() or (slots == np.inf).any():
+        raise ValueError("scores must be finite (a missed lesion's slot is -inf)")
 
 
 def froc_sensitivities(curve: FrocCurve, targets=FP_RATE_TARGETS) -> np.ndarray:
@@ -218,8 +232,7 @@ def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: st
     fp_slide, false_positives = _by_slide([s.false_positives for s in slides], np.float64)
     slot_slide, slots = _by_slide([np.concatenate([s.lesion_confidences, np.zeros(s.itc_regions)]) for s in slides],
                                   slot_type)
-    if (false_positives < 0).any() or (slots < 0).any():
-        raise ValueError("confidences must be non-negative (a missed lesion is a 0)")
+    _check_confidences(false_positives, slots, rule)
     held_slide, held = _by_slide_unique(np.concatenate([fp_slide, slot_slide]),
                                         np.concatenate([false_positives, slots.astype(np.float64)]))
     grid = np.unique(held)
@@ -230,6 +243,7 @@ def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: st
     values = _PooledIndices(np.searchsorted(grid, held), held_slide, n, size)
     targets = np.asarray(targets, dtype=np.float64)
     lesion_counts = np.array([s.lesions for s in slides], dtype=np.int64)
+    areas = np.array([s.area for s in slides], dtype=np.float64)
     rows = counts.shape[0]
     sensitivities = np.full((rows, len(targets)), np.nan)
     # One bisection for every (row, target) pair: the rows repeated once per target, a block of
@@ -238,8 +252,8 @@ def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: st
     for start in range(0, rows if len(targets) else 0, block):
         part = counts[start:start + block]
         pairs = np.repeat(part, len(targets), axis=0)
-        read = _read_at_targets(pairs, np.tile(targets, len(part)), lesion_counts, grid, values, fp_cuts, slot_cuts,
-                                rule)
+        read = _read_at_targets(pairs, np.tile(targets, len(part)), lesion_counts, areas, grid, values, fp_cuts,
+                                slot_cuts, rule)
         sensitivities[start:start + len(part)] = read.reshape(len(part), len(targets))
     lesions = counts @ lesion_counts
     return np.where((lesions > 0)[:, None], sensitivities, np.nan)
@@ -249,21 +263,23 @@ def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: st
 _PAIR_CELLS = 1 << 17
 
 
-def _read_at_targets(counts: np.ndarray, target: np.ndarray, lesion_counts: np.ndarray, grid: np.ndarray,
-                     values: _PooledIndices, fp_cuts: _PooledIndices, slot_cuts: _PooledIndices,
+def _read_at_targets(counts: np.ndarray, target: np.ndarray, lesion_counts: np.ndarray, areas: np.ndarray,
+                     grid: np.ndarray, values: _PooledIndices, fp_cuts: _PooledIndices, slot_cuts: _PooledIndices,
                      rule: str) -> np.ndarray:
     """The sensitivity at target[p] on the curve of the slides weighted by counts[p], for every
     pair p (a row of weights and one target), as np.interp reads it (see
     weighted_froc_sensitivities); NaN-free where the pair holds a lesion."""
     size = len(grid)
     drawn = counts > 0
-    slide_count = counts.sum(axis=1).astype(np.float64)
+    slide_count = counts @ areas  # whole numbers of slides of area 1: the same float as their count
     lesions = (counts @ lesion_counts).astype(np.float64)
     rows = counts.shape[0]
     if rule == "2016":  # sorted(set(...))[1:]: the smallest value held is no threshold
         floor = values.first_at_or_above(np.zeros(rows, dtype=np.int64), drawn, size)
-    else:  # every nonzero value (confidences are >= 0)
+    elif rule == "corrected":  # every nonzero value (confidences are >= 0)
         floor = np.full(rows, 0 if size and grid[0] == 0 else -1, dtype=np.int64)
+    else:  # every finite value (a missed lesion's slot is -inf)
+        floor = np.full(rows, 0 if size and grid[0] == -np.inf else -1, dtype=np.int64)
     lowest = values.first_at_or_above(floor + 1, drawn, size)  # the lowest threshold
     highest = values.last_below(np.full(rows, size, dtype=np.int64), drawn)
     no_threshold = highest <= floor

@@ -25,6 +25,8 @@ KINDS = {
     "instances": "two instance label maps of one shape (0 background): f(truth, prediction, ...)",
     "mask": "one binary mask, N-D: f(mask, ...)",
     "points": "true and predicted points, (n, ndim) arrays: f(truth, prediction, ...)",
+    "point_sets": "true points, predicted points and their scores per image, sequences of (n_i, ndim), (m_i, ndim) "
+                  "and (m_i,) arrays: f(truth, prediction, scores, sample_weight=None, ...)",
     "scores": "binary truth and scores per case: f(y_true, y_score, sample_weight=None, ...)",
     "class_scores": "classes and a score per class per case: f(y_true, y_score, sample_weight=None, ...)",
     "decisions": "true and predicted classes per case: f(y_true, y_pred, sample_weight=None, ...)",

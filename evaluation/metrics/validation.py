@@ -230,3 +230,22 @@ def check_numbers(values, name: str) -> np.ndarray:
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         raise ValueError(f"{name} must be finite (no NaN or infinity)")
     return array
+
+
+# Voxel connectivities of a 2D and a 3D mask, as cc3d names them: the number of neighbours.
+CONNECTIVITIES = {2: (4, 8), 3: (6, 18, 26)}
+
+
+def check_connectivity(connectivity, ndim: int, allowed: Sequence[int] | None = None) -> int:
+    """A voxel connectivity valid for a mask of `ndim` dimensions (4 or 8 in 2D, 6, 18 or 26 in
+    3D, or `allowed`); None is the full one (8 in 2D, 26 in 3D)."""
+    if ndim not in CONNECTIVITIES:
+        raise ValueError(f"masks must be 2D or 3D to have a voxel connectivity, got {ndim} dimension(s)")
+    choices = tuple(allowed) if allowed is not None else CONNECTIVITIES[ndim]
+    if connectivity is None:
+        return CONNECTIVITIES[ndim][-1]
+    if isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, (int, np.integer)) \
+            or connectivity not in choices:
+        raise ValueError(f"connectivity must be one of {choices} (or None: {CONNECTIVITIES[ndim][-1]}) for a "
+                         f"{ndim}D mask, got {connectivity!r}")
+    return int(connectivity)

@@ -28,7 +28,7 @@ from evaluation.grand_challenge import (
     nest_paths,
     strip_extension,
 )
-from evaluation.metrics.lesions import MATCHING_METHODS, f1_from_counts, lesion_detection_counts
+from evaluation.metrics.instances import connected_components, f1_from_counts, match_instances
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.phase.columns import Column
 from evaluation.reading.files import shown_path
@@ -39,6 +39,7 @@ BACKGROUND, GTVP, GTVN = 0, 1, 2
 LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"
 MASK_SUFFIXES = (".nii.gz", ".mha", ".nii", ".nrrd")  # ground truth: <PatientID>.nii.gz or .mha
 LABEL_CHECK_SLAB = 1 << 22  # voxels checked at a time in a non-uint8 mask
+LESION_MATCHING = ("greedy", "hungarian")  # one to one, as match_instances names them
 GTVN_SUM_ELEMENTS = 1 << 21  # (patients x rows x 3) products summed at a time by aggregate (16 MB)
 
 
@@ -62,7 +63,7 @@ class Task1Settings(HecktorSettings):
     lesion_iou_threshold: float = setting(0.3, minimum=0.0, maximum=1.0,
                                           doc="a predicted and a true lesion match when IoU is strictly above this "
                                               "(spec: 0.3)")
-    lesion_matching: str = setting("greedy", choices=MATCHING_METHODS,
+    lesion_matching: str = setting("greedy", choices=LESION_MATCHING,
                                    doc="one-to-one matching: 'greedy' by descending IoU (spec) or 'hungarian' "
                                        "(largest total IoU)")
     case_true_volumes: bool = setting(False, doc="also write each patient's ground-truth GTVp/GTVn volumes under "
@@ -269,9 +270,13 @@ def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry,
 
     lesions = (0, 0, 0)
     if box is not None:
-        found = lesion_detection_counts(truth[box] == GTVN, prediction[box] == GTVN, settings.lesion_connectivity,
-                                        settings.lesion_iou_threshold, settings.lesion_matching)
-        lesions = (found.true_positives, found.false_positives, found.false_negatives)
+        # Lesions lie inside the box of label 2 in either map: labelling the box is exact.
+        true_lesions, _ = connected_components(truth[box] == GTVN, settings.lesion_connectivity)
+        predicted_lesions, _ = connected_components(prediction[box] == GTVN, settings.lesion_connectivity)
+        found = match_instances(true_lesions, predicted_lesions, criterion="iou",
+                                threshold=settings.lesion_iou_threshold, inclusive=False,
+                                assignment=settings.lesion_matching)
+        lesions = (found.tp, found.fp, found.fn)
     return PatientResult(counts(GTVP), counts(GTVN), geometry.voxel_volume, lesions)
 
 

@@ -1,0 +1,77 @@
+"""One-to-one assignment on sparse candidate pairs, shared by the instance and point matchings:
+the pairs whose matching has the least total cost, a pair costing `cost` (< 0: a benefit) and an
+unmatched row or column nothing.
+
+The pairs fall into groups, the connected components of the graph of pairs, and each group is
+solved on its own, so the work follows the groups, never rows × columns of the whole image:
+- a star (one row, or one column) takes its cheapest pair (equal costs: the lower index on its
+  many side), all stars at once;
+- any other group goes to scipy's linear_sum_assignment on its dense matrix (a non-pair costs 0:
+  unmatched), or, above `dense_cells` cells, to scipy's sparse minimum-weight full matching with
+  one dummy column per row (a pair costs K + cost, a dummy K, K above every benefit: every row
+  is matched, to a pair or to its dummy, and the least total is the least total cost).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def min_cost_matching(rows: np.ndarray, columns: np.ndarray, costs: np.ndarray, dense_cells: int) -> np.ndarray:
+    """Positions (sorted) of the pairs (rows[k], columns[k]) of the matching of least total cost;
+    every cost < 0, the pairs distinct."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import connected_components
+
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    row_ids, row_of = np.unique(rows, return_inverse=True)
+    column_ids, column_of = np.unique(columns, return_inverse=True)
+    n_rows, n_columns = len(row_ids), len(column_ids)
+    nodes = n_rows + n_columns
+    graph = csr_array((np.ones(len(row_of)), (row_of, n_rows + column_of)), shape=(nodes, nodes))
+    _, component = connected_components(graph, directed=False)
+    group = component[row_of]  # of each pair
+    rows_in = np.bincount(component[:n_rows], minlength=nodes)[group]
+    columns_in = np.bincount(component[n_rows:], minlength=nodes)[group]
+    star = (rows_in == 1) | (columns_in == 1)
+    many_side = np.where(rows_in == 1, columns, rows)
+    order = np.flatnonzero(star)[np.lexsort((many_side[star], costs[star], group[star]))]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    chosen = [order[first]]
+    rest = np.flatnonzero(~star)
+    rest = rest[np.argsort(group[rest], kind="stable")]
+    bounds = np.flatnonzero(np.diff(group[rest])) + 1
+    for pairs in np.split(rest, bounds) if rest.size else ():
+        chosen.append(pairs[_solve(row_of[pairs], column_of[pairs], costs[pairs], dense_cells)])
+    return np.sort(np.concatenate(chosen))
+
+
+def _solve(rows: np.ndarray, columns: np.ndarray, costs: np.ndarray, dense_cells: int) -> np.ndarray:
+    """Positions of the least-cost matching of one group of pairs."""
+    row_ids, row_of = np.unique(rows, return_inverse=True)
+    column_ids, column_of = np.unique(columns, return_inverse=True)
+    n_rows, n_columns = len(row_ids), len(column_ids)
+    order = np.lexsort((column_of, row_of))
+    keys = row_of[order].astype(np.int64) * n_columns + column_of[order]
+    if n_rows * n_columns <= dense_cells:
+        from scipy.optimize import linear_sum_assignment
+
+        matrix = np.zeros((n_rows, n_columns))
+        matrix[row_of, column_of] = costs
+        assigned_rows, assigned_columns = linear_sum_assignment(matrix)
+        real = matrix[assigned_rows, assigned_columns] < 0
+    else:
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+        top = 1.0 - float(costs.min())
+        graph = csr_array((np.concatenate([top + costs, np.full(n_rows, top)]),
+                           (np.concatenate([row_of, np.arange(n_rows)]),
+                            np.concatenate([column_of, n_columns + np.arange(n_rows)]))),
+                          shape=(n_rows, n_columns + n_rows))
+        assigned_rows, assigned_columns = min_weight_full_bipartite_matching(graph)
+        real = assigned_columns < n_columns
+    wanted = assigned_rows[real].astype(np.int64) * n_columns + assigned_columns[real]
+    return order[np.searchsorted(keys, wanted)]

@@ -1,0 +1,309 @@
+"""Points: predicted points matched to true points within a radius; TP, FP, FN, F1, precision
+and recall; a FROC over points (false positives per image or per unit area) and the CPM.
+Arrays in, numbers out.
+
+One intermediate, `point_pairs`: every (true, predicted) pair within the radius with its
+distance, found by a KD-tree (scipy's cKDTree), so the cost follows the number of close pairs,
+never true × predicted. A distance is sqrt(Σ ((t_k − p_k) · spacing_k)²) in float64, the
+coordinates in the array's axis order (spacing None: 1 per axis, i.e. the coordinates' units).
+The matchings are derived from the pairs; the FROC from the hits of each image (a prediction
+within the radius of a true point hits it), the per-image intermediate CAMELYON16's FROC uses
+(evaluation.metrics.froc).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluation.metrics.froc import (
+    FrocCurve,
+    SlideHits,
+    froc_curve,
+    mean_sensitivity,
+    weighted_froc_sensitivities,
+)
+from evaluation.metrics.instances import f1_from_counts
+from evaluation.metrics.registry import metric
+from evaluation.metrics.validation import (
+    check_choice,
+    check_finite,
+    check_nonnegative,
+    check_sample_weight,
+    check_spacing,
+)
+
+ASSIGNMENTS = ("hungarian", "greedy_by_score", "greedy_by_truth")
+CPM_FP_RATES = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # false positives per scan: 1/8 ... 8 (LUNA16)
+EVALUTILS = "evalutils 0.4.2 scorers.score_detection"
+_DENSE_CELLS = 1 << 20  # a group of pairs up to this many rows x columns is solved on a dense matrix
+
+
+def _as_points(points, name: str) -> np.ndarray | None:
+    """Coordinates as an (n, ndim) float64 array; None for an empty input of unknown dimension."""
+    try:
+        array = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an (n, ndim) array of coordinates") from None
+    if array.size == 0 and array.ndim <= 1:
+        return None
+    if array.ndim != 2 or array.shape[1] == 0:
+        raise ValueError(f"{name} must be an (n, ndim) array of coordinates, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} holds coordinates that are NaN or infinite")
+    return array
+
+
+def check_points(truth, prediction, spacing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(truth, prediction, spacing): two (n, ndim) coordinate arrays of one dimension (an empty
+    list is no point) and one spacing > 0 per coordinate."""
+    truth_points, predicted_points = _as_points(truth, "truth"), _as_points(prediction, "prediction")
+    dimensions = {a.shape[1] for a in (truth_points, predicted_points) if a is not None}
+    if len(dimensions) > 1:
+        raise ValueError(f"truth and prediction points differ in dimension: {truth_points.shape[1]} and "
+                         f"{predicted_points.shape[1]}")
+    ndim = dimensions.pop() if dimensions else (len(np.atleast_1d(spacing)) if spacing is not None else 1)
+    spacing = check_spacing(spacing, ndim)
+    empty = np.zeros((0, ndim))
+    return (truth_points if truth_points is not None else empty,
+            predicted_points if predicted_points is not None else empty, spacing)
+
+
+def check_scores(scores, n: int, name: str = "scores") -> np.ndarray:
+    scores = check_finite(scores, name)
+    if scores.shape != (n,):
+        raise ValueError(f"{name} must give one number per predicted point ({n}), got shape {scores.shape}")
+    return scores
+
+
+def point_pairs(truth, prediction, radius, spacing=None, inclusive: bool = True):
+    """(truth index, prediction index, distance) of every pair within `radius` (inclusive: <=,
+    else <), sorted by truth, then prediction index."""
+    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    radius = check_nonnegative(radius, "radius")
+    return _pairs(truth, prediction, radius, spacing, _check_inclusive(inclusive))
+
+
+def _check_inclusive(inclusive) -> bool:
+    if not isinstance(inclusive, (bool, np.bool_)):
+        raise ValueError(f"inclusive must be True or False, got {inclusive!r}")
+    return bool(inclusive)
+
+
+def _pairs(truth: np.ndarray, prediction: np.ndarray, radius: float, spacing: np.ndarray, inclusive: bool):
+    if len(truth) == 0 or len(prediction) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    from scipy.spatial import cKDTree
+
+    scaled_truth, scaled_prediction = truth * spacing, prediction * spacing
+    # The tree's distances may differ from ours in the last bits: search a little beyond the
+    # radius, then decide with our own distance.
+    extent = max(float(np.abs(scaled_truth).max()), float(np.abs(scaled_prediction).max()), radius)
+    found = cKDTree(scaled_truth).sparse_distance_matrix(cKDTree(scaled_prediction), radius + 1e-9 * extent,
+                                                         output_type="ndarray")
+    truth_index, prediction_index = found["i"].astype(np.int64), found["j"].astype(np.int64)
+    distances = np.sqrt((((truth[truth_index] - prediction[prediction_index]) * spacing) ** 2).sum(axis=1))
+    keep = distances <= radius if inclusive else distances < radius
+    truth_index, prediction_index, distances = truth_index[keep], prediction_index[keep], distances[keep]
+    order = np.lexsort((prediction_index, truth_index))
+    return truth_index[order], prediction_index[order], distances[order]
+
+
+@dataclass(frozen=True)
+class PointMatching:
+    """Detection counts of one image and the matched pairs (indices into the truth and
+    prediction arrays, sorted by truth index): one to one, so TP is the number of pairs, FP =
+    predictions − TP, FN = truths − TP."""
+
+    tp: int
+    fp: int
+    fn: int
+    truth_index: np.ndarray
+    prediction_index: np.ndarray
+
+    @property
+    def f1(self) -> float:
+        """2TP / (2TP + FP + FN); 1.0 when all three are 0 (nothing to find, nothing found)."""
+        return f1_from_counts(self.tp, self.fp, self.fn)
+
+    @property
+    def precision(self) -> float:
+        """TP / (TP + FP); NaN when nothing was predicted."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
+
+    @property
+    def recall(self) -> float:
+        """TP / (TP + FN); NaN when there is nothing to find."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
+
+
+@metric(kind="points", better=None, returns="PointMatching", scaled=("radius",),
+        variants={"inclusive": "True: a pair is within the radius when its distance is <= radius; False: <",
+                  "assignment": "'hungarian': a maximum matching, the least total distance among them; "
+                                "'greedy_by_score': predictions by descending score each take the nearest free "
+                                "true point; 'greedy_by_truth': true points in input order each take the nearest "
+                                "free prediction (evalutils' score_detection)"},
+        equals=(f"{EVALUTILS} (assignment='greedy_by_truth', inclusive=True)",
+                "scipy.optimize.linear_sum_assignment on the distance matrix, pairs beyond the radius "
+                "forbidden (assignment='hungarian': TP)"),
+        citation="Maier-Hein et al., Metrics reloaded, Nature Methods 21, 2024 (point localization)",
+        example={"radius": 2.0, "assignment": "hungarian"})
+def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive: bool = True,
+                 assignment: str = "hungarian") -> PointMatching:
+    """Predicted points matched one to one to true points within a radius: TP, FP, FN and pairs.
+
+    A pair is a candidate when its distance is within `radius` (`inclusive`: <=, else <), in
+    the spacing's units. `assignment`:
+    - "hungarian": a maximum matching (the most pairs), and among maximum matchings the least
+      total distance: a true point or a prediction alone in its group of pairs (the connected
+      components of the graph of pairs) takes its nearest partner (equal distances: lower
+      index); the other groups are solved by scipy's linear_sum_assignment (a sparse
+      minimum-weight full matching for a group above 2²⁰ cells), which breaks a tie in total
+      distance;
+    - "greedy_by_score": predictions by descending `scores` (equal scores: lower index first),
+      each takes the nearest free true point (equal distances: lower index);
+    - "greedy_by_truth": true points in input order, each takes the nearest free prediction
+      (equal distances: lower index): evalutils' score_detection, which is not a maximum
+      matching (an earlier true point can take the only prediction a later one had).
+    F1, precision and recall are properties of the result; sum TP, FP and FN over images and
+    call f1_from_counts for a pooled F1.
+    """
+    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    radius = check_nonnegative(radius, "radius")
+    inclusive = _check_inclusive(inclusive)
+    check_choice(assignment, "assignment", ASSIGNMENTS)
+    if scores is not None:
+        scores = check_scores(scores, len(prediction))
+    elif assignment == "greedy_by_score":
+        raise ValueError("assignment 'greedy_by_score' needs scores (one per predicted point)")
+    truth_index, prediction_index, distances = _pairs(truth, prediction, radius, spacing, inclusive)
+    if _one_to_one(truth_index, prediction_index):
+        chosen = np.arange(len(truth_index))
+    elif assignment == "greedy_by_truth":
+        chosen = _greedy(np.lexsort((prediction_index, distances, truth_index)), truth_index, prediction_index)
+    elif assignment == "greedy_by_score":
+        rank = np.empty(len(prediction), dtype=np.int64)
+        rank[np.argsort(-scores, kind="stable")] = np.arange(len(prediction))
+        chosen = _greedy(np.lexsort((truth_index, distances, rank[prediction_index])), truth_index, prediction_index)
+    else:
+        chosen = _maximum_matching(truth_index, prediction_index, distances)
+    tp = len(chosen)
+    return PointMatching(tp, len(prediction) - tp, len(truth) - tp, truth_index[chosen], prediction_index[chosen])
+
+
+def _one_to_one(rows: np.ndarray, columns: np.ndarray) -> bool:
+    return len(np.unique(rows)) == len(rows) and len(np.unique(columns)) == len(columns)
+
+
+def _greedy(order: np.ndarray, truth_index: np.ndarray, prediction_index: np.ndarray) -> np.ndarray:
+    """The pairs taken in `order`, each when neither point is matched yet."""
+    used_truth, used_prediction, taken = set(), set(), []
+    for k, t, p in zip(order.tolist(), truth_index[order].tolist(), prediction_index[order].tolist(), strict=True):
+        if t not in used_truth and p not in used_prediction:
+            used_truth.add(t)
+            used_prediction.add(p)
+            taken.append(k)
+    return np.sort(np.asarray(taken, dtype=np.int64))
+
+
+def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, distances: np.ndarray) -> np.ndarray:
+    """The pairs of a maximum matching with the least total distance among maximum matchings,
+    group by group (evaluation/metrics/_assignment.py): a pair costs d − B with B above
+    (pairs + 1) × the largest distance, so one more pair always lowers the total more than any
+    distances can raise it."""
+    from evaluation.metrics._assignment import min_cost_matching
+
+    most_pairs = min(len(np.unique(truth_index)), len(np.unique(prediction_index)))
+    bonus = (most_pairs + 1) * (float(distances.max()) + 1.0)
+    return min_cost_matching(truth_index, prediction_index, distances - bonus, _DENSE_CELLS)
+
+
+# ---- FROC over points ----------------------------------------------------------------------------
+
+
+def point_hits(truth, prediction, scores, radius, spacing=None, inclusive: bool = True,
+               area: float = 1.0) -> SlideHits:
+    """One image's hits for the FROC: a prediction within the radius of a true point hits it
+    (many to many: a prediction may hit several true points, a true point keeps the largest
+    score of its hits, the others are no false positives); a prediction within the radius of no
+    true point is a false positive. A missed true point's score is -inf. `area`: what the
+    image adds to the FP rate's denominator (1: FPs per image)."""
+    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    radius = check_nonnegative(radius, "radius")
+    scores = check_scores(scores, len(prediction))
+    area = check_nonnegative(area, "area")
+    truth_index, prediction_index, _ = _pairs(truth, prediction, radius, spacing, _check_inclusive(inclusive))
+    hit = np.zeros(len(prediction), dtype=bool)
+    hit[prediction_index] = True
+    best = np.full(len(truth), -np.inf)
+    np.maximum.at(best, truth_index, scores[prediction_index])
+    return SlideHits(scores[~hit], best, 0, area)
+
+
+def _image_hits(truth, prediction, scores, radius, spacing, inclusive, areas) -> list[SlideHits]:
+    try:
+        truth, prediction, scores = list(truth), list(prediction), list(scores)
+    except TypeError:
+        raise ValueError("truth, prediction and scores must be sequences with one entry per image") from None
+    if not len(truth) == len(prediction) == len(scores):
+        raise ValueError(f"truth, prediction and scores must have one entry per image, got {len(truth)}, "
+                         f"{len(prediction)} and {len(scores)}")
+    if areas is None:
+        areas = np.ones(len(truth))
+    else:
+        areas = check_finite(areas, "areas")
+        if areas.shape != (len(truth),) or (areas <= 0).any():
+            raise ValueError(f"areas must give one number > 0 per image ({len(truth)}), got {areas!r}")
+    return [point_hits(t, p, s, radius, spacing, inclusive, float(a))
+            for t, p, s, a in zip(truth, prediction, scores, areas, strict=True)]
+
+
+@metric(kind="point_sets", better=None, returns="FrocCurve", scaled=("radius",),
+        variants={"areas": "None: false positives per image; one area per image: false positives per unit area",
+                  "inclusive": "True: a prediction hits a true point within distance <= radius; False: <"},
+        equals=("LUNA16 noduleCADEvaluationLUNA16 computeFROC (hits within the radius, strict there; duplicate "
+                "hits ignored)", "picai_eval Metrics.lesion_TPR / lesion_FPR (from the same hits)"),
+        citation="Setio et al., LUNA16, Medical Image Analysis 42, 2017",
+        example={"radius": 2.0})
+def point_froc(truth, prediction, scores, radius, spacing=None, inclusive: bool = True, areas=None) -> FrocCurve:
+    """The FROC curve of scored point detections: sensitivity against false positives per image or per area.
+
+    Per image (truth, prediction, scores: one entry per image), a prediction hits every true
+    point within `radius` (`inclusive`: <=, else <); a true point is found at threshold t when
+    one of its hits scores >= t, a prediction is a false positive when it hits nothing (a second
+    hit on a found point is no false positive). At every distinct score t: the FP rate is the
+    false positives scoring >= t over the number of images (or the sum of `areas`), the
+    sensitivity the found true points over all true points; the point (0, 0) ends the curve.
+    ValueError when no image holds a true point (sensitivity undefined).
+    """
+    hits = _image_hits(truth, prediction, scores, radius, spacing, inclusive, areas)
+    if sum(h.lesions for h in hits) == 0:
+        raise ValueError("no image holds a true point: the FROC's sensitivity is undefined")
+    return froc_curve(hits, "every_score")
+
+
+@metric(kind="point_sets", better="higher", scaled=("radius",),
+        variants={"fp_rates": "the false-positive rates averaged over: LUNA16's 1/8 ... 8 by default; "
+                              "CAMELYON16's score is 1/4 ... 8",
+                  "areas": "None: false positives per image; one area per image: false positives per unit area"},
+        equals=("LUNA16 CPM: mean sensitivity at 1/8 ... 8 FPs per scan, np.interp on the FROC",),
+        citation="Niemeijer et al., IEEE TMI 30(2), 2011 (CPM); Setio et al., LUNA16, Medical Image Analysis 42, 2017",
+        example={"radius": 2.0})
+def cpm(truth, prediction, scores, radius, spacing=None, inclusive: bool = True, fp_rates=CPM_FP_RATES, areas=None,
+        sample_weight=None):
+    """Competition performance metric: mean FROC sensitivity at 1/8, 1/4, 1/2, 1, 2, 4 and 8 FPs per image.
+
+    The sensitivity at each of `fp_rates` is read on point_froc's curve by linear
+    interpolation with the FP rates increasing (np.interp; beyond the last point, the highest
+    sensitivity); the CPM is their mean. NaN when no image holds a true point.
+    `sample_weight`: how many times each image counts (whole numbers, e.g. a bootstrap resample;
+    rows of them give one CPM per row), in the hits and in the FP rate's denominator.
+    """
+    hits = _image_hits(truth, prediction, scores, radius, spacing, inclusive, areas)
+    rates = check_finite(fp_rates, "fp_rates")
+    if rates.ndim != 1 or rates.size == 0 or (rates < 0).any():
+        raise ValueError(f"fp_rates must be a non-empty sequence of numbers >= 0, got {fp_rates!r}")
+    weights, single = check_sample_weight(sample_weight, len(hits))
+    values = mean_sensitivity(weighted_froc_sensitivities(hits, weights, "every_score", rates))
+    return float(values[0]) if single else values
