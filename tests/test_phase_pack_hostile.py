@@ -4,7 +4,10 @@ zips written byte by byte (a bomb, a bad CRC, an encrypted member, an unknown co
 a corrupt deflate stream, too many members, a zip64 end record), text that is not UTF-8 or JSON
 nested 200,000 deep, a named pipe and character devices, links leading out of an unpacked pack,
 slugs that are not the platform's, and two entries where one was expected. Each is exit 3 with
-one line naming the pack and what is wrong, config.json untouched; never exit 4, never a hang."""
+one line naming the pack and what is wrong, config.json untouched; never exit 4, never a hang.
+
+The evaluation's side of two entries (a socket listed twice in one job of /input/predictions.json)
+is run through `python -m evaluation` the same way."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests import common
-from tests.cli_runs import DROP_ENV, ROOT, limit_data
+from tests.cli_runs import DROP_ENV, ROOT, limit_data, run_command_line
 from tests.phase_packs import PACK_PREDICTIONS, forge_socket, job, pack_files, write_pack_folder, write_pack_zip
 
 CHALLENGE = "hecktor2025-task2"
@@ -350,3 +353,23 @@ def test_two_predictions_json_in_one_pack_are_refused(ground_truth, tmp_path):
     write_pack_folder(folder / "kit", [INTERFACE])
     refused(run_phase(folder, ground_truth), ground_truth,
             f"holds 2 phase packs' predictions.json ({PACK_PREDICTIONS}, kit/{PACK_PREDICTIONS})")
+
+
+# ---- the evaluation: a socket given twice in one job ---------------------------------------------
+
+
+def test_a_socket_listed_twice_in_a_job_of_the_platforms_predictions_json(tmp_path):
+    """Which of two entries of one socket to read cannot be told: the platform's file is refused
+    (exit 3), where the last one was read silently."""
+    shutil.copytree(ROOT / "test" / CHALLENGE / "input", tmp_path / "input")
+    path = tmp_path / "input" / "predictions.json"
+    jobs = json.loads(path.read_text())
+    jobs[1]["outputs"].append(json.loads(json.dumps(jobs[1]["outputs"][0])))
+    jobs[1]["outputs"][-1]["value"] = 0.0
+    path.write_text(json.dumps(jobs))
+    run = run_command_line(CHALLENGE, tmp_path / "input", ROOT / "ground-truth" / CHALLENGE, tmp_path / "out",
+                           timeout=TIMEOUT)
+    assert (run.code, run.wrote_metrics) == (3, False), run.stderr
+    slug = jobs[1]["outputs"][0]["socket"]["slug"]
+    assert (f"predictions.json: job {jobs[1]['pk']} lists the output socket \"{slug}\" twice."
+            in run.last_error_line)
