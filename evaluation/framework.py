@@ -236,6 +236,7 @@ class Evaluation:
             pairs = [(case_id_of_job(job, socket, self.case_mapping, self.case_id_from_image_name), job, None)
                      for job in jobs]
             self.check_mapping_collisions(pairs, socket)
+            self.check_one_job_per_case(pairs)
         self.check_case_ids([case_id for case_id, _, _ in pairs])
         label = self.case_label
         cases = [Case(c, input_dir, job, source, label) for c, job, source in pairs]
@@ -274,6 +275,21 @@ class Evaluation:
                 other = sorted(n for n in set(images) if n != mapped[0])[0]
                 raise SetupError(f"{CASE_MAPPING_FILE} gives {mapped[0]} the case id {case_id}, which the input image "
                                  f"{other} has too.")
+
+    def check_one_job_per_case(self, pairs: list[tuple[str, Any, Any]]) -> None:
+        """Two jobs of predictions.json for one case are the phase's, not the submission's (exit
+        3): the platform runs the algorithm once on every item of the phase's archive and starts
+        the evaluation only when every job succeeded, so a case twice is an archive holding it
+        twice (two input images whose names give one case id)."""
+        jobs: dict[str, list[str]] = {}
+        for case_id, job, _ in pairs:
+            jobs.setdefault(case_id, []).append(job.pk)
+        repeated = sorted(case_id for case_id, pks in jobs.items() if len(pks) > 1)
+        if repeated:
+            label, first = self.case_label.lower(), repeated[0]
+            raise SetupError(f"predictions.json lists more than one job for {label} {id_list(repeated)} ({first}: jobs "
+                             f"{id_list(jobs[first])}): the platform runs one job per item of the phase's "
+                             f"archive, so the archive holds it more than once.")
 
     def check_case_ids(self, found: list[str]) -> None:
         """Duplicate, unknown and missing cases, all named in one sentence, before any scoring."""

@@ -272,6 +272,9 @@ def parse_predictions(document: Any) -> list[Job]:
             by_slug = {}
             for n, entry in enumerate(entries):
                 socket_value = _socket_value(entry, f"{direction[:-1]} {n} of job {pk}")
+                if socket_value.slug in by_slug:  # which of the two to read cannot be told: never the last silently
+                    raise SetupError(f"predictions.json: job {pk} lists the {direction[:-1]} socket "
+                                     f"{shown(socket_value.slug)} twice.")
                 by_slug[socket_value.slug] = socket_value
             values[direction] = by_slug
         started, completed = _parse_timestamp(raw.get("started_at")), _parse_timestamp(raw.get("completed_at"))

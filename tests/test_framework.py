@@ -229,19 +229,22 @@ def test_extra_case_rejected_before_scoring(tmp_path, recorded):
     assert calls_of(recorded) == []
 
 
-def test_duplicate_case_rejected_before_scoring(tmp_path, recorded):
+def test_two_jobs_for_one_case_are_the_phases_archive_before_scoring(tmp_path, recorded):
+    """The platform runs one job per archive item: a second job for a case (an input image named
+    with another extension: the same case id) is the archive's, exit 3, not the submission's."""
     truth, predictions = truth_and_predictions(3)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
-    # A second job for c01, input named with another extension: same case id.
     jobs = json.loads((inp / "predictions.json").read_text())
+    (first,) = [job["pk"] for job in jobs if job["inputs"][0]["image"]["name"].startswith("c01.")]
     synthetic.write_output(inp, "dup-job", "toy-value.json", 0.0)
     jobs.append(synthetic.job("dup-job", [synthetic.image_input(TOY_INPUT, "c01.mha", "images/toy")],
                               [synthetic.file_output(TOY_OUTPUT, "toy-value.json")]))
     synthetic.write_predictions(inp, jobs)
-    with pytest.raises(SubmissionError) as error:
+    with pytest.raises(SetupError) as error:
         Toy(gt).evaluate(inp, workers=1)
-    assert "more than one prediction for patient c01" in str(error.value)
-    assert "not in the test set" not in str(error.value) and "no prediction for" not in str(error.value)
+    assert str(error.value) == (f"predictions.json lists more than one job for patient c01 (c01: jobs {first}, "
+                                f"dup-job): the platform runs one job per item of the phase's archive, so the archive "
+                                f"holds it more than once.")
     assert calls_of(recorded) == []
 
 

@@ -231,6 +231,9 @@ def test_jobs_kept_in_file_order():
     ([{"pk": PK, "inputs": {"ct": {}}, "outputs": []}], "inputs of job"),
     ([{"pk": PK, "inputs": [{"image": None}], "outputs": []}], "no socket"),
     ([{"pk": PK, "inputs": ["x"], "outputs": []}], "is not an object"),
+    ([{"pk": PK, "inputs": [], "outputs": [synthetic.file_output("risk", "risk.json"),
+                                           value_output("risk", "risk.json", 0.5)]}],
+     f'predictions.json: job {PK} lists the output socket "risk" twice.'),
 ])
 def test_malformed_predictions_are_setup_errors(document, message):
     with pytest.raises(SetupError, match=message):

@@ -24,6 +24,7 @@ from tests.phase_packs import (
     IMAGE_KINDS,
     JSON_EXAMPLES,
     NEVER_IN_DATABASE,
+    PACK_PREDICTIONS,
     forge_socket,
     pack_files,
     write_pack_folder,
@@ -185,6 +186,97 @@ def test_a_socket_missing_from_one_job_is_the_submission(challenge, name, evalua
     run_ = evaluate(challenge, input_dir, ground_truth)
     assert (run_.code, run_.wrote_metrics) == (1, False), run_.stderr
     assert repr(slug) in run_.last_error_line
+
+
+# ---- the platform's example values: the kind where the value tells it, else by elimination ------
+
+
+def anything_interface(challenge) -> dict:
+    """renamed_interface with every JSON output an Anything socket carrying the platform's generic
+    example ({"key": "value", "None": null}), which tells nothing of what the output holds."""
+    interface = renamed_interface(challenge)
+    outputs = [forge_socket(s["slug"], "Anything") if s["is_json_kind"] else s for s in interface["outputs"]]
+    return {"inputs": interface["inputs"], "outputs": outputs}
+
+
+@pytest.mark.parametrize("challenge", sorted(CHALLENGES))
+def test_json_outputs_with_the_generic_example_are_matched_by_elimination(challenge, tmp_path):
+    """Every JSON output an Anything socket: a challenge reading one JSON output takes it (the
+    only JSON output left); one reading two (CAMELYON16's likelihood and detections) cannot tell
+    them apart, names both, and takes the second by elimination once config.json names the
+    first."""
+    ground_truth = ground_truth_copy(challenge, tmp_path)
+    before = read_config(ground_truth)
+    pack = write_pack_zip(tmp_path / "kit.zip", [anything_interface(challenge)])
+    done = run("evaluation.phase", challenge, "--ground-truth", ground_truth, "--pack", pack)
+    expected = {f.name: renamed(f) for f in socket_fields(challenge)}
+    json_outputs = [f for f in socket_fields(challenge) if f.metadata["socket"] not in (CASE_INPUT, IMAGE_OUTPUT)]
+    if len(json_outputs) > 1:
+        assert done.returncode == 3 and read_config(ground_truth) == before
+        slugs = ", ".join(renamed(f) for f in json_outputs)
+        for f in json_outputs:
+            assert f"{f.name!r} (" in last_line(done) and f"could be any of {slugs}" in last_line(done)
+        write_config(ground_truth, {**before, json_outputs[0].name: renamed(json_outputs[0])})
+        done = run("evaluation.phase", challenge, "--ground-truth", ground_truth, "--pack", pack)
+    assert done.returncode == 0, done.stderr
+    assert read_config(ground_truth) == {**before, **expected}
+
+
+def renamed_predictions(challenge, tmp_path) -> tuple[Path, dict]:
+    """A phase pack folder whose predictions.json is a real evaluation's (sockets with kind and
+    super_kind, no forge flags, JSON outputs mostly Files), every socket renamed "phase-<slug>",
+    and {setting: the renamed slug it must get}."""
+    input_dir, ground_truth = algorithm_example(challenge, tmp_path)
+    settings = CHALLENGES[challenge].settings_class.from_ground_truth(ground_truth)
+    jobs = json.loads((input_dir / "predictions.json").read_text())
+    expected = {}
+    for f in socket_fields(challenge):
+        slug = getattr(settings, f.name)
+        if not slug:  # the job's only image input
+            (slug,) = [v["socket"]["slug"] for v in jobs[0]["inputs"] if v["image"] is not None]
+        expected[f.name] = "phase-" + slug
+    for one in jobs:
+        for value in one["inputs"] + one["outputs"]:
+            value["socket"]["slug"] = "phase-" + value["socket"]["slug"]
+    pack = tmp_path / "pack"
+    (pack / PACK_PREDICTIONS).parent.mkdir(parents=True)
+    (pack / PACK_PREDICTIONS).write_text(json.dumps(jobs))
+    return pack, expected
+
+
+@pytest.mark.parametrize("challenge", sorted(CHALLENGES))
+def test_a_real_predictions_json_as_the_pack_is_matched_by_kind(challenge, tmp_path):
+    """The issue's ISIC 2019 phase whose only JSON output is renamed exited 3 ("matches none of
+    the outputs"): a File output's kind shows in `kind` (Anything, Float, ...), not in a flag."""
+    pack, expected = renamed_predictions(challenge, tmp_path)
+    ground_truth = ground_truth_copy(challenge, tmp_path / "phase")
+    before = read_config(ground_truth)
+    done = run("evaluation.phase", challenge, "--ground-truth", ground_truth, "--pack", pack)
+    assert done.returncode == 0, done.stderr
+    assert read_config(ground_truth) == {**before, **expected}
+
+
+def test_the_kind_the_value_tells_wins_over_a_value_that_tells_nothing(tmp_path):
+    """A Float output next to an Anything one: the Float is the risk (the Anything is left); a
+    Bool alone is no risk, unless config.json names it (the organizer's word, whatever the
+    example value)."""
+    ground_truth = ground_truth_copy(HECKTOR2, tmp_path)
+    pack = write_pack_zip(tmp_path / "kit.zip", [{
+        "inputs": [forge_socket("ct", "Image")],
+        "outputs": [forge_socket("notes", "Anything"), forge_socket("risk", "Float"),
+                    forge_socket("extra", "Float", example_value={"risk": 0.5})]}])
+    done = run("evaluation.phase", HECKTOR2, "--ground-truth", ground_truth, "--pack", pack)
+    assert done.returncode == 0, done.stderr
+    assert read_config(ground_truth) == {"output_socket": "risk", "input_socket": "ct"}
+    pack = write_pack_zip(tmp_path / "kit.zip", [{"inputs": [forge_socket("ct", "Image")],
+                                                  "outputs": [forge_socket("hpv", "Bool")]}])
+    write_config(ground_truth, {})
+    done = run("evaluation.phase", HECKTOR2, "--ground-truth", ground_truth, "--pack", pack)
+    assert done.returncode == 3 and "matches none of the outputs (hpv)" in last_line(done)
+    write_config(ground_truth, {"output_socket": "hpv"})
+    done = run("evaluation.phase", HECKTOR2, "--ground-truth", ground_truth, "--pack", pack)
+    assert done.returncode == 0, done.stderr
+    assert read_config(ground_truth) == {"output_socket": "hpv", "input_socket": "ct"}
 
 
 # ---- the pack as downloaded, unpacked, re-zipped ------------------------------------------------

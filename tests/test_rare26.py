@@ -181,23 +181,35 @@ def test_missing_extra_and_duplicate_stacks_are_named(dataset, evaluate, tmp_pat
     assert run.last_error_line == (f"The submission does not match the test set: no prediction for 1 stack(s) "
                                    f"of the test set ({names[0]}).")
 
-    def rename_and_duplicate(jobs):
+    def rename(jobs):
         jobs = json.loads(json.dumps(jobs))
         jobs[0]["inputs"][0]["image"]["name"] = "unknown_stack.tiff"
+        return jobs
+
+    def duplicate(jobs):  # a second job for a stack: the phase's archive holds it twice (exit 3)
+        jobs = json.loads(json.dumps(jobs))
         jobs.append(json.loads(json.dumps(jobs[1])))
         jobs[-1]["pk"] = "00000000-0000-4000-8000-000000000000"  # a second job (a repeated pk is the platform's error)
         return jobs
 
     shutil.rmtree(tmp_path / "data")
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
-    edit_jobs(input_dir, rename_and_duplicate)
-    duplicated = jobs[1]["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+    edit_jobs(input_dir, rename)
     missing = jobs[0]["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
     run = evaluate("rare26", input_dir, ground_truth)
     assert (run.code, run.wrote_metrics) == (1, False)
-    assert run.last_error_line == (f"The submission does not match the test set: more than one prediction for stack "
-                                   f"{duplicated}; 1 stack(s) not in the test set (unknown_stack); no prediction for "
-                                   f"1 stack(s) of the test set ({missing}).")
+    assert run.last_error_line == (f"The submission does not match the test set: 1 stack(s) not in the test set "
+                                   f"(unknown_stack); no prediction for 1 stack(s) of the test set ({missing}).")
+
+    shutil.rmtree(tmp_path / "data")
+    input_dir, ground_truth = copy_dataset(dataset, tmp_path)
+    edit_jobs(input_dir, duplicate)
+    duplicated = jobs[1]["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+    run = evaluate("rare26", input_dir, ground_truth)
+    assert (run.code, run.wrote_metrics) == (3, False)
+    assert (f"predictions.json lists more than one job for stack {duplicated} ({duplicated}: jobs {jobs[1]['pk']}, "
+            f"00000000-0000-4000-8000-000000000000): the platform runs one job per item of the phase's archive, so "
+            f"the archive holds it more than once." in run.last_error_line)
 
 
 # --- the ground truth is the organizer's: exit 3, not the participant's fault ----------------

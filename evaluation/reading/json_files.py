@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.values import parse_integer, shown
@@ -54,6 +55,12 @@ def read_json(origin: Origin, path: Path, what: str, max_bytes: int = MAX_JSON_B
     """The parsed content of a JSON file inside `origin`; any problem is one sentence naming
     `what` and the file (never a traceback, never quoting the file beyond a key)."""
     data = origin.read_bytes(path, what, max_bytes, shown_name)
+    return parse_json_or_fail(data, f"{what}: {shown_path(shown_name or Path(path).name)}", origin.fail)
+
+
+def parse_json_or_fail(data: bytes, named: str, fail: Callable[[str], NoReturn]) -> Any:
+    """parse_json(data), or fail("<named> <what is wrong>.") in one sentence: `named` says whose
+    file it is (read_json: "<what>: <file name>")."""
     try:
         return parse_json(data)
     except UnicodeDecodeError as error:
@@ -66,4 +73,4 @@ def read_json(origin: Origin, path: Path, what: str, max_bytes: int = MAX_JSON_B
         problem = "is nested too deeply to be read"
     except ValueError as error:  # e.g. a float literal the parser refuses
         problem = f"is not valid JSON ({str(error)[:100]})"
-    origin.fail(f"{what}: {shown_path(shown_name or Path(path).name)} {problem}.")
+    fail(f"{named} {problem}.")
