@@ -139,6 +139,25 @@ def test_kd_tree_and_distance_transform_give_the_same_bits(boundary, ndim):
         np.testing.assert_array_equal(by_tree.truth_to_prediction, by_transform.truth_to_prediction)
 
 
+@pytest.mark.parametrize("far_points", [10, 3600])
+def test_far_surfaces_by_each_way_equal_brute_force(far_points):
+    """Surfaces far apart: the KD-tree's bounded search finds nothing near, then searches again
+    without a bound (few points) or takes the distance transform (many): still exact."""
+    prediction = np.zeros((62, 62, 40), dtype=bool)
+    truth = np.zeros((62, 62, 40), dtype=bool)
+    side = int(math.isqrt(far_points))
+    prediction[1:1 + side, 1:1 + side, 0] = True  # a plate of `far_points` voxels
+    truth[30, 30, 39] = True
+    truth[31, 30, 39] = True
+    assert surface.KD_TREE_SHARE * prediction.size > 2 * far_points  # the tree is chosen
+    spacing = (0.9, 1.1, 1.3)
+    result = surface_distances(prediction, truth, spacing)
+    to_truth, to_prediction = reference_distances(prediction, truth, spacing)
+    np.testing.assert_allclose(result.prediction_to_truth, to_truth, rtol=1e-12)
+    np.testing.assert_allclose(result.truth_to_prediction, to_prediction, rtol=1e-12)
+    assert to_truth.min() > surface.FAR_BOUND_IN_VOXELS * 1.3
+
+
 @pytest.mark.parametrize("ndim", [2, 3])
 def test_metrics_of_border_voxels_equal_their_brute_force_definitions(ndim):
     for prediction, truth, spacing in mask_pairs(40 + ndim, ndim, 12):

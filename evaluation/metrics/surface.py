@@ -71,7 +71,11 @@ KD_TREE_SHARE = 1 / 16
 # 2D NSD: within τ is membership in the other surface dilated by the disk of offsets within τ
 # (OpenCV, much faster than nearest distances for small disks), up to this many offsets.
 LARGEST_DILATION = 41 * 41
-_SLAB_VOXELS = 1 << 23  # voxels per slab when scanning whole masks: bounded temporaries
+_SLAB_VOXELS = 1 << 23
+# KD-tree queries look this many voxels (of the largest spacing) far first; at most FAR_QUERIES
+# points found nothing there are searched again without a bound, more take a distance transform.
+FAR_BOUND_IN_VOXELS = 12
+FAR_QUERIES = 1024  # voxels per slab when scanning whole masks: bounded temporaries
 
 # The marching-cubes surface of a 2×2×2 neighbourhood, as triangles. Each code (bit 2^(7 − (4a +
 # 2b + c)) set when the voxel at corner offset (a, b, c) is in the mask, DeepMind's encoding)
@@ -310,43 +314,62 @@ def _surface(mask: np.ndarray, boundary: str, connectivity: int,
     return elements, surfel_areas(spacing)[codes[elements]]
 
 
-def _lengths(offsets: np.ndarray, spacing: np.ndarray) -> np.ndarray:
-    """Euclidean lengths of integer offsets (n, ndim) in the spacing's units, as scipy's
-    distance_transform_edt computes them (offset × spacing, squared, summed in axis order)."""
+def _lengths(offsets, spacing: np.ndarray) -> np.ndarray:
+    """Euclidean lengths of integer offsets in the spacing's units, as scipy's
+    distance_transform_edt computes them (offset × spacing, squared, summed in axis order).
+    `offsets`: an (n, ndim) array, or one array of n offsets per axis (an iterable)."""
+    columns = offsets.T if isinstance(offsets, np.ndarray) else offsets
     squares = None
-    for axis in range(offsets.shape[1]):
-        component = offsets[:, axis].astype(np.float64) * spacing[axis]
+    for axis, column in enumerate(columns):
+        component = column.astype(np.float64) * spacing[axis]
         component *= component
         squares = component if squares is None else squares + component
-    return np.sqrt(squares) if squares is not None else np.zeros(0)
+    return np.sqrt(squares)
 
 
 def _nearest_distances(source: np.ndarray, target: np.ndarray, spacing: np.ndarray,
                        use_tree: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Distances from each element of `source` to the nearest of `target` and back (boolean grids
-    of one shape); inf for every element when the other grid is empty."""
-    source_points, target_points = np.argwhere(source), np.argwhere(target)
-    if len(source_points) == 0 or len(target_points) == 0:
-        return np.full(len(source_points), np.inf), np.full(len(target_points), np.inf)
-    if use_tree is None:
-        use_tree = len(source_points) + len(target_points) < KD_TREE_SHARE * source.size
-    if use_tree:
+    of one shape, elements in C order); inf for every element when the other grid is empty.
+    `use_tree` forces one way (tests); None chooses by the share of surface points."""
+    n_source, n_target = np.count_nonzero(source), np.count_nonzero(target)
+    if n_source == 0 or n_target == 0:
+        return np.full(n_source, np.inf), np.full(n_target, np.inf)
+    tree = (n_source + n_target < KD_TREE_SHARE * source.size) if use_tree is None else use_tree
+    return (_directed_distances(source, target, spacing, tree, bounded=use_tree is None),
+            _directed_distances(target, source, spacing, tree, bounded=use_tree is None))
+
+
+def _directed_distances(source: np.ndarray, target: np.ndarray, spacing: np.ndarray, tree: bool,
+                        bounded: bool) -> np.ndarray:
+    """For each element of `source` (C order), the distance to the nearest element of `target`.
+
+    A KD-tree of the target's points when asked: first within a bound (fast), then without for
+    the few points found nothing within it; a KD-tree search for a far neighbour is slow (a
+    surface far from a plane of points visits much of the plane), so when many points are far,
+    the crop's exact Euclidean distance transform instead, whose cost does not depend on the
+    distances. Either way the length is recomputed from the integer offset to the nearest element."""
+    if tree:
         from scipy.spatial import cKDTree  # imported here: challenges without surfaces never pay for it
 
-        def nearest(points, other):
-            _, index = cKDTree(other * spacing).query(points * spacing, workers=-1)
-            return other[index]
-        return (_lengths(source_points - nearest(source_points, target_points), spacing),
-                _lengths(target_points - nearest(target_points, source_points), spacing))
+        source_points, target_points = np.argwhere(source), np.argwhere(target)
+        search = cKDTree(target_points * spacing)
+        bound = FAR_BOUND_IN_VOXELS * float(np.max(spacing)) if bounded else np.inf
+        _, index = search.query(source_points * spacing, distance_upper_bound=bound, workers=-1)
+        far = np.flatnonzero(index == len(target_points))
+        if len(far) <= FAR_QUERIES:
+            if len(far):
+                _, index[far] = search.query(source_points[far] * spacing, workers=-1)
+            return _lengths(source_points - target_points[index], spacing)
     from scipy import ndimage
 
-    def nearest_on_grid(points, other_grid, grid):
-        features = ndimage.distance_transform_edt(~other_grid, sampling=spacing, return_distances=False,
-                                                  return_indices=True)
-        return features[:, grid].T
-
-    return (_lengths(source_points - nearest_on_grid(source_points, target, source), spacing),
-            _lengths(target_points - nearest_on_grid(target_points, source, target), spacing))
+    features = ndimage.distance_transform_edt(~target, sampling=spacing, return_distances=False,
+                                              return_indices=True)
+    elements = np.flatnonzero(source)
+    strides = [math.prod(source.shape[axis + 1:]) for axis in range(source.ndim)]
+    offsets = (features[axis].reshape(-1)[elements] - (elements // strides[axis]) % source.shape[axis]
+               for axis in range(source.ndim))  # one axis at a time: bounded temporaries
+    return _lengths(offsets, spacing)
 
 
 def _distances_of_crops(prediction: np.ndarray, truth: np.ndarray, spacing: np.ndarray, boundary: str,
