@@ -126,17 +126,18 @@ def test_voxel_distances_equal_brute_force_with_spacing(ndim, seed):
 
 @pytest.mark.parametrize("boundary", ["voxels", "surfels"])
 @pytest.mark.parametrize("ndim", [2, 3])
-def test_kd_tree_and_distance_transform_give_the_same_bits(boundary, ndim):
-    """The two ways to the nearest element (chosen by the share of surface points) agree exactly:
-    both recompute the distance from the integer offset to the nearest element."""
+def test_every_way_to_the_nearest_element_gives_the_same_bits(boundary, ndim):
+    """The three ways to the nearest element (looking around, a KD-tree, a distance transform)
+    agree exactly: each recomputes the length from the integer offset to the nearest element."""
     for prediction, truth, spacing in mask_pairs(7 + ndim, ndim, 10):
         if not prediction.any() or not truth.any():
             continue
         crops = (prediction, truth, np.asarray(spacing), boundary, 1, math.nan)
-        by_tree = surface._distances_of_crops(*crops, use_tree=True)
-        by_transform = surface._distances_of_crops(*crops, use_tree=False)
-        np.testing.assert_array_equal(by_tree.prediction_to_truth, by_transform.prediction_to_truth)
-        np.testing.assert_array_equal(by_tree.truth_to_prediction, by_transform.truth_to_prediction)
+        by_lookup = surface._distances_of_crops(*crops)
+        for method in ("tree", "transform"):
+            other = surface._distances_of_crops(*crops, method=method)
+            np.testing.assert_array_equal(by_lookup.prediction_to_truth, other.prediction_to_truth)
+            np.testing.assert_array_equal(by_lookup.truth_to_prediction, other.truth_to_prediction)
 
 
 @pytest.mark.parametrize("far_points", [10, 3600])
@@ -145,7 +146,7 @@ def test_far_surfaces_by_each_way_equal_brute_force(far_points):
     without a bound (few points) or takes the distance transform (many): still exact."""
     prediction = np.zeros((62, 62, 40), dtype=bool)
     truth = np.zeros((62, 62, 40), dtype=bool)
-    side = int(math.isqrt(far_points))
+    side = math.isqrt(far_points)
     prediction[1:1 + side, 1:1 + side, 0] = True  # a plate of `far_points` voxels
     truth[30, 30, 39] = True
     truth[31, 30, 39] = True
