@@ -239,43 +239,94 @@ def label_overlap_counts(prediction: np.ndarray, truth: np.ndarray, labels) -> L
         raise ValueError("label maps must have at least 1 dimension, got 0")
     labels = validation.check_labels(labels)
     n_labels = len(labels)
-    order = np.argsort(labels, kind="stable")
-    sorted_labels = labels[order]
-    ndim = prediction.ndim
     intersection = np.zeros(n_labels + 1, dtype=np.int64)
     predicted = np.zeros(n_labels + 1, dtype=np.int64)
     true = np.zeros(n_labels + 1, dtype=np.int64)
-    low = np.full((ndim, n_labels + 1), np.iinfo(np.int64).max)
-    high = np.full((ndim, n_labels + 1), -1, dtype=np.int64)
-
-    def index_of(values: np.ndarray) -> np.ndarray:
-        """Position of each value in `labels` (sorted), n_labels for a value not among them."""
-        values = values.astype(np.int64, copy=False) if values.dtype != np.uint64 else values
-        if n_labels == 0:
-            return np.zeros(values.shape, dtype=np.int64)
-        where = np.searchsorted(sorted_labels, values)
-        np.minimum(where, n_labels - 1, out=where)
-        found = sorted_labels[where] == values
-        return np.where(found, order[where], n_labels)
-
+    boxes = _LabelBoxes(n_labels, prediction.shape)
+    index_of_prediction, index_of_truth = (_label_positions(labels, array.dtype) for array in (prediction, truth))
     everything = bool(n_labels) and bool((labels == 0).any())
     for voxels, p_values, t_values in foreground_voxels(prediction, truth, everything=everything):
         if voxels.size == 0:
             continue
-        p_index, t_index = index_of(p_values), index_of(t_values)
+        p_index, t_index = index_of_prediction(p_values), index_of_truth(t_values)
         predicted += np.bincount(p_index, minlength=n_labels + 1)
         true += np.bincount(t_index, minlength=n_labels + 1)
         intersection += np.bincount(p_index[p_values == t_values], minlength=n_labels + 1)
-        coordinates = np.unravel_index(voxels, prediction.shape)
-        for axis in range(ndim):
-            for index in (p_index, t_index):
-                np.minimum.at(low[axis], index, coordinates[axis])
-                np.maximum.at(high[axis], index, coordinates[axis])
-    boxes = tuple(None if high[0, i] < 0 else
-                  tuple(slice(int(low[axis, i]), int(high[axis, i]) + 1) for axis in range(ndim))
-                  for i in range(n_labels))
+        boxes.add(np.unravel_index(voxels, prediction.shape), p_index, t_index)
     return LabelOverlapCounts(labels=labels, intersection=intersection[:n_labels],
-                              prediction_size=predicted[:n_labels], truth_size=true[:n_labels], boxes=boxes)
+                              prediction_size=predicted[:n_labels], truth_size=true[:n_labels], boxes=boxes.boxes())
+
+
+def _label_positions(labels: np.ndarray, dtype: np.dtype):
+    """A function: values of a label map of `dtype` -> the position of each value in `labels`,
+    len(labels) for a value not among them. A lookup table for maps of 8 or 16 bits (one gather
+    a voxel), a binary search otherwise."""
+    n_labels = len(labels)
+    if dtype.kind == "b":
+        dtype = np.dtype(np.uint8)  # the slabs of boolean maps are read as bytes (foreground_voxels)
+    if dtype.kind in "iu" and dtype.itemsize <= 2:
+        low = 0 if dtype.kind == "u" else int(np.iinfo(dtype).min)
+        size = 1 << (8 * dtype.itemsize)
+        table = np.full(size, n_labels, dtype=np.int64)
+        inside = (labels >= low) & (labels < low + size)
+        table[labels[inside] - low] = np.flatnonzero(inside)
+        if low == 0:
+            return lambda values: table[values]
+        return lambda values: table[values.astype(np.int64) - low]
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+
+    def search(values: np.ndarray) -> np.ndarray:
+        values = values.astype(np.int64, copy=False)
+        if n_labels == 0:
+            return np.zeros(values.shape, dtype=np.int64)
+        where = np.searchsorted(sorted_labels, values)
+        np.minimum(where, n_labels - 1, out=where)
+        return np.where(sorted_labels[where] == values, order[where], n_labels)
+
+    return search
+
+
+class _LabelBoxes:
+    """Each label's bounding box of the voxels where either map has it, gathered slab by slab:
+    per axis, which coordinates each label occupies (a labels × axis-length table of booleans,
+    one scatter a voxel), or running minima and maxima when that table would be large."""
+
+    _LARGEST_TABLE = 1 << 27  # bytes
+
+    def __init__(self, n_labels: int, shape: tuple[int, ...]):
+        self.n_labels, self.shape = n_labels, shape
+        self.tables = None
+        if (n_labels + 1) * sum(shape) <= self._LARGEST_TABLE:
+            self.tables = [np.zeros((n_labels + 1, n), dtype=bool) for n in shape]
+        else:
+            self.low = np.full((len(shape), n_labels + 1), np.iinfo(np.int64).max)
+            self.high = np.full((len(shape), n_labels + 1), -1, dtype=np.int64)
+
+    def add(self, coordinates: tuple[np.ndarray, ...], *indices: np.ndarray) -> None:
+        for axis, coordinate in enumerate(coordinates):
+            for index in indices:
+                if self.tables is not None:
+                    self.tables[axis][index, coordinate] = True
+                else:
+                    np.minimum.at(self.low[axis], index, coordinate)
+                    np.maximum.at(self.high[axis], index, coordinate)
+
+    def boxes(self) -> tuple:
+        if 0 in self.shape:
+            return (None,) * self.n_labels
+        if self.tables is not None:
+            present = self.tables[0][: self.n_labels].any(axis=1)
+            low = [table[: self.n_labels].argmax(axis=1) for table in self.tables]
+            high = [n - 1 - table[: self.n_labels, ::-1].argmax(axis=1) for n, table in zip(self.shape, self.tables,
+                                                                                              strict=True)]
+        else:
+            present = self.high[0, : self.n_labels] >= 0
+            low, high = self.low, self.high
+        return tuple(tuple(slice(int(lo[i]), int(hi[i]) + 1) for lo, hi in zip(low, high, strict=True))
+                     if present[i] else None for i in range(self.n_labels))
+
+
 
 
 def label_confusion(truth: np.ndarray, prediction: np.ndarray,

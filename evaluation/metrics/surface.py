@@ -77,6 +77,7 @@ _SLAB_VOXELS = 1 << 23
 # first; at most FAR_QUERIES points found nothing there are searched again without a bound, more
 # take the distance transform.
 LOCAL_RADIUS_IN_VOXELS = 2
+LOOKUP_BUDGET = 2  # looking around costs at most this many lookups per cell of the grid
 FAR_BOUND_IN_VOXELS = 12
 FAR_QUERIES = 1024  # voxels per slab when scanning whole masks: bounded temporaries
 
@@ -342,7 +343,7 @@ def _nearest_distances(source: np.ndarray, target: np.ndarray, spacing: np.ndarr
 
     "auto": each element first looks at the grid cells around it, nearest first, up to two
     voxels (of the largest spacing) away: most elements of two similar surfaces find their
-    nearest there at once. The few left take a KD-tree of the other surface's points, or, when
+    nearest there at once. Those left take a KD-tree of the other surface's points, or, when
     many are left (surfaces far apart, or dense like noise), the exact Euclidean distance
     transform of the grid, whose cost does not depend on the distances. "tree" and "transform"
     force one way (tests: every way gives the same bits, each length recomputed from the integer
@@ -351,17 +352,16 @@ def _nearest_distances(source: np.ndarray, target: np.ndarray, spacing: np.ndarr
     if n_source == 0 or n_target == 0:
         return np.full(n_source, np.inf), np.full(n_target, np.inf)
     if method == "transform":
-        return (_distances_by_transform(None, source, target, spacing),
-                _distances_by_transform(None, target, source, spacing))
+        return (_distances_by_transform(np.flatnonzero(source), target, spacing),
+                _distances_by_transform(np.flatnonzero(target), source, spacing))
     if method == "tree":
-        return (_distances_by_tree(np.argwhere(source), source, target, spacing, bounded=False),
-                _distances_by_tree(np.argwhere(target), target, source, spacing, bounded=False))
+        return (_distances_by_tree(np.flatnonzero(source), target, spacing, bounded=False),
+                _distances_by_tree(np.flatnonzero(target), source, spacing, bounded=False))
     offsets, lengths = _local_offsets(tuple(float(s) for s in spacing), LOCAL_RADIUS_IN_VOXELS * float(max(spacing)))
-    reach = np.abs(offsets).max(axis=0)
-    padding = [(int(r), int(r)) for r in reach]
-    padded_source, padded_target = np.pad(source, padding), np.pad(target, padding)
-    return (_distances_by_lookup(padded_source, padded_target, reach, offsets, lengths, source, target, spacing),
-            _distances_by_lookup(padded_target, padded_source, reach, offsets, lengths, target, source, spacing))
+    padding = [(int(r), int(r)) for r in np.abs(offsets).max(axis=0)]
+    padded_source, padded_target = np.pad(source, padding), np.pad(target, padding)  # no lookup leaves them
+    return (_distances_by_lookup(padded_source, padded_target, offsets, lengths, spacing),
+            _distances_by_lookup(padded_target, padded_source, offsets, lengths, spacing))
 
 
 @lru_cache(maxsize=32)
@@ -379,75 +379,92 @@ def _local_offsets(spacing: tuple[float, ...], radius: float) -> tuple[np.ndarra
     return offsets, lengths
 
 
-def _distances_by_lookup(padded_source: np.ndarray, padded_target: np.ndarray, reach: np.ndarray,
-                         offsets: np.ndarray, lengths: np.ndarray, source: np.ndarray, target: np.ndarray,
+def _distances_by_lookup(source: np.ndarray, target: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
                          spacing: np.ndarray) -> np.ndarray:
-    """For each element of `source`, the distance to the nearest of `target`: the first offset
-    (shortest first) at which the target has an element is the nearest; elements with none
-    within the offsets' radius are measured by `_far_distances`. The grids are padded by the
-    offsets' reach, so that no lookup leaves them."""
-    strides = np.array([math.prod(padded_source.shape[axis + 1:]) for axis in range(padded_source.ndim)])
-    flat_target = padded_target.reshape(-1)
-    elements = np.flatnonzero(padded_source)
+    """For each element of `source`, the distance to the nearest of `target` (grids padded so that
+    no offset leaves them): the first offset, shortest first, at which the target has an element
+    is the nearest. Elements with none within the offsets' radius, or all of them once looking
+    around would cost more lookups than LOOKUP_BUDGET per cell, are measured by `_far_distances`."""
+    strides = _strides(source.shape)
+    flat_target = target.reshape(-1)
+    elements = np.flatnonzero(source)
     distances = np.empty(len(elements))
     unresolved = np.arange(len(elements))
-    for offset, length in zip(offsets.tolist(), lengths.tolist(), strict=True):
-        shift = int(np.dot(offset, strides))
-        hit = flat_target[elements[unresolved] + shift]
+    budget = LOOKUP_BUDGET * source.size
+    for k, (offset, length) in enumerate(zip(offsets.tolist(), lengths.tolist(), strict=True)):
+        if unresolved.size * (len(offsets) - k) > budget:
+            break
+        hit = flat_target[elements[unresolved] + int(np.dot(offset, strides))]
         distances[unresolved[hit]] = length
         unresolved = unresolved[~hit]
         if unresolved.size == 0:
             return distances
-    points = np.stack(np.unravel_index(elements[unresolved], padded_source.shape), axis=1) - reach
-    distances[unresolved] = _far_distances(points, source, target, spacing)
+    if unresolved.size == len(elements):
+        return _far_distances(elements, source, target, spacing)
+    distances[unresolved] = _far_distances(elements[unresolved], source, target, spacing)
     return distances
 
 
-def _far_distances(points: np.ndarray, source: np.ndarray, target: np.ndarray, spacing: np.ndarray) -> np.ndarray:
-    """Distances from `points` (coordinates of source elements) to the nearest target element,
-    when that is far: a KD-tree of the target's points for few of them, the distance transform
-    of the grid for many (a KD-tree search for a far neighbour is slow: a surface far from a
-    plane of points visits much of the plane)."""
-    if len(points) > KD_TREE_SHARE * source.size:
-        return _distances_by_transform(points, source, target, spacing)
-    return _distances_by_tree(points, source, target, spacing, bounded=True)
+def _strides(shape: tuple[int, ...]) -> np.ndarray:
+    """C-order strides of a shape, in elements."""
+    return np.array([math.prod(shape[axis + 1:]) for axis in range(len(shape))], dtype=np.int64)
 
 
-def _distances_by_tree(points: np.ndarray, source: np.ndarray, target: np.ndarray, spacing: np.ndarray,
-                       bounded: bool) -> np.ndarray:
+def _coordinates(elements: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """(n, ndim) coordinates of flat C-order indices."""
+    return np.stack(np.unravel_index(elements, shape), axis=1)
+
+
+def _far_distances(elements: np.ndarray, source: np.ndarray, target: np.ndarray, spacing: np.ndarray) -> np.ndarray:
+    """Distances from source `elements` (flat indices) to the nearest target element, when that is
+    far: a KD-tree of the target's points for few of them, the distance transform of the grid for
+    many (a KD-tree search for a far neighbour is slow: a surface far from a plane of points
+    visits much of the plane)."""
+    if len(elements) > KD_TREE_SHARE * source.size:
+        return _distances_by_transform(elements, target, spacing)
+    return _distances_by_tree(elements, target, spacing, bounded=True)
+
+
+def _mostly_far(tree, points: np.ndarray, spacing: np.ndarray, bound: float, n_target: int) -> bool:
+    """Whether more than FAR_QUERIES of `points` would find nothing within the bound, judged on
+    an evenly spaced sample of 256 (a bounded search for a far point is itself slow)."""
+    if len(points) <= FAR_QUERIES:
+        return False
+    sample = points[:: max(1, len(points) // 256)]
+    _, index = tree.query(sample * spacing, distance_upper_bound=bound, workers=-1)
+    return np.mean(index == n_target) * len(points) > FAR_QUERIES
+
+
+def _distances_by_tree(elements: np.ndarray, target: np.ndarray, spacing: np.ndarray, bounded: bool) -> np.ndarray:
     """By a KD-tree of the target's points: within a bound first, then without for at most
     FAR_QUERIES points that found nothing within it (more: the distance transform)."""
     from scipy.spatial import cKDTree  # imported here: challenges without surfaces never pay for it
 
-    target_points = np.argwhere(target)
+    points, target_points = _coordinates(elements, target.shape), np.argwhere(target)
     # Unbalanced, uncompacted: built several times faster, queried as fast on surfaces.
     tree = cKDTree(target_points * spacing, balanced_tree=False, compact_nodes=False)
     bound = FAR_BOUND_IN_VOXELS * float(np.max(spacing)) if bounded else np.inf
+    if bounded and _mostly_far(tree, points, spacing, bound, len(target_points)):
+        return _distances_by_transform(elements, target, spacing)
     _, index = tree.query(points * spacing, distance_upper_bound=bound, workers=-1)
     far = np.flatnonzero(index == len(target_points))
     if len(far) > FAR_QUERIES:
-        return _distances_by_transform(points, source, target, spacing)
+        return _distances_by_transform(elements, target, spacing)
     if len(far):
         _, index[far] = tree.query(points[far] * spacing, workers=-1)
     return _lengths(points - target_points[index], spacing)
 
 
-def _distances_by_transform(points: np.ndarray | None, source: np.ndarray, target: np.ndarray,
-                            spacing: np.ndarray) -> np.ndarray:
-    """For `points` (every element of `source`, in C order, when None), the distance to the
-    nearest element of `target`, from the exact Euclidean distance transform's nearest-element
-    indices over the whole grid."""
+def _distances_by_transform(elements: np.ndarray, target: np.ndarray, spacing: np.ndarray) -> np.ndarray:
+    """For `elements` (flat indices into the grid), the distance to the nearest element of
+    `target`, from the exact Euclidean distance transform's nearest-element indices."""
     from scipy import ndimage
 
     features = ndimage.distance_transform_edt(~target, sampling=spacing, return_distances=False,
                                               return_indices=True)
-    if points is not None:
-        where = tuple(points.T)
-        return _lengths((features[axis][where] - points[:, axis] for axis in range(source.ndim)), spacing)
-    elements = np.flatnonzero(source)
-    strides = [math.prod(source.shape[axis + 1:]) for axis in range(source.ndim)]
-    offsets = (features[axis].reshape(-1)[elements] - (elements // strides[axis]) % source.shape[axis]
-               for axis in range(source.ndim))  # one axis at a time: bounded temporaries
+    strides = _strides(target.shape)
+    offsets = (features[axis].reshape(-1)[elements] - (elements // strides[axis]) % target.shape[axis]
+               for axis in range(target.ndim))  # one axis at a time: bounded temporaries
     return _lengths(offsets, spacing)
 
 
