@@ -277,21 +277,28 @@ def _percentile(distances: np.ndarray, areas: np.ndarray | None, percentile: flo
 # ---- surfaces ------------------------------------------------------------------------------------
 
 
-def _neighbour_offsets(ndim: int, connectivity: int) -> list[tuple[int, ...]]:
+@lru_cache(maxsize=16)
+def _neighbour_offsets(ndim: int, connectivity: int) -> tuple[tuple[int, ...], ...]:
     """The neighbours of a voxel at scipy's connectivity: offsets in {-1, 0, 1}^ndim with 1 to
     `connectivity` nonzero components."""
-    return [offset for offset in itertools.product((-1, 0, 1), repeat=ndim)
-            if 0 < sum(map(abs, offset)) <= connectivity]
+    return tuple(offset for offset in itertools.product((-1, 0, 1), repeat=ndim)
+                 if 0 < sum(map(abs, offset)) <= connectivity)
 
 
 def border_voxels(mask: np.ndarray, connectivity: int = 1) -> np.ndarray:
     """The voxels of a boolean mask with a neighbour (at scipy's `connectivity`) outside the mask
     or outside the image: mask minus its binary erosion with background outside the image."""
-    padded = np.pad(mask, 1)  # outside the image is background
-    interior = mask.copy()
+    # Voxels on the image's edge have a neighbour outside: never interior. The others are
+    # interior when all their neighbours are in the mask.
+    result = mask.copy()
+    if min(mask.shape) < 3:
+        return result
+    inner = tuple(slice(1, n - 1) for n in mask.shape)
+    interior = mask[inner].copy()
     for offset in _neighbour_offsets(mask.ndim, connectivity):
-        interior &= padded[tuple(slice(1 + o, 1 + o + n) for o, n in zip(offset, mask.shape, strict=True))]
-    return mask & ~interior
+        interior &= mask[tuple(slice(1 + o, n - 1 + o) for o, n in zip(offset, mask.shape, strict=True))]
+    result[inner] &= ~interior
+    return result
 
 
 def neighbour_codes(mask: np.ndarray) -> np.ndarray:
