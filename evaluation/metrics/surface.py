@@ -36,12 +36,14 @@ equal to τ always counts, also when τ is the rounded decimal of an irrational 
 MetricsReloaded's `d <= τ` on rounded distances can differ from it exactly there.
 
 Speed and memory: both masks are cropped to the bounding box of their union (every surface
-element lies inside it, so the distances are exact without a margin), the surfaces extracted on
-the crop, and the nearest element found with a KD-tree of the surface points (few points for the
-crop) or an exact Euclidean distance transform of the crop (dense surfaces); either way the
-distance is recomputed from the integer offset to the nearest element, as scipy's distance
-transform computes it, so both give the same bits. Per label, `label_surface_distances` crops
-each label to its own box, all boxes from one pass over the label maps.
+element lies inside it, so the distances are exact without a margin) and the surfaces extracted on
+the crop. Each element then looks for the nearest element of the other surface in the cells
+around it, nearest first (two similar surfaces: almost all are found there); those left take a
+KD-tree of the other surface's points, or the crop's exact Euclidean distance transform when many
+are left. Every way recomputes the length from the integer offset to the nearest element, as
+scipy's distance transform computes it: the same bits whichever way was taken. Per label,
+`label_surface_distances` crops each label to its own box, all boxes from one pass over the
+label maps.
 
 Empty masks follow the library's rule (evaluation.metrics.overlap): both empty is the best value
 (distances 0, NSD 1); one empty gives NaN for distances (nothing to measure to) and 0 for the
@@ -65,21 +67,21 @@ RELATIVE_TIE_TOLERANCE = 1e-9  # d is within τ when d² <= τ² (1 + 1e-9): a d
 BOUNDARIES = ("voxels", "surfels")
 EMPTY_DISTANCE = {"both_empty": 0.0, "truth_empty": math.nan, "prediction_empty": math.nan}
 EMPTY_NSD = {"both_empty": 1.0, "truth_empty": 0.0, "prediction_empty": 0.0}
-# Above this share of the crop's voxels, the surface points still looking for their nearest take a
-# distance transform of the whole crop rather than a KD-tree (measured on organs and on noise).
+# Finding each surface element's nearest element of the other surface (_nearest_distances):
+# first the cells up to LOCAL_RADIUS_IN_VOXELS voxels (of the largest spacing) around it, nearest
+# first, while that costs at most LOOKUP_BUDGET lookups per cell of the grid; those left take a
+# KD-tree searching FAR_BOUND_IN_VOXELS voxels far first (at most FAR_QUERIES found nothing there
+# are searched again without a bound), or the distance transform of the whole crop when more than
+# KD_TREE_SHARE of its cells are left or found nothing (measured on organs, noise and far planes).
+LOCAL_RADIUS_IN_VOXELS = 2
+LOOKUP_BUDGET = 2
+FAR_BOUND_IN_VOXELS = 12
+FAR_QUERIES = 1024
 KD_TREE_SHARE = 1 / 16
 # 2D NSD: within τ is membership in the other surface dilated by the disk of offsets within τ
 # (OpenCV, much faster than nearest distances for small disks), up to this many offsets.
 LARGEST_DILATION = 41 * 41
-_SLAB_VOXELS = 1 << 23
-# Each surface element looks for the other surface in the cells up to this many voxels (of the
-# largest spacing) around it first; the rest go to a KD-tree, which looks this many voxels far
-# first; at most FAR_QUERIES points found nothing there are searched again without a bound, more
-# take the distance transform.
-LOCAL_RADIUS_IN_VOXELS = 2
-LOOKUP_BUDGET = 2  # looking around costs at most this many lookups per cell of the grid
-FAR_BOUND_IN_VOXELS = 12
-FAR_QUERIES = 1024  # voxels per slab when scanning whole masks: bounded temporaries
+_SLAB_VOXELS = 1 << 23  # voxels per slab when scanning whole masks: bounded temporaries
 
 # The marching-cubes surface of a 2×2×2 neighbourhood, as triangles. Each code (bit 2^(7 − (4a +
 # 2b + c)) set when the voxel at corner offset (a, b, c) is in the mask, DeepMind's encoding)
