@@ -76,7 +76,7 @@ EMPTY_NSD = {"both_empty": 1.0, "truth_empty": 0.0, "prediction_empty": 0.0}
 LOCAL_RADIUS_IN_VOXELS = 2
 LOOKUP_BUDGET = 2
 FAR_BOUND_IN_VOXELS = 12
-FAR_QUERIES = 1024
+FAR_QUERIES = 4096
 KD_TREE_SHARE = 1 / 16
 # 2D NSD: within τ is membership in the other surface dilated by the disk of offsets within τ
 # (OpenCV, much faster than nearest distances for small disks), up to this many offsets.
@@ -397,11 +397,14 @@ def _distances_by_lookup(source: np.ndarray, target: np.ndarray, offsets: np.nda
     strides = _strides(source.shape)
     flat_target = target.reshape(-1)
     elements = np.flatnonzero(source)
+    if len(elements) > KD_TREE_SHARE * source.size:  # dense (noise): the distance transform at once
+        return _distances_by_transform(elements, target, spacing)
     distances = np.empty(len(elements))
     unresolved = np.arange(len(elements))
     budget = LOOKUP_BUDGET * source.size
-    for k, (offset, length) in enumerate(zip(offsets.tolist(), lengths.tolist(), strict=True)):
-        if unresolved.size * (len(offsets) - k) > budget:
+    for offset, length in zip(offsets.tolist(), lengths.tolist(), strict=True):
+        budget -= unresolved.size
+        if budget < 0:
             break
         hit = flat_target[elements[unresolved] + int(np.dot(offset, strides))]
         distances[unresolved[hit]] = length
@@ -409,6 +412,7 @@ def _distances_by_lookup(source: np.ndarray, target: np.ndarray, offsets: np.nda
         if unresolved.size == 0:
             return distances
     if unresolved.size == len(elements):
+        del distances, unresolved
         return _far_distances(elements, source, target, spacing)
     distances[unresolved] = _far_distances(elements[unresolved], source, target, spacing)
     return distances
@@ -471,10 +475,9 @@ def _distances_by_transform(elements: np.ndarray, target: np.ndarray, spacing: n
 
     features = ndimage.distance_transform_edt(~target, sampling=spacing, return_distances=False,
                                               return_indices=True)
-    strides = _strides(target.shape)
-    offsets = (features[axis].reshape(-1)[elements] - (elements // strides[axis]) % target.shape[axis]
-               for axis in range(target.ndim))  # one axis at a time: bounded temporaries
-    return _lengths(offsets, spacing)
+    for axis, n in enumerate(target.shape):  # nearest element's index - own index: the offset, in place
+        features[axis] -= np.arange(n, dtype=features.dtype).reshape((n,) + (1,) * (target.ndim - axis - 1))
+    return _lengths((features[axis].reshape(-1)[elements] for axis in range(target.ndim)), spacing)
 
 
 def _distances_of_crops(prediction: np.ndarray, truth: np.ndarray, spacing: np.ndarray, boundary: str,
