@@ -700,8 +700,12 @@ def normalized_surface_dice(prediction: np.ndarray, truth: np.ndarray, tolerance
     truth_surface, truth_areas = _surface(truth, boundary, connectivity, key)
     if not prediction_surface.any() or not truth_surface.any():
         return policy["prediction_empty" if truth_surface.any() else "truth_empty"]
-    return _surface_dice(_dilated(truth_surface, kernel)[prediction_surface], prediction_areas,
-                         _dilated(prediction_surface, kernel)[truth_surface], truth_areas)
+    near_truth, near_prediction = _dilated(truth_surface, kernel), _dilated(prediction_surface, kernel)
+    if prediction_areas is None:  # border pixels count once each: counted without gathering them
+        near = np.count_nonzero(near_truth & prediction_surface) + np.count_nonzero(near_prediction & truth_surface)
+        return float(near / (np.count_nonzero(prediction_surface) + np.count_nonzero(truth_surface)))
+    return _surface_dice(near_truth[prediction_surface], prediction_areas, near_prediction[truth_surface],
+                         truth_areas)
 
 
 @lru_cache(maxsize=16)
