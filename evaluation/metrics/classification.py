@@ -65,6 +65,15 @@ def stable_order(scores: np.ndarray) -> np.ndarray:
     return order
 
 
+def _quick_order(scores: np.ndarray) -> np.ndarray:
+    """An ascending order of finite float64 scores, ties in any order (stable_order's sort
+    without its repair of ties)."""
+    bits = (scores + 0.0).view(np.int64)
+    if len(bits) and bits.min() < 0:
+        bits = np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
+    return np.argsort(bits)
+
+
 @dataclass(frozen=True)
 class ScoreOrder:
     """One sort of a binary scoring, shared by every row of weights: the cases by decreasing
@@ -107,8 +116,10 @@ class ScoreOrder:
         return curve
 
 
-def score_order(y_true, y_score, item_weights=None) -> ScoreOrder:
-    """The one sort of `y_score` (1-D, finite) with the truth `y_true` (0/1), for any weights."""
+def score_order(y_true, y_score, item_weights=None, *, stable: bool = True) -> ScoreOrder:
+    """The one sort of `y_score` (1-D, finite) with the truth `y_true` (0/1), for any weights.
+    `stable=False` leaves the cases within a run of equal scores in any order (a quicker sort): the
+    same curve for whole-number weights, whose sums within a run are exact in any order."""
     positive = check_binary(y_true)
     scores = check_finite(y_score, "y_score")
     if scores.ndim != 1:
@@ -117,7 +128,7 @@ def score_order(y_true, y_score, item_weights=None) -> ScoreOrder:
     if item_weights is not None:
         item_weights = np.array(item_weights, dtype=np.float64)  # a copy: the caller's may change
         check_same_length(y_true=positive, item_weights=item_weights)
-    order = stable_order(scores)[::-1]
+    order = (stable_order(scores) if stable else _quick_order(scores))[::-1]
     scores = scores[order]
     ends = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1] if len(scores) else np.zeros(0, dtype=np.intp)
     starts = np.r_[0, ends[:-1] + 1] if len(ends) else ends
@@ -740,12 +751,13 @@ def _check_both_classes(order: ScoreOrder) -> None:
         raise ValueError("y_true must hold both classes")
 
 
-def _resampled_metrics_of_order(order: ScoreOrder, sample_weight: np.ndarray, recall: float) -> dict[str, np.ndarray]:
-    weights = np.asarray(sample_weight)
+def _resampled_metrics_of_order(order: ScoreOrder, counts: np.ndarray, recall: float) -> dict[str, np.ndarray]:
+    """The three metrics of every row of whole counts (rows, cases), blocks of rows at a time."""
     rows_per_block = max(1, _BLOCK_ELEMENTS // max(1, len(order.order)))
     results: dict[str, list] = {name: [] for name in RESAMPLED_METRICS}
-    for start in range(0, weights.shape[0], rows_per_block):
-        tps, fps = curve_counts(order, _weights_in_order(weights[start:start + rows_per_block].astype(np.float64)))
+    for start in range(0, counts.shape[0], rows_per_block):
+        # (the block in whatever memory order astype keeps: every sum below is of whole numbers)
+        tps, fps = curve_counts(order, counts[start:start + rows_per_block].astype(np.float64))
         if (tps[:, -1] == 0).any() or (fps[:, -1] == 0).any():
             raise ValueError("every resample (row of sample_weight) must hold both classes")
         for name, values in zip(RESAMPLED_METRICS, _metrics_of_counts(tps, fps, recall), strict=True):
@@ -755,16 +767,18 @@ def _resampled_metrics_of_order(order: ScoreOrder, sample_weight: np.ndarray, re
 
 def resampled_ranking_metrics(y_true, y_score, sample_weight, recall: float = 0.9) -> dict[str, np.ndarray]:
     """{"auroc", "average_precision", "ppv_at_recall": (rows,)} of every row of `sample_weight`
-    (rows, cases): row r counts case j sample_weight[r, j] times (a bootstrap resample). One sort;
-    per row, the curve counts at every distinct score (the arithmetic of the section above).
-    ValueError for a row without both classes."""
+    (rows, cases) of whole numbers: row r counts case j sample_weight[r, j] times (a bootstrap
+    resample). One sort; per row, the curve counts at every distinct score (the arithmetic of the
+    section above). ValueError for a row without both classes."""
+    from evaluation.metrics.resampling import whole_counts
+
     recall = check_in_range(recall, "recall", 0.0, 1.0, low_open=True, high_open=True)
-    order = score_order(y_true, y_score)
-    weights, _ = check_sample_weight(sample_weight, len(order.order))
+    order = score_order(y_true, y_score, stable=False)
+    check_sample_weight(sample_weight, len(order.order))
     if np.ndim(sample_weight) != 2:
         raise ValueError(f"sample_weight must be 2-D (resamples, {len(order.order)}), got shape "
                          f"{np.shape(sample_weight)}")
-    return _resampled_metrics_of_order(order, weights, recall)
+    return _resampled_metrics_of_order(order, whole_counts(sample_weight, "a case"), recall)
 
 
 def metrics_with_drawn_positives(y_true, y_score, draws, recall: float = 0.9) -> dict[str, np.ndarray]:
@@ -782,7 +796,7 @@ def metrics_with_drawn_positives(y_true, y_score, draws, recall: float = 0.9) ->
     (recall does not move elsewhere), the steps added left to right as _metrics_of_counts adds them.
     """
     recall = check_in_range(recall, "recall", 0.0, 1.0, low_open=True, high_open=True)
-    order = score_order(y_true, y_score)
+    order = score_order(y_true, y_score, stable=False)  # only runs are read: the order within one is free
     _check_both_classes(order)
     draws = np.asarray(draws)
     n_positives = int(order.positive.sum())
@@ -860,7 +874,7 @@ def metrics_with_drawn_groups(y_true, y_score, groups, draws, recall: float = 0.
     from evaluation.metrics.resampling import draws_to_counts
 
     recall = check_in_range(recall, "recall", 0.0, 1.0, low_open=True, high_open=True)
-    order = score_order(y_true, y_score)
+    order = score_order(y_true, y_score, stable=False)  # whole counts: sums within a run exact in any order
     _check_both_classes(order)
     groups = np.asarray(groups)
     draws = np.asarray(draws)
