@@ -757,7 +757,7 @@ def _resampled_metrics_of_order(order: ScoreOrder, counts: np.ndarray, recall: f
     results: dict[str, list] = {name: [] for name in RESAMPLED_METRICS}
     for start in range(0, counts.shape[0], rows_per_block):
         # (the block in whatever memory order astype keeps: every sum below is of whole numbers)
-        tps, fps = curve_counts(order, counts[start:start + rows_per_block].astype(np.float64))
+        tps, fps = curve_counts(order, np.asarray(counts[start:start + rows_per_block], dtype=np.float64))
         if (tps[:, -1] == 0).any() or (fps[:, -1] == 0).any():
             raise ValueError("every resample (row of sample_weight) must hold both classes")
         for name, values in zip(RESAMPLED_METRICS, _metrics_of_counts(tps, fps, recall), strict=True):
@@ -770,15 +770,20 @@ def resampled_ranking_metrics(y_true, y_score, sample_weight, recall: float = 0.
     (rows, cases) of whole numbers: row r counts case j sample_weight[r, j] times (a bootstrap
     resample). One sort; per row, the curve counts at every distinct score (the arithmetic of the
     section above). ValueError for a row without both classes."""
-    from evaluation.metrics.resampling import whole_counts
-
     recall = check_in_range(recall, "recall", 0.0, 1.0, low_open=True, high_open=True)
     order = score_order(y_true, y_score, stable=False)
-    check_sample_weight(sample_weight, len(order.order))
     if np.ndim(sample_weight) != 2:
         raise ValueError(f"sample_weight must be 2-D (resamples, {len(order.order)}), got shape "
                          f"{np.shape(sample_weight)}")
-    return _resampled_metrics_of_order(order, whole_counts(sample_weight, "a case"), recall)
+    counts = np.asarray(sample_weight)
+    if np.issubdtype(counts.dtype, np.integer):  # counts as drawn: whole and finite; checked without a copy
+        if counts.shape[1] != len(order.order) or (counts < 0).any():
+            check_sample_weight(counts, len(order.order))  # raises, naming the problem
+    else:
+        counts, _ = check_sample_weight(sample_weight, len(order.order))
+        if not (counts == np.round(counts)).all():
+            raise ValueError("sample_weight must hold whole numbers (how many times each case is drawn)")
+    return _resampled_metrics_of_order(order, counts, recall)
 
 
 def metrics_with_drawn_positives(y_true, y_score, draws, recall: float = 0.9) -> dict[str, np.ndarray]:
