@@ -14,6 +14,7 @@ from sklearn import metrics as skm
 
 from evaluation.metrics.classification import (
     average_precision_score,
+    precision_recall_curve,
     roc_auc_above_sensitivity,
     roc_auc_score,
     roc_curve,
@@ -248,13 +249,17 @@ def test_rows_of_weights_are_each_rows_value_bit_for_bit():
         same(many, [function(y, s, sample_weight=row, **extra) for row in rows])
 
 
-def test_roc_curve_is_scikit_learns():
+def test_roc_and_precision_recall_curves_are_scikit_learns():
     rng = np.random.default_rng(4)
     y, s = random_scores(rng, 300, levels=30)
     w = rng.integers(0, 3, 300)
     for drop in (True, False):
         for ours, theirs in zip(roc_curve(y, s, w, drop), skm.roc_curve(y, s, sample_weight=w, drop_intermediate=drop),
                                 strict=True):
+            same(ours, theirs)
+    for weights in (None, w):
+        for ours, theirs in zip(precision_recall_curve(y, s, weights),
+                                skm.precision_recall_curve(y, s, sample_weight=weights), strict=True):
             same(ours, theirs)
 
 

@@ -349,6 +349,15 @@ def roc_curve(y_true, y_score, sample_weight=None, drop_intermediate: bool = Tru
     return roc_points(ranking_curve(y_true, y_score, sample_weight), drop_intermediate)
 
 
+def precision_recall_curve(y_true, y_score, sample_weight=None):
+    """(precision, recall, thresholds) of scikit-learn's precision_recall_curve (pos_label 1, one
+    weighting, drop_intermediate=False): thresholds increasing, the end point (1, 0) appended.
+    Needs positives (scikit-learn sets recall to 1 without them, with a warning)."""
+    curve = ranking_curve(y_true, y_score, sample_weight)
+    recall, precision, thresholds = precision_recall_points(curve)
+    return np.r_[precision[:0:-1], 1.0], np.r_[recall[:0:-1], 0.0], thresholds[:0:-1]
+
+
 def precision_recall_points(curve: RankingCurve) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(recall, precision, thresholds) of every distinct score, thresholds decreasing, after the
     start point (recall 0, precision 1, threshold +inf): scikit-learn's precision_recall_curve
