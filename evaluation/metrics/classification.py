@@ -49,9 +49,7 @@ def stable_order(scores: np.ndarray) -> np.ndarray:
     other bits of negatives flipped) by numpy's default sort, which is not stable but is several
     times quicker (vectorised); then, where scores tie, each run of equal scores is put back in
     index order: the one permutation a stable sort gives."""
-    bits = (scores + 0.0).view(np.int64)
-    if len(bits) and bits.min() < 0:
-        bits = np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
+    bits = _sortable_bits(scores)
     order = np.argsort(bits)
     ordered = bits[order]
     tied = ordered[1:] == ordered[:-1]
@@ -65,13 +63,19 @@ def stable_order(scores: np.ndarray) -> np.ndarray:
     return order
 
 
-def _quick_order(scores: np.ndarray) -> np.ndarray:
-    """An ascending order of finite float64 scores, ties in any order (stable_order's sort
-    without its repair of ties)."""
+def _sortable_bits(scores: np.ndarray) -> np.ndarray:
+    """Finite float64 scores as int64 in the same order (the IEEE bits, -0.0 made +0.0, the other
+    bits of negatives flipped)."""
     bits = (scores + 0.0).view(np.int64)
     if len(bits) and bits.min() < 0:
         bits = np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
-    return np.argsort(bits)
+    return bits
+
+
+def _quick_order(scores: np.ndarray) -> np.ndarray:
+    """An ascending order of finite float64 scores, ties in any order (stable_order's sort
+    without its repair of ties)."""
+    return np.argsort(_sortable_bits(scores))
 
 
 @dataclass(frozen=True)
