@@ -103,13 +103,6 @@ class ScoreOrder:
         return self.ends + 1 - self.positives_through
 
     @cached_property
-    def run_of_case(self) -> np.ndarray:
-        """Per case (data order): the index of its run, 0 for the highest score."""
-        runs = np.empty(len(self.order), dtype=np.intp)
-        runs[self.order] = np.repeat(np.arange(len(self.ends)), np.diff(np.r_[-1, self.ends]))
-        return runs
-
-    @cached_property
     def item_curve(self) -> RankingCurve:
         """The curve of item_weights."""
         if self.item_weights is None:
@@ -827,9 +820,10 @@ def metrics_with_drawn_positives(y_true, y_score, draws, recall: float = 0.9) ->
     negatives_at = np.diff(np.r_[0, negatives_through])
     negatives_above = negatives_through - negatives_at
     n_negatives = int(negatives_through[-1])
-    positive = np.empty_like(order.positive)
-    positive[order.order] = order.positive  # the truth in data order
-    positive_run = order.run_of_case[positive]
+    # The run of each positive, positives in data order: from their sorted positions (few), not by
+    # scattering a run to every case.
+    positions = np.flatnonzero(order.positive)
+    positive_run = np.searchsorted(order.ends, positions)[np.argsort(order.order[positions], kind="stable")]
     positive_run = positive_run.astype(np.int32 if len(order.ends) < 2**31 else np.int64)
     # Pairs (drawn positive, negative) counted twice when the positive scores higher, once on a tie.
     pair_points = 2 * (n_negatives - negatives_through[positive_run]) + negatives_at[positive_run]
