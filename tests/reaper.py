@@ -1,7 +1,8 @@
 """Run a command as the child of a subreaper, stop it at a real moment, and report what it left.
 
-    python tests/reaper.py REPORT [--term-after S | --term-when-path GLOB | --term-when-depth N] [--timeout S]
-                           [--tree PATH ...] [--device PATH ...] -- COMMAND ...
+    python tests/reaper.py REPORT [--term-after S | --term-when-path GLOB | --term-when-depth N]
+                           [--kill-at-depth N [--kill-match TEXT]] [--timeout S] [--tree PATH ...] [--device PATH ...]
+                           -- COMMAND ...
 
 This process marks itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so every process the
 command starts and leaves behind when it exits, at any depth, is re-parented to it instead of to
@@ -9,13 +10,14 @@ init: "no process outliving the command" is then checked exactly, not by polling
 the command runs, its descendants are watched (/proc/<pid>/task/*/children); SIGTERM is sent to
 the command itself (never its group: a platform or a shell signals the one process) after S
 seconds, once a path matching GLOB exists, or once it has descendants N levels deep (N = 2: a
-worker of a child process). After it exits, the processes left are listed (after 0.2 s, for
-those being killed to be gone), then killed. With --tree, each PATH is listed before and after
-the run ({relative path: sha256, "link -> target" or "folder"}), and with --device its file
-system's number is given: what a test inside a private mount namespace (`unshare -m`) cannot
-see from outside once the namespace is gone. REPORT is a JSON file: code, stdout, stderr,
-signalled, seconds, depth (the deepest descendant seen), left (the command lines still alive),
-before and after (the trees), devices.
+worker of a child process); --kill-at-depth N kills (SIGKILL) the first process N levels below
+it whose command line holds TEXT, as the kernel's out-of-memory killer would. After it exits,
+the processes left are listed (after 0.2 s, for those being killed to be gone), then killed.
+With --tree, each PATH is listed before and after the run ({relative path: sha256, "link ->
+target" or "folder"}), and with --device its file system's number is given: what a test inside
+a private mount namespace (`unshare -m`) cannot see from outside once the namespace is gone.
+REPORT is a JSON file: code, stdout, stderr, signalled, seconds, depth (the deepest descendant
+seen), left (the command lines still alive), killed, before and after (the trees), devices.
 
 Standard library only; Linux only (prctl, /proc).
 """
@@ -51,6 +53,14 @@ def depth_below(pid: int) -> int:
     """How many levels of descendants `pid` has now."""
     below = children(pid)
     return 1 + max(map(depth_below, below)) if below else 0
+
+
+def at_depth(pid: int, depth: int) -> list[int]:
+    """The descendants of `pid` `depth` levels below it (1: its children)."""
+    level = [pid]
+    for _ in range(depth):
+        level = [child for parent in level for child in children(parent)]
+    return level
 
 
 def command_line(pid: int) -> str:
@@ -97,6 +107,8 @@ def main() -> int:
     parser.add_argument("--term-after", type=float)
     parser.add_argument("--term-when-path")
     parser.add_argument("--term-when-depth", type=int)
+    parser.add_argument("--kill-at-depth", type=int)
+    parser.add_argument("--kill-match", default="")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--tree", type=Path, action="append", default=[])
     parser.add_argument("--device", type=Path, action="append", default=[])
@@ -114,11 +126,19 @@ def main() -> int:
                for name, stream in (("stdout", process.stdout), ("stderr", process.stderr))]
     for reader in readers:
         reader.start()
-    signalled, deepest = False, 0
+    signalled, killed, deepest = False, [], 0
     wants_signal = any(v is not None for v in (args.term_after, args.term_when_path, args.term_when_depth))
     while process.poll() is None and time.monotonic() - started < args.timeout:
         depth = depth_below(process.pid)
         deepest = max(deepest, depth)
+        if args.kill_at_depth is not None and not killed:
+            for pid in at_depth(process.pid, args.kill_at_depth):
+                line = command_line(pid)
+                if args.kill_match in line and line not in ("", "?"):  # running its own program
+                    killed.append(line)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    break
         if wants_signal and not signalled and (
                 (args.term_after is not None and time.monotonic() - started >= args.term_after)
                 or (args.term_when_path is not None and glob.glob(args.term_when_path, include_hidden=True))
@@ -147,7 +167,7 @@ def main() -> int:
     reap()
     report = {"code": process.returncode, "stdout": output.get("stdout", b"").decode(errors="replace"),
               "stderr": output.get("stderr", b"").decode(errors="replace"), "signalled": signalled,
-              "seconds": seconds, "depth": deepest, "left": left,
+              "seconds": seconds, "depth": deepest, "left": left, "killed": killed,
               "before": before, "after": {str(path): tree(path) for path in args.tree},
               "devices": {str(path): os.stat(path).st_dev for path in args.device}}
     args.report.write_text(json.dumps(report))

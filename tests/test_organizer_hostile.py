@@ -56,14 +56,15 @@ _reports = iter(range(10**6))
 
 def reaped(tmp_path: Path, command: list[str], *, cwd: Path = ROOT, env: dict[str, str] | None = None,
            term_after: float | None = None, term_when_path: str | None = None, term_when_depth: int | None = None,
-           trees: tuple[Path, ...] = (), devices: tuple[Path, ...] = (), mounts: str | None = None,
-           timeout: float = 600) -> dict:
+           kill_at_depth: int | None = None, kill_match: str | None = None, trees: tuple[Path, ...] = (),
+           devices: tuple[Path, ...] = (), mounts: str | None = None, timeout: float = 600) -> dict:
     """`command` run under tests/reaper.py (see there), inside a private mount namespace set up by
     the shell commands `mounts` when given; its report."""
     report = tmp_path / f"report-{next(_reports)}.json"
     argv = [sys.executable, str(REAPER), str(report), "--timeout", str(timeout)]
     for option, value in (("--term-after", term_after), ("--term-when-path", term_when_path),
-                          ("--term-when-depth", term_when_depth)):
+                          ("--term-when-depth", term_when_depth), ("--kill-at-depth", kill_at_depth),
+                          ("--kill-match", kill_match)):
         if value is not None:
             argv += [option, str(value)]
     for path in trees:
@@ -340,6 +341,7 @@ def test_sigterm_while_a_worker_of_an_evaluation_runs(tmp_path, slow_task1):
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_sigterm_at_random_moments_leaves_the_old_example_or_the_whole_new_one(tmp_path):
     """SIGTERM at seeded random moments across a whole run (scratch made, evaluations running,
     invalid submissions, leaderboard teams, the final renames): each run ends with exit 143 and
@@ -385,6 +387,23 @@ def test_sigterm_during_out_leaves_nothing_and_a_rerun_works(challenge, tmp_path
     again = reaped(tmp_path, examples_command(challenge, "--out", out), env=environment(tmp_path))
     assert again["code"] == 0, again["stderr"]
     assert sorted(p.name for p in out.iterdir()) == ["ground-truth", "input"]
+
+
+def test_an_evaluation_killed_by_the_machine_is_exit_3(tmp_path, slow_task1):
+    """The evaluation the command runs killed by SIGKILL (as the out-of-memory killer does): the
+    machine's doing, exit 3 in one line (it was exit 4, "a bug of evaluation/examples"), the old
+    example as it was, no process left."""
+    out = bundled_example(tmp_path / "example", "hecktor2025-task1")
+    before = snapshot(out)
+    report = reaped(tmp_path, examples_command("hecktor2025-task1", "--ground-truth", slow_task1, "--output", out,
+                                               "--force"), env=environment(tmp_path), kill_at_depth=1,
+                    kill_match="-m evaluation hecktor2025-task1")
+    assert report["killed"] and "-m evaluation hecktor2025-task1" in report["killed"][0]
+    line = one_line(report, 3)
+    assert line.startswith("The evaluation of a generated submission was killed (signal 9)"), line
+    assert snapshot(out) == before
+    assert list((tmp_path / "tmp").iterdir()) == []
+    no_process_left(report)
 
 
 # ---- 3. a full disk under the examples command -------------------------------------------------------------
@@ -456,6 +475,7 @@ def scaffold(tmp_path: Path, repository: Path, name: str, template: str = "class
                   **options)
 
 
+@pytest.mark.slow
 @needs_namespace
 def test_new_with_ground_truth_on_another_file_system(tmp_path, repository):
     """ground-truth/ a file system of its own (a tmpfs bound over it in a private namespace): the
@@ -501,6 +521,7 @@ def test_new_on_a_full_disk_writes_nothing(leave_kib, tmp_path, repository):
     no_process_left(report)
 
 
+@pytest.mark.slow
 def test_sigterm_while_the_scaffold_runs_an_evaluation_then_a_rerun_works(tmp_path, repository):
     """SIGTERM once the scaffold's build process runs an evaluation (two levels below it): exit
     143, one line, nothing written, no scratch folder, no process left (the build process and its
@@ -517,6 +538,7 @@ def test_sigterm_while_the_scaffold_runs_an_evaluation_then_a_rerun_works(tmp_pa
     remove_challenge(repository, name)
 
 
+@pytest.mark.slow
 def test_sigterm_at_random_moments_installs_all_or_nothing(tmp_path, repository):
     """SIGTERM at seeded random moments across a whole scaffold, the final moves included: exit
     0 with all four paths, or 143 with none; never a scratch folder or a process left."""
@@ -542,6 +564,20 @@ def test_sigterm_at_random_moments_installs_all_or_nothing(tmp_path, repository)
     assert set(outcomes) - {0}
 
 
+@pytest.mark.slow
+def test_the_build_killed_by_the_machine_is_exit_3(tmp_path, repository):
+    """The scaffold's build process killed by SIGKILL: the machine's doing, exit 3 in one line
+    (it was exit 4, "a bug of the template"), nothing written, no process left."""
+    name = "acmekilled"
+    report = scaffold(tmp_path, repository, name, kill_at_depth=1, kill_match="evaluation.new.build")
+    assert report["killed"] and "evaluation.new.build" in report["killed"][0]
+    line = one_line(report, 3)
+    assert line.startswith(f"The build of the challenge {name} was killed (signal 9)"), line
+    assert installed(repository, name) == [] and scratch_folders(repository) == []
+    no_process_left(report)
+
+
+@pytest.mark.slow
 def test_a_leftover_pycache_in_the_new_folder_is_replaced(tmp_path, repository):
     """evaluation/challenges/NAME/ holding only Python's cache (a challenge removed with `git
     clean -fd`, which keeps ignored files): exit 4 with a traceback before; now the cache is
@@ -574,6 +610,7 @@ def test_a_folder_of_files_in_the_new_folder_place_is_refused(tmp_path, reposito
     shutil.rmtree(mine)
 
 
+@pytest.mark.slow
 def test_a_half_installed_challenge_names_every_path_to_remove(tmp_path, repository):
     """What a killed scaffold (SIGKILL, which no process can handle) may leave: some of its paths
     and scratch folders. The rerun names each, exactly; removed as told, the rerun works."""

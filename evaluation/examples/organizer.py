@@ -51,7 +51,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import EXIT_SETUP, EXIT_SUBMISSION, EvaluationError, InternalError, SetupError, UsageError
+from evaluation.errors import (
+    EXIT_SETUP,
+    EXIT_SUBMISSION,
+    EXIT_TERMINATED,
+    EvaluationError,
+    InternalError,
+    SetupError,
+    UsageError,
+)
 from evaluation.interruption import copy_tree, held, install, machine_error, remove_tree, run_child, scratch_folder
 
 INPUT, INVALID, EXPECTED_METRICS = "input", "invalid", "expected_metrics.json"
@@ -473,6 +481,12 @@ def run_evaluation(challenge: str, input_dir: Path, ground_truth: Path) -> Run:
         # Its own process group, killed with its workers if this command is stopped meanwhile.
         done = run_child(command, cwd=PACKAGE_PARENT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
+        if done.returncode < 0 or done.returncode == EXIT_TERMINATED:
+            # Killed from outside (the kernel's out-of-memory killer, a time limit), never a
+            # verdict on the generated files: the machine's, exit 3.
+            how = f"signal {-done.returncode}" if done.returncode < 0 else "SIGTERM"
+            raise NotWritten(f"The evaluation of a generated submission was killed ({how}) before it ended, "
+                             f"by the machine or another program (its memory limit?); nothing was changed.")
         metrics = out / "metrics.json"
         return Run(done.returncode, done.stdout, done.stderr, metrics.read_bytes() if metrics.is_file() else None)
 

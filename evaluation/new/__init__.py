@@ -241,6 +241,9 @@ def build_in(root: Path, scratch: Path, name: str, template: str, folder: str, f
     if run.returncode == NotWritten.exit_code:  # the machine's (evaluation/new/build.py): its own line
         lines = run.stdout.strip().splitlines()
         raise NotWritten(f"The challenge {name} could not be written into {root}: {lines[-1] if lines else ''}")
+    if run.returncode < 0:  # killed from outside (the out-of-memory killer, say): never the template's bug
+        raise NotWritten(f"The build of the challenge {name} was killed (signal {-run.returncode}) by the machine or "
+                         f"another program (its memory limit?); nothing was written.")
     if run.returncode != 0:
         raise InternalError(f"The new challenge {name} failed to make its own example (exit {run.returncode}, "
                             f"output above): a bug of the {template} template; nothing was written.")
