@@ -22,6 +22,7 @@ from evaluation.grand_challenge import (
     CONFIG_FILE,
     INPUT_DIR,
     OUTPUT_DIR,
+    check_output_apart,
     prepare_output,
     resolve_ground_truth_dir,
     write_outputs,
@@ -75,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
     challenge = named_challenge(name)  # imports this challenge's folder only: start-up time
     started = time.perf_counter()
     log(f"evaluation {__version__}: {challenge.title}")
+    read = [("input", args.input)] + ([("ground-truth", args.ground_truth)] if args.ground_truth is not None else [])
+    with contextlib.suppress(SetupError):  # a missing ground truth is reported below, in its turn
+        read.append(("ground-truth", resolve_ground_truth_dir(args.ground_truth, name)))
+    check_output_apart(args.output, read)  # never written into what the run reads
     prepare_output(args.output)  # before scoring: an unwritable output must not waste the run
     if not args.input.exists():
         raise SetupError(f"The input folder {args.input} does not exist.")

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluation.errors import SetupError, SubmissionError
+from evaluation.errors import SetupError, SubmissionError, UsageError
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import shown
@@ -511,6 +511,22 @@ def metrics_json(metrics: dict, ranked_paths: Iterable[str] = ()) -> str:
             # A leaderboard silently drops a submission whose ranked value is not a number.
             raise ValueError(f"ranked metrics.json path {path} is {value!r}, not a finite number")
     return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def check_output_apart(output_dir: Path, read: Iterable[tuple[str, Path]]) -> None:
+    """Before anything is written: the output folder is none of the folders the run reads (`read`:
+    (what, folder), the input and the ground truth), nor inside one, links followed. metrics.json
+    or a chart written there would change what this and every later run reads (a file in the
+    ground truth, or in a predictions-file submission), and an old metrics.json there would be
+    deleted: UsageError (exit 2), as every other command refuses to write into what it reads. On
+    the platform /output, /input and the ground truth are apart, so this never refuses there."""
+    output_real = Path(os.path.realpath(output_dir))
+    for what, folder in read:
+        real = Path(os.path.realpath(folder))
+        if output_real == real or real in output_real.parents:
+            raise UsageError(f"--output {output_dir} is {'' if output_real == real else 'inside '}the {what} folder "
+                             f"{folder}: the evaluation never writes into what it reads; give an output folder "
+                             f"apart from it.")
 
 
 def prepare_output(output_dir: Path) -> None:

@@ -10,26 +10,63 @@ pin lines of the declared packages (in requirements.txt's order), one a line, fo
 
 It runs in the image's build stage before any package is installed: standard library only, and
 the challenge's `__init__.py` is read, never imported. Exit 2: unknown challenge or usage; exit 3: a folder
-without a declaration, or a declared package that requirements.txt does not pin exactly.
+without a declaration, a declaration that is not one (not Python, not a literal, not UTF-8), a declared
+package that requirements.txt does not pin exactly, or a file that cannot be read (a folder, a named pipe
+or a device: refused unread; at most MAX_BYTES read); one line on stderr, never a traceback but for a
+bug of ours (exit 4).
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import stat
 import sys
+import traceback
 from pathlib import Path
 
 from evaluation.challenges import challenge_folders, folder_of
-from evaluation.errors import EXIT_OK, EXIT_SETUP, EXIT_USAGE
+from evaluation.errors import EXIT_INTERNAL, EXIT_OK, EXIT_SETUP, EXIT_USAGE, one_line
 
 DECLARATION = "RUNTIME_PACKAGES"
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 _PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;#]+)")
+MAX_BYTES = 1 << 20  # requirements.txt and a declaration are a few KB; more is not one of them
 
 
 class DeclarationError(Exception):
     """A challenge's declaration, or requirements.txt, cannot give the image's pins."""
+
+
+def read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of the regular file `path`, at most MAX_BYTES, read without waiting: a
+    named pipe, a device or a folder is refused before a byte is read (DeclarationError, naming
+    `what`)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise DeclarationError(f"cannot read {what}: {error.strerror or error}.") from None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise DeclarationError(f"cannot read {what}: it is not a regular file.")
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(descriptor, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as error:
+        raise DeclarationError(f"cannot read {what}: {error.strerror or error}.") from None
+    finally:
+        os.close(descriptor)
+    if size > MAX_BYTES:
+        raise DeclarationError(f"cannot read {what}: it is over {MAX_BYTES >> 20} MiB, too large for one.")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DeclarationError(f"cannot read {what}: it is not UTF-8 text (byte {error.start}).") from None
 
 
 def normalized(name: str) -> str:
@@ -44,11 +81,19 @@ def runtime_packages(challenge: str) -> tuple[str, ...]:
         raise KeyError(challenge)
     path = Path(__file__).resolve().parent / "challenges" / folder / "__init__.py"
     where = f"evaluation/challenges/{folder}/__init__.py"
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    text = read_text(path, where)
+    try:
+        module = ast.parse(text, filename=where)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:  # ValueError: a NUL byte
+        line = f", line {error.lineno}" if getattr(error, "lineno", None) else ""
+        reason = getattr(error, "msg", None) or str(error) or "too large or too deeply nested to parse"
+        raise DeclarationError(f"{where}{line} is not valid Python ({type(error).__name__}: {reason}), so its "
+                               f"{DECLARATION} cannot be read.") from None
+    for node in module.body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [DECLARATION]:
             try:
                 value = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):  # not a literal; {[]: 1}
                 value = None
             if isinstance(value, dict):  # by challenge name: the folder's names, each known
                 if challenge not in value:
@@ -90,6 +135,9 @@ def image_requirements(challenge: str, requirements_text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command: the pin lines on stdout (exit 0), or one line on stderr (exit 2 or 3; a bug of
+    ours, exit 4, after its traceback). Not evaluation.launch's boundary: the image's build stage
+    copies only this module, evaluation/__init__.py, errors.py and the challenge folders."""
     args = sys.argv[1:] if argv is None else argv
     if not 1 <= len(args) <= 2 or args[0].startswith("-"):
         print("usage: python -m evaluation.image_requirements CHALLENGE [REQUIREMENTS]", file=sys.stderr)
@@ -97,17 +145,19 @@ def main(argv: list[str] | None = None) -> int:
     challenge = args[0]
     requirements = Path(args[1]) if len(args) == 2 else REQUIREMENTS
     try:
-        lines = image_requirements(challenge, requirements.read_text(encoding="utf-8"))
+        lines = image_requirements(challenge, read_text(requirements, str(requirements)))
     except KeyError:
-        print(f"unknown challenge {challenge!r} (no folder of evaluation/challenges declares it; folders: "
-              f"{', '.join(challenge_folders())})", file=sys.stderr)
+        print(one_line(f"unknown challenge {challenge!r} (no folder of evaluation/challenges declares it; folders: "
+                       f"{', '.join(challenge_folders())})"), file=sys.stderr)
         return EXIT_USAGE
-    except OSError as error:
-        print(f"cannot read {requirements}: {error.strerror or error}", file=sys.stderr)
-        return EXIT_SETUP
     except DeclarationError as error:
-        print(error, file=sys.stderr)
+        print(one_line(str(error)), file=sys.stderr)
         return EXIT_SETUP
+    except Exception as error:
+        traceback.print_exc()
+        print(one_line(f"Internal error of evaluation.image_requirements: {type(error).__name__}: {error}"),
+              file=sys.stderr)
+        return EXIT_INTERNAL
     print("\n".join(lines))
     return EXIT_OK
 

@@ -34,7 +34,9 @@ Two commands:
         final ranking are rewritten for GT too (leaderboard_teams.py).
 
 Exit codes: 0 done; 2 bad arguments or refused (one line); 3 the ground truth or its config.json
-is unusable; 4 a bug of evaluation/examples.
+is unusable, or the output cannot be written (no space left); 4 a bug of evaluation/examples;
+143 stopped by SIGTERM. Whatever stops it, the output folder is left as it was, with no scratch
+folder and no process left running (organizer.py).
 """
 
 from __future__ import annotations
@@ -96,14 +98,20 @@ def invalid_examples(challenge: str, input_dir: Path) -> dict[str, dict[str, byt
     return example(challenge).invalid_examples(Path(input_dir))
 
 
+STOPPED = ("The examples command was stopped (SIGTERM) before it finished; nothing was changed in its output "
+           "folder.")
+
+
 def main(argv: list[str] | None = None) -> int:
+    from evaluation.interruption import stopped_by_sigterm
     from evaluation.launch import run_command
 
-    return run_command(_main, argv)
+    with stopped_by_sigterm(STOPPED):
+        return run_command(_main, argv)
 
 
 def _main(argv: list[str] | None) -> int:
-    from evaluation.errors import EXIT_OK, UsageError
+    from evaluation.errors import EXIT_OK
     from evaluation.launch import CommandParser, whole_number
 
     parser = CommandParser(prog="python -m evaluation.examples",
@@ -145,15 +153,6 @@ def _main(argv: list[str] | None) -> int:
     if args.cases is not None:
         parser.error("--cases goes with --out: the cases are those of the ground truth")
     # A bundled example folder (test/<challenge>/) also holds the final ranking's example teams:
-    # they belong to the ground truth too, so they are rewritten with the rest.
-    leaderboard = args.output / "leaderboard"
-    if leaderboard.is_dir() and not args.force:
-        raise UsageError(f"{args.output} already holds leaderboard/; rerun with --force to replace it.")
+    # they belong to the ground truth too, so they are rewritten with the rest, all at once.
     make_organizer_example(args.challenge, args.ground_truth, args.output, seed=args.seed, force=args.force)
-    if leaderboard.is_dir():
-        from evaluation.examples.leaderboard_teams import write_leaderboard
-        from evaluation.grand_challenge import resolve_ground_truth_dir
-
-        ground_truth = resolve_ground_truth_dir(args.ground_truth, args.challenge)  # checked just above
-        write_leaderboard(args.challenge, leaderboard, ground_truth, args.output)
     return EXIT_OK

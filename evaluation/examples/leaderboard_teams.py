@@ -23,15 +23,14 @@ from __future__ import annotations
 import functools
 import json
 import math
-import shutil
-import tempfile
 from pathlib import Path
 
 from evaluation.errors import InternalError
 from evaluation.examples import Lineup, example
-from evaluation.examples.organizer import generated, run_evaluation
+from evaluation.examples.organizer import LEADERBOARD, generated, run_evaluation
+from evaluation.interruption import copy_tree, install, scratch_folder
 
-LEADERBOARD = "leaderboard"  # test/<challenge>/leaderboard/<team>/
+__all__ = ["LEADERBOARD", "write_leaderboard"]  # LEADERBOARD: test/<challenge>/leaderboard/<team>/
 SEEDED_TEAMS = ("team-a", "team-b")  # Example.submission with the lineup's seeds
 EXAMPLE_TEAM = "team-c"  # the bundled example submission
 TIED_TEAM, TIED_WITH = "team-d", "team-b"  # a byte copy: the tie
@@ -71,9 +70,9 @@ def write_teams(challenge: str, folder: Path, ground_truth: Path, example: Path,
         (folder / team).mkdir()
         generated(functools.partial(submission, ground_truth, folder / team, seed),
                   f"Writing {challenge} {team} (seed {seed})")
-    shutil.copytree(example / "input", folder / EXAMPLE_TEAM)
-    shutil.copytree(folder / TIED_WITH, folder / TIED_TEAM)
-    shutil.copytree(invalid_example(challenge, example) / "input", folder / INVALID_TEAM)
+    copy_tree(example / "input", folder / EXAMPLE_TEAM)
+    copy_tree(folder / TIED_WITH, folder / TIED_TEAM)
+    copy_tree(invalid_example(challenge, example) / "input", folder / INVALID_TEAM)
 
 
 def invalid_example(challenge: str, example: Path) -> Path:
@@ -124,21 +123,17 @@ def write_leaderboard(challenge: str, target: Path, ground_truth: Path, example:
     target.parent.mkdir(parents=True, exist_ok=True)
     tried = []
     for seeds in (lineup(challenge).seeds, *SPARE_SEEDS):
-        scratch = Path(tempfile.mkdtemp(prefix=".leaderboard-in-progress-", dir=target.parent))
-        try:
-            write_teams(challenge, scratch, ground_truth, example, seeds)
+        with scratch_folder(target.parent, ".leaderboard-in-progress-") as scratch:
+            (scratch / LEADERBOARD).mkdir()
+            write_teams(challenge, scratch / LEADERBOARD, ground_truth, example, seeds)
             try:
-                checked_scores(challenge, scratch, ground_truth, example)
+                checked_scores(challenge, scratch / LEADERBOARD, ground_truth, example)
             except NoRanking as error:
                 tried.append(seeds)
                 print(f"  {error}; trying other seeds", flush=True)
                 continue
-            if target.exists():
-                shutil.rmtree(target)
-            scratch.rename(target)
+            install([(scratch / LEADERBOARD, target)], scratch)  # an old one (a link itself) ends in the scratch
             print(f"  wrote {target}", flush=True)
             return
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
     raise NoRanking(f"{challenge}: no seeds of {tried} give team-a, team-b and team-c distinct "
                     f"{ranked_paths(challenge)[0]} values on this ground truth")

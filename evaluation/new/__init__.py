@@ -16,15 +16,23 @@ examples and RUNTIME_PACKAGES finds the new folder (evaluation/challenges/__init
 
 The test data are made by the real commands (the examples generator, the evaluation, the
 leaderboard teams' writer), not written by hand: everything is built in a scratch copy of the
-evaluation package beside the repository's folders, and the four new paths are moved in at the
-end, so a refusal or a failure leaves nothing behind.
+evaluation package beside the repository's folders (a child process in a process group of its
+own, its temporary files in the scratch folder too), and the four new paths are put in place at
+the end, all or none: each is first moved next to its place (copied when that folder is on
+another file system), then the four renames are done with SIGTERM held back, the package folder
+last (a challenge is found by its folder), undone if one fails. So a refusal, a failure, a full
+disk or a SIGTERM leaves nothing behind, no scratch folder and no process; a rerun works. Only a
+SIGKILL can leave something: a rerun then names every path to remove.
 
 Exit codes: 0 written; 2 refused (a bad or taken NAME, an unknown template; one line, nothing
-written); 4 the generated challenge failed its own run (a bug of the templates; nothing written).
+written); 3 the repository cannot be written (no space left, read-only; nothing written); 4 the
+generated challenge failed its own run (a bug of the templates; nothing written); 143 stopped by
+SIGTERM (nothing written).
 """
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import os
 import re
@@ -32,10 +40,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 from evaluation.challenges import challenge_folders
-from evaluation.errors import InternalError, UsageError
+from evaluation.errors import InternalError, SetupError, UsageError
+from evaluation.interruption import (
+    install,
+    machine_error,
+    move,
+    remove_tree,
+    run_child,
+    scratch_folder,
+    stopped_by_sigterm,
+)
 from evaluation.launch import CommandParser, run_command
 
 TEMPLATES = ("classification", "segmentation", "detection", "survival")
@@ -75,8 +93,54 @@ def page_for(name: str) -> str:
     return f"{folder_for(name)}.md"
 
 
-def check_name(name: str, root: Path = ROOT) -> str:
-    """The folder of a new challenge `name`, or a UsageError saying why it cannot be added."""
+def scratch_prefix(name: str) -> str:
+    """The start of the name of every scratch folder of a scaffold of `name` (then 8 random
+    characters, tempfile.mkdtemp's)."""
+    return f".new-{name}-in-progress-"
+
+
+def new_paths(name: str, folder: str) -> list[Path]:
+    """The paths a scaffold of `name` adds, relative to the repository, in the order they are put
+    in place: the package folder last, as a challenge is found by its folder (so an interrupted
+    install never leaves a challenge found without its data)."""
+    return [Path("ground-truth", name), Path("test", name), Path("docs", "challenges", page_for(name)),
+            Path("evaluation", "challenges", folder)]
+
+
+def stale_cache(folder: Path) -> bool:
+    """Whether `folder` is a real folder holding nothing but __pycache__/ folders of .pyc files:
+    Python's cache of a package whose sources were removed (`git clean -fd` keeps it, as it is
+    ignored), which Python never imports without them. The scaffold replaces such a folder."""
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    for current, folders, files in os.walk(folder):
+        inside_cache = "__pycache__" in Path(current).relative_to(folder).parts
+        if (files and not inside_cache) or not all(name.endswith(".pyc") for name in files):
+            return False
+        if not inside_cache and any(name != "__pycache__" for name in folders):
+            return False
+    return True
+
+
+def leftovers(name: str, folder: str, root: Path, ours: Collection[Path] = ()) -> list[str]:
+    """What stands in the way of a scaffold of `name`, relative to `root`: its new paths that
+    exist already (but a package folder that is only a stale cache, which is replaced) and
+    scratch folders of a scaffold of the same name (one killed, or one running now), except
+    `ours`."""
+    package = Path("evaluation", "challenges", folder)
+    found = [path for path in new_paths(name, folder) if os.path.lexists(root / path)
+             and not (path == package and stale_cache(root / path))]
+    scratch = re.compile(re.escape(scratch_prefix(name)) + r"[a-z0-9_]{8}")
+    for parent in {Path("."), *(path.parent for path in new_paths(name, folder))}:
+        with contextlib.suppress(OSError):
+            found += [parent / entry.name for entry in os.scandir(root / parent)
+                      if scratch.fullmatch(entry.name) and root / parent / entry.name not in ours]
+    return [path.as_posix() for path in found]
+
+
+def check_name(name: str, root: Path = ROOT, ours: Collection[Path] = ()) -> str:
+    """The folder of a new challenge `name`, or a UsageError saying why it cannot be added
+    (`ours`: this run's own scratch folders)."""
     if len(name) > NAME_LENGTH or not NAME_PATTERN.fullmatch(name):
         raise UsageError(f"{name!r} is not a challenge name: use lowercase letters and digits, starting with a letter, "
                       f"with '-' between parts and '_' only before the first '-' (e.g. acme2027 or acme2027-task1), "
@@ -96,9 +160,11 @@ def check_name(name: str, root: Path = ROOT) -> str:
             raise UsageError(f"{name!r} cannot be added: its folder {folder!r} and the existing folder {existing!r} "
                           f"start alike, so a challenge name could be looked up in the wrong one; pick a name "
                           f"that starts differently.")
-    for path in (root / "ground-truth" / name, root / "test" / name, root / "docs" / "challenges" / page_for(name)):
-        if os.path.lexists(path):
-            raise UsageError(f"{path.relative_to(root)} exists already; remove it, or pick another name.")
+    taken = leftovers(name, folder, root, ours)
+    if taken:
+        raise UsageError(f"{', '.join(taken)} exist{'s' if len(taken) == 1 else ''} already (from an earlier or "
+                         f"interrupted scaffold of {name}?); remove {'it' if len(taken) == 1 else 'them'}, or pick "
+                         f"another name.")
     return folder
 
 
@@ -118,6 +184,15 @@ def rendered(template: str, name: str, folder: str) -> dict[str, str]:
     return files
 
 
+BUILD_GRACE = 10.0  # seconds the build process has to end its own children and clean up after SIGTERM
+
+
+class NotWritten(SetupError):
+    """The repository would not take the new challenge (no space left, read-only): exit 3."""
+
+    framed = True
+
+
 def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
     """Write the challenge; the new paths (relative to `root`). a UsageError before anything is written."""
     if template not in TEMPLATES:
@@ -125,41 +200,92 @@ def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:
     check_checkout(root)
     folder = check_name(name, root)
     files = rendered(template, name, folder)
-    scratch = Path(tempfile.mkdtemp(prefix=f".new-{name}-in-progress-", dir=root))
     try:
-        shutil.copytree(root / "evaluation", scratch / "evaluation",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        package = scratch / "evaluation" / "challenges" / folder
-        package.mkdir()
-        doc = files.pop("doc.md")
-        for file_name, text in files.items():
-            (package / file_name).write_text(text, encoding="utf-8")
-        (scratch / "docs" / "challenges").mkdir(parents=True)
-        (scratch / "docs" / "challenges" / page_for(name)).write_text(doc, encoding="utf-8")
-        # The example, its test data and its leaderboard teams, by the real commands, in a process
-        # that imports the scratch copy of the package (with the new folder in it).
-        env = {**os.environ, "PYTHONPATH": str(scratch), "PYTHONDONTWRITEBYTECODE": "1"}
-        run = subprocess.run([sys.executable, "-m", "evaluation.new.build", name], cwd=scratch, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        sys.stdout.write(run.stdout)
-        if run.returncode != 0:
-            raise InternalError(f"The new challenge {name} failed to make its own example (exit {run.returncode}, "
-                                f"output above): a bug of the {template} template; nothing was written.")
-        shutil.rmtree(package / "__pycache__", ignore_errors=True)
-        moves = [(package, Path("evaluation", "challenges", folder)), (scratch / "ground-truth" / name,
-                 Path("ground-truth", name)), (scratch / "test" / name, Path("test", name)),
-                 (scratch / "docs" / "challenges" / page_for(name), Path("docs", "challenges", page_for(name)))]
-        check_name(name, root)  # still free: nothing appeared meanwhile
-        for source, target in moves:
-            (root / target).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, root / target)  # the scratch folder is in root: a rename
-        return [target for _, target in moves]
+        with scratch_folder(root, scratch_prefix(name)) as scratch:
+            build_in(root, scratch, name, template, folder, files)
+            targets = new_paths(name, folder)
+            sources = {Path("evaluation", "challenges", folder): scratch / "evaluation" / "challenges" / folder}
+            put_in_place(root, scratch, {target: sources.get(target, scratch / target) for target in targets}, name,
+                         folder)
+            return targets
+    except OSError as error:
+        if not machine_error(error):
+            raise
+        where = f" ({error.filename})" if error.filename else ""
+        raise NotWritten(f"The challenge {name} could not be written into {root}: {error.strerror}{where}; nothing "
+                         f"was written.") from None
+
+
+def build_in(root: Path, scratch: Path, name: str, template: str, folder: str, files: dict[str, str]) -> None:
+    """The new challenge's folder, page and data, in `scratch`: a copy of the evaluation package
+    with the new folder in it, whose own commands (evaluation.new.build, run in a process of its
+    own) write ground-truth/NAME and test/NAME there."""
+    shutil.copytree(root / "evaluation", scratch / "evaluation", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    package = scratch / "evaluation" / "challenges" / folder
+    shutil.rmtree(package, ignore_errors=True)  # a stale cache's folder, copied empty
+    package.mkdir()
+    files = dict(files)
+    doc = files.pop("doc.md")
+    for file_name, text in files.items():
+        (package / file_name).write_text(text, encoding="utf-8")
+    (scratch / "docs" / "challenges").mkdir(parents=True)
+    (scratch / "docs" / "challenges" / page_for(name)).write_text(doc, encoding="utf-8")
+    (scratch / "tmp").mkdir()
+    # The example, its test data and its leaderboard teams, by the real commands, in a process
+    # that imports the scratch copy of the package (with the new folder in it); its temporary
+    # files in the scratch folder too, so that nothing of it can outlive this command.
+    env = {**os.environ, "PYTHONPATH": str(scratch), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(scratch / "tmp")}
+    run = run_child([sys.executable, "-m", "evaluation.new.build", name], grace=BUILD_GRACE, cwd=scratch, env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sys.stdout.write(run.stdout)
+    if run.returncode == NotWritten.exit_code:  # the machine's (evaluation/new/build.py): its own line
+        lines = run.stdout.strip().splitlines()
+        raise NotWritten(f"The challenge {name} could not be written into {root}: {lines[-1] if lines else ''}")
+    if run.returncode < 0:  # killed from outside (the out-of-memory killer, say): never the template's bug
+        raise NotWritten(f"The build of the challenge {name} was killed (signal {-run.returncode}) by the machine or "
+                         f"another program (its memory limit?); nothing was written.")
+    if run.returncode != 0:
+        raise InternalError(f"The new challenge {name} failed to make its own example (exit {run.returncode}, "
+                            f"output above): a bug of the {template} template; nothing was written.")
+    shutil.rmtree(package / "__pycache__", ignore_errors=True)
+
+
+def put_in_place(root: Path, scratch: Path, sources: dict[Path, Path], name: str, folder: str) -> None:
+    """Each source of `sources` ({new path relative to root: where it was built}) put at its
+    path, all or none. Each is first moved into a scratch folder beside its path (a rename, or a
+    copy when that folder is on another file system: ground-truth/ on a disk of its own, say),
+    so that the last step is renames within each folder, done together with SIGTERM held back
+    and undone if one fails (evaluation.interruption.install). The scratch folders go at the end."""
+    staged, made = [], []
+    try:
+        for target, source in sources.items():
+            parent = root / target.parent
+            missing = [p for p in (parent, *parent.parents) if not os.path.lexists(p)]  # innermost first
+            parent.mkdir(parents=True, exist_ok=True)
+            made[:0] = missing
+            beside = Path(tempfile.mkdtemp(prefix=scratch_prefix(name), dir=parent))
+            staged.append(beside)
+            move(source, beside / target.name)  # a rename, or a copy onto another file system
+        check_name(name, root, ours={scratch, *staged})  # still free: nothing appeared meanwhile
+        # A stale cache in the package folder's place (stale_cache) goes into the package's
+        # scratch folder beside it, removed at the end; anything else there is never replaced.
+        package = root / "evaluation" / "challenges" / folder
+        install([(beside / target.name, root / target) for beside, target in zip(staged, sources, strict=True)],
+                staged[-1], replace={package} if stale_cache(package) else False, last=True)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        for beside in staged:
+            remove_tree(beside)
+        for path in made:
+            with contextlib.suppress(OSError):
+                path.rmdir()  # only if empty: a folder made for a path put in place stays
+
+
+STOPPED = "The scaffold was stopped (SIGTERM) before it finished; nothing was written."
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(_main, argv)
+    with stopped_by_sigterm(STOPPED):
+        return run_command(_main, argv)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -172,8 +298,9 @@ def _main(argv: list[str] | None) -> int:
                     "docs/challenges/<folder>.md. No existing file changes; every command and generic test picks "
                     "it up. Then edit the one folder (docs/adding-a-challenge.md).",
         epilog="<folder> is NAME up to its first '-' (acme2027-task1 lives in acme2027/). Exit codes: 0 written; "
-               "2 refused (bad or taken NAME, unknown template), nothing written; 4 the generated challenge "
-               "failed its own run (a bug), nothing written.")
+               "2 refused (bad or taken NAME, unknown template), nothing written; 3 the repository cannot be "
+               "written (no space left), nothing written; 4 the generated challenge failed its own run (a bug), "
+               "nothing written; 143 stopped by SIGTERM, nothing written.")
     parser.add_argument("name", metavar="NAME", help="the challenge's name, e.g. acme2027 or acme2027-task1")
     parser.add_argument("--template", required=True, metavar="TEMPLATE",
                         help=f"the kind of challenge: {', '.join(TEMPLATES)} (classification: ROC AUC and "

@@ -42,10 +42,26 @@ def build(argv: list[str] | None) -> int:
     return 0
 
 
+def built(argv: list[str] | None) -> int:
+    """`build`, its OSErrors of the machine's (no space left) NotWritten: exit 3, one line."""
+    from evaluation.interruption import machine_error
+    from evaluation.new import NotWritten
+
+    try:
+        return build(argv)
+    except OSError as error:
+        if not machine_error(error):
+            raise
+        raise NotWritten(f"{error.strerror} ({error.filename or 'the scratch folder'}).") from None
+
+
 def main(argv: list[str] | None = None) -> int:
+    from evaluation.interruption import stopped_by_sigterm
     from evaluation.launch import run_command
 
-    return run_command(build, argv)
+    # Stopped by the scaffold (SIGTERM): its own children ended and its scratch files removed.
+    with stopped_by_sigterm("The build of the new challenge was stopped (SIGTERM)."):
+        return run_command(built, argv)
 
 
 if __name__ == "__main__":
