@@ -104,7 +104,9 @@ class Hdf5File:
         space = handle.get_space()
         if space.get_simple_extent_type() == h5py.h5s.NULL:  # h5py.Empty: no shape, nothing to read
             self.origin.fail(f"{where} is an empty dataset (no dataspace); numbers are expected.")
-        return Hdf5Dataset(self.origin, handle, where, tuple(int(n) for n in space.shape), dtype, create)
+        shape = tuple(int(n) for n in space.shape)
+        can_grow = tuple(int(n) for n in space.get_simple_extent_dims(True)) != shape
+        return Hdf5Dataset(self.origin, handle, where, shape, dtype, create, can_grow)
 
 
 @dataclass
@@ -115,6 +117,7 @@ class Hdf5Dataset:
     shape: tuple[int, ...]
     dtype: np.dtype
     create: object  # its creation property list (layout, filters, chunk shape)
+    can_grow: bool  # a maximum shape beyond its shape (see _can_grow)
 
     @property
     def size(self) -> int:
@@ -134,12 +137,12 @@ class Hdf5Dataset:
         if out.size == 0:  # no selection to read
             return out
         try:
-            if read_deflated_chunks(self.handle, self.create, out):
+            if read_deflated_chunks(self.handle, self.create, out, self.can_grow):
                 return out
             # The library's reader, only once every byte it will place is known to be the file's: a
             # chunk its filters unpack to fewer bytes than the chunk holds leaves the rest of its
             # buffer (heap memory) in the array, and it unpacks a stream whatever its length.
-            complete = check_stored_data(self.handle, self.create, self.shape)
+            complete = check_stored_data(self.handle, self.create, self.shape, self.can_grow)
             return read_with_library(self.handle, self.shape, self.dtype, complete)
         except ChunkProblem as problem:
             self.origin.fail(f"{self.where} {problem}.")
@@ -356,7 +359,11 @@ def _inflate(data: bytes, limit: int, chunk_bytes: int, offset) -> bytes:
 
     stream = zlib.decompressobj()
     try:
-        raw = stream.decompress(data, limit)
+        raw = stream.decompress(data, chunk_bytes)  # most streams: exactly the chunk, in one buffer
+        if not stream.eof:  # the stream's end, or a byte past the chunk, then all the rest up to `limit`
+            raw += stream.decompress(stream.unconsumed_tail, 1)
+            if not stream.eof and len(raw) > chunk_bytes:
+                raw += stream.decompress(stream.unconsumed_tail, limit - len(raw))
         more = b"" if stream.eof else stream.decompress(stream.unconsumed_tail, 1)
     except zlib.error:
         raise ChunkProblem(f"is corrupt: its chunk at {_at(offset)} is not a valid gzip (deflate) stream") from None
@@ -568,7 +575,7 @@ class _Stored:
 
 
 def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...], chunk_bytes: int,
-                      filtered: bool) -> list[_Stored]:
+                      filtered: bool, can_grow: bool) -> list[_Stored]:
     """The dataset's stored chunks, each at the place the library reads it from. The chunk index
     lists them (place, filter mask, stored size); for a dataset that can grow, where the listing's
     places can be wrong, each place of the grid is looked up as the library looks it up, and every
@@ -577,7 +584,7 @@ def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...]
 
     listed = []
     dataset_id.chunk_iter(listed.append)
-    if not _can_grow(dataset_id):
+    if not can_grow:
         return [_Stored(tuple(int(n) for n in info.chunk_offset), int(info.filter_mask), int(info.size),
                         int(info.byte_offset), None) for info in listed]
     if listed and filtered:  # stored sizes, before any chunk is read (unfiltered: each checked when found)
@@ -596,11 +603,12 @@ def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...]
     return found
 
 
-def check_stored_data(dataset_id, create, shape: tuple[int, ...]) -> bool:
+def check_stored_data(dataset_id, create, shape: tuple[int, ...], can_grow: bool | None = None) -> bool:
     """Raises ChunkProblem unless every stored chunk gives the library at least the chunk's bytes
     from the file (each one unpacked one at a time, never past unpack_limit, or for n-bit and
     scale-offset its packed bits counted). True when every element is stored in the file; False
-    when part of it was never written (read_with_library then proves the library writes it)."""
+    when part of it was never written (read_with_library then proves the library writes it).
+    `can_grow`: _can_grow's answer, if known."""
     import h5py
 
     layout = create.get_layout()
@@ -611,7 +619,8 @@ def check_stored_data(dataset_id, create, shape: tuple[int, ...]) -> bool:
     chunk, chunk_bytes, count = _grid(create, shape, itemsize)
     filters = _filters(create)
     _check_lzf_buffer(filters, chunk_bytes)
-    stored = _stored_chunks_of(dataset_id, shape, chunk, chunk_bytes, bool(filters))
+    can_grow = _can_grow(dataset_id) if can_grow is None else can_grow
+    stored = _stored_chunks_of(dataset_id, shape, chunk, chunk_bytes, bool(filters), can_grow)
     if len(stored) > count:
         raise ChunkProblem(f"is corrupt: it stores {len(stored)} chunks; its grid has {count}")
     applied_of = {mask: _applied(filters, mask) for mask in {info.filter_mask for info in stored}}
@@ -650,7 +659,7 @@ def read_with_library(dataset_id, shape: tuple[int, ...], dtype: np.dtype, compl
     return out
 
 
-def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
+def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool | None = None) -> bool:
     """Fills `out` (a new C-contiguous 2D array of the dataset's shape and type) from a chunked
     2D dataset whose only filter is deflate, inflating each distinct stored chunk once: a mask's
     background chunks are stored as the same bytes, and the same bytes inflate to the same
@@ -664,12 +673,13 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray) -> bool:
     written, for anything else: another layout, shape or filter, a dataset that can grow, a type
     that is not stored as numpy lays it out, a chunk not stored (fill value) or not filtered. The
     library's reader then reads the dataset, after check_stored_data, so what this returns is
-    always what it would."""
+    always what it would. `can_grow`: _can_grow's answer, if known."""
     import h5py
 
     try:
         if out.ndim != 2 or create.get_layout() != h5py.h5d.CHUNKED or create.get_nfilters() != 1 \
-                or create.get_filter(0)[0] != h5py.h5z.FILTER_DEFLATE or _can_grow(dataset_id):
+                or create.get_filter(0)[0] != h5py.h5z.FILTER_DEFLATE \
+                or (_can_grow(dataset_id) if can_grow is None else can_grow):
             return False
         if out.dtype.kind not in "iuf" or not dataset_id.get_type().equal(h5py.h5t.py_create(out.dtype)):
             return False
