@@ -368,6 +368,25 @@ def test_a_latest_format_file_partly_written_reads_its_fill_value(tmp_path, fill
                                   "and it has no fill value to read there.")
 
 
+def test_a_chunk_index_with_a_bad_checksum_is_refused(tmp_path):
+    """A version 2 B-tree chunk index (the latest format, two axes that can grow) with a byte of a
+    leaf changed: its checksum fails, h5py raised RuntimeError on listing the chunks (exit 4 with
+    a traceback); one line now, as for any corrupt data."""
+    path = tmp_path / "0001_pred.h5"
+    with h5py.File(path, "w", libver="latest") as handle:
+        handle.create_dataset("mask", data=MASK, chunks=(48, 64), maxshape=(None, None), compression="gzip")
+    content = bytearray(path.read_bytes())
+    assert content.count(b"BTLF") == 1
+    content[content.index(b"BTLF") + 30] ^= 0xFF
+    path.write_bytes(bytes(content))
+    with pytest.raises(OSError):
+        library_read(path, "mask")
+    with pytest.raises(SubmissionError) as refused:
+        ours(path, "mask")
+    assert str(refused.value) == ("Case 0001, mask: mask in 0001_pred.h5 cannot be read (its data is corrupt or uses "
+                                  "an unknown filter).")
+
+
 def test_a_chunk_stored_outside_the_dataset_is_refused(tmp_path):
     """A version 1 B-tree record moved outside the dataset (tests/hostile_files.h5_chunk_outside):
     the library reads the fill value in its place and never reads it; refused as corrupt."""

@@ -146,7 +146,7 @@ class Hdf5Dataset:
             return read_with_library(self.handle, self.shape, self.dtype, complete)
         except ChunkProblem as problem:
             self.origin.fail(f"{self.where} {problem}.")
-        except (OSError, TypeError, ValueError, KeyError):
+        except (OSError, RuntimeError, TypeError, ValueError, KeyError):  # RuntimeError: h5py's for a broken index
             self.origin.fail(f"{self.where} cannot be read (its data is corrupt or uses an unknown filter).")
 
 
@@ -587,8 +587,9 @@ def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...]
     if not can_grow:
         return [_Stored(tuple(int(n) for n in info.chunk_offset), int(info.filter_mask), int(info.size),
                         int(info.byte_offset), None) for info in listed]
-    if listed and filtered:  # stored sizes, before any chunk is read (unfiltered: each checked when found)
-        _check_stored(None, max(int(info.size) for info in listed), chunk, chunk_bytes, shape, True)
+    # Stored sizes, before any chunk is read: unfiltered, each one the chunk's; filtered, the largest bounded.
+    for info in listed if not filtered else sorted(listed, key=lambda info: info.size)[-1:]:
+        _check_stored(None, int(info.size), chunk, chunk_bytes, shape, filtered)
     found = []
     for place in itertools.product(*(range(0, n, c) for n, c in zip(shape, chunk, strict=True))):
         try:
@@ -722,7 +723,7 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool | N
             # The last row and column of chunks reach past the extent: their pixels there are cut.
             out[row:row + rows, column:column + columns] = pixels[:n_rows - row, :n_columns - column]
         return True
-    except (OSError, TypeError, ValueError, KeyError, AttributeError):  # zlib's: ChunkProblem (_inflate)
+    except (OSError, RuntimeError, TypeError, ValueError, KeyError, AttributeError):  # zlib's: ChunkProblem
         return False
 
 
