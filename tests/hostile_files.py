@@ -351,13 +351,14 @@ def write_image(path: Path, array: np.ndarray, like=None) -> None:
 # HDF5 (csv2026 predictions-file phase)
 
 
-def h5_open(path: Path, mode: str):
+def h5_open(path: Path, mode: str, **options):
     """h5py.File without HDF5's file lock. The hostile cases are built in threads while other
     threads start runners, and a forked child holds a copy of every open descriptor (and the
-    lock on it) until it execs: a rewrite right after a read could find its own file locked."""
+    lock on it) until it execs: a rewrite right after a read could find its own file locked.
+    `options`: h5py.File's others (libver)."""
     import h5py
 
-    return h5py.File(path, mode, locking=False)
+    return h5py.File(path, mode, locking=False, **options)
 
 
 def h5_replace(path: Path, name: str, make) -> None:
@@ -420,6 +421,136 @@ def h5_recompress(path: Path, compression: str | None) -> None:
     from benchmarks.csv2026_compression import recompress
 
     recompress(path, compression)
+
+
+# Masks as HDF5's other writers store them. Each kind is a valid file that h5py's reading (the
+# official one: h5py.File(path)[name][()]) reads as the same values: filters other than gzip and
+# LZF, filters in another order, the latest file format, a chunk inflating past its size (the
+# library keeps its first bytes).
+H5_MASK_KINDS = ("scaleoffset", "scaleoffset-shuffle-gzip", "nbit", "nbit-packed", "szip", "gzip-then-shuffle",
+                 "gzip-twice", "latest-format", "chunk-inflating-past-its-size")
+
+
+def _h5_low_level(handle, name: str, data: np.ndarray, filters: tuple[str, ...], chunks: tuple[int, ...],
+                  file_type=None) -> None:
+    """Dataset `name` written through a dataset creation property list, its filters applied in
+    the order given (h5py's create_dataset always applies its own order)."""
+    import h5py
+
+    plist = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    plist.set_chunk(chunks)
+    for name_of_filter in filters:
+        if name_of_filter == "gzip":
+            plist.set_deflate(4)
+        elif name_of_filter == "shuffle":
+            plist.set_shuffle()
+        elif name_of_filter == "nbit":
+            plist.set_filter(h5py.h5z.FILTER_NBIT)
+    file_type = h5py.h5t.py_create(data.dtype) if file_type is None else file_type
+    dataset = h5py.h5d.create(handle.id, name.encode(), file_type, h5py.h5s.create_simple(data.shape), plist)
+    dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(data))
+
+
+def _h5_write_kind(handle, name: str, data: np.ndarray, kind: str) -> None:
+    import h5py
+
+    chunks = (max(1, data.shape[0] // 2),) + data.shape[1:]
+    if kind == "scaleoffset":  # the number of bits found per chunk (uint8 masks: all 8, stored as they are)
+        handle.create_dataset(name, data=data, chunks=chunks, scaleoffset=0)
+    elif kind == "scaleoffset-shuffle-gzip":  # h5py's order: scale-offset, shuffle, gzip
+        handle.create_dataset(name, data=data.astype(np.uint16), chunks=chunks, scaleoffset=0, shuffle=True,
+                              compression="gzip")
+    elif kind == "nbit":  # n-bit of uint8: every bit used, each chunk stored as it is
+        _h5_low_level(handle, name, data, ("nbit",), chunks)
+    elif kind == "nbit-packed":  # 16-bit values of 8 bits' precision: 8 bits each in the chunk
+        file_type = h5py.h5t.STD_U16LE.copy()
+        file_type.set_precision(8)
+        _h5_low_level(handle, name, data.astype(np.uint16), ("nbit",), chunks, file_type)
+    elif kind == "szip":
+        handle.create_dataset(name, data=data, chunks=chunks, compression="szip")
+    elif kind == "gzip-then-shuffle":  # 16-bit values: the shuffle moves bytes
+        _h5_low_level(handle, name, data.astype(np.uint16), ("gzip", "shuffle"), chunks)
+    elif kind == "gzip-twice":
+        _h5_low_level(handle, name, data, ("gzip", "gzip"), chunks)
+    elif kind == "latest-format":  # extensible along its last axis: an extensible-array chunk index
+        handle.create_dataset(name, data=data, chunks=tuple(max(1, n // 2) for n in data.shape),
+                              maxshape=data.shape[:-1] + (None,), compression="gzip")
+    elif kind == "chunk-inflating-past-its-size":  # the first chunk's stream holds 100 bytes more
+        dataset = handle.create_dataset(name, data=data, chunks=chunks, compression="gzip")
+        first = np.ascontiguousarray(data[tuple(slice(0, c) for c in chunks)])
+        dataset.id.write_direct_chunk((0,) * data.ndim, zlib.compress(first.tobytes() + bytes(range(100))))
+    else:
+        raise ValueError(f"unknown kind {kind!r}")
+
+
+def h5_rewrite_masks(path: Path, kind: str) -> None:
+    """Every dataset of more than one value in the HDF5 file at `path` rewritten as `kind` (one
+    of H5_MASK_KINDS) stores it, its values unchanged (16-bit where the kind needs it)."""
+    with h5_open(path, "r") as handle:
+        data = {name: handle[name][()] for name in handle}
+    with h5_open(path, "w", **({"libver": "latest"} if kind == "latest-format" else {})) as handle:
+        for name, value in data.items():
+            if np.ndim(value) and np.size(value) > 1:
+                _h5_write_kind(handle, name, value, kind)
+            else:
+                handle.create_dataset(name, data=value)
+
+
+def h5_cut_chunk(path: Path, name: str, kind: str, keep: int, place: tuple[int, ...] | None = None) -> None:
+    """Dataset `name` rewritten as `kind` stores it (H5_MASK_KINDS), then its chunk at `place`
+    (default the first) cut to its first `keep` bytes: the filters' own streams, cut short."""
+    with h5_open(path, "a", **({"libver": "latest"} if kind == "latest-format" else {})) as handle:
+        data = handle[name][()]
+        del handle[name]
+        _h5_write_kind(handle, name, data, kind)
+        dataset = handle[name].id
+        place = (0,) * data.ndim if place is None else place
+        filter_mask, stored = dataset.read_direct_chunk(place)
+        assert len(stored) > keep
+        dataset.write_direct_chunk(place, stored[:keep], filter_mask=filter_mask)
+
+
+def h5_never_written(path: Path, name: str) -> None:
+    """Dataset `name` rewritten with gzip in chunks of half its rows, fill time "never", only its
+    first half written: the library writes nothing where the second half is read."""
+    with h5_open(path, "a") as handle:
+        data = handle[name][()]
+        del handle[name]
+        half = max(1, data.shape[0] // 2)
+        dataset = handle.create_dataset(name, shape=data.shape, dtype=data.dtype, chunks=(half,) + data.shape[1:],
+                                        compression="gzip", fill_time="never")
+        dataset[:half] = data[:half]
+
+
+def h5_scaleoffset_bits(path: Path, name: str, bits: int) -> None:
+    """Dataset `name` rewritten with scale-offset, its first chunk's header then claiming `bits`
+    bits a value (more than the type has: the library would unpack past each value)."""
+    with h5_open(path, "a") as handle:
+        data = handle[name][()]
+        del handle[name]
+        _h5_write_kind(handle, name, data, "scaleoffset")
+        dataset = handle[name].id
+        filter_mask, stored = dataset.read_direct_chunk((0,) * data.ndim)
+        dataset.write_direct_chunk((0,) * data.ndim, struct.pack("<I", bits) + stored[4:], filter_mask=filter_mask)
+
+
+def h5_chunk_outside(path: Path, name: str) -> None:
+    """Dataset `name` rewritten in the earliest format (a version 1 B-tree chunk index, whose
+    records hold each chunk's place), gzip, half its rows a chunk; then its second chunk's record
+    moved two rows of chunks down, outside the dataset (the library reads the fill value there)."""
+    with h5_open(path, "a") as handle:
+        data = handle[name][()]
+        del handle[name]
+        chunks = (max(1, data.shape[0] // 2),) + data.shape[1:]
+        dataset = handle.create_dataset(name, data=data, chunks=chunks, compression="gzip")
+        info = dataset.id.get_chunk_info_by_coord((chunks[0],) + (0,) * (data.ndim - 1))
+    content = bytearray(path.read_bytes())
+    # A record's key: stored size (4 bytes), filter mask (4), then the place, one 8-byte number per axis and one more.
+    key = struct.pack("<II", info.size, 0) + struct.pack(f"<{data.ndim + 1}Q", chunks[0], *(0,) * data.ndim)
+    assert content.count(key) == 1, "the chunk's B-tree record is not found once"
+    at = content.index(key) + 8
+    content[at:at + 8] = struct.pack("<Q", 3 * chunks[0])
+    path.write_bytes(bytes(content))
 
 
 def lzf_of_value(count: int, value: int = 1) -> bytes:

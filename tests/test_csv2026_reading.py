@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from tests.cli_runs import run_command_line
+from tests.hostile_files import H5_MASK_KINDS
 from tests.test_csv2026 import (  # noqa: F401 (module fixtures)
     LONG_OUT,
     RISK,
@@ -474,7 +475,7 @@ def test_lzf_masks_score_exactly_as_gzip_and_uncompressed_ones(file_data, tmp_pa
 @pytest.mark.parametrize("stream, end", [
     (b"\x00\x00" + b"\xe0\xff", "is not a valid LZF stream (its last back-reference is cut short)."),
     (b"\x00\x00\xe0\xff\x00", "inflates to 265 bytes of its 6144."),
-    (b"\x00\x00" + b"\xe0\xff\x00" * 30, "inflates to more than its 6144 bytes."),
+    (b"\x00\x00" + b"\xe0\xff\x00" * 300, "inflates to more than 77824 bytes, over twice its 6144."),
     (b"\x00\x00\xe0\xff\x01", "is not a valid LZF stream (a back-reference points 1 byte before its start)."),
 ], ids=["truncated", "short", "long", "bad-back-reference"])
 def test_a_damaged_lzf_chunk_is_refused_the_same_way_every_run(file_data, tmp_path, side, stream, end):
@@ -495,3 +496,35 @@ def test_a_damaged_lzf_chunk_is_refused_the_same_way_every_run(file_data, tmp_pa
         else:
             assert_refused(run, 3, organizers("Ground truth: " + message))
     assert runs[0].stderr == runs[1].stderr
+
+
+# ---- valid files of HDF5's other kinds: scored as the official h5py reading scores them --------
+
+
+@pytest.mark.parametrize("side", ["submission", "ground truth"])
+@pytest.mark.parametrize("kind", H5_MASK_KINDS)
+def test_masks_of_every_kind_score_as_h5py_reads_them(file_data, tmp_path, side, kind):
+    """Every mask of the submission (or of the ground truth) rewritten as `kind` stores it
+    (scale-offset, n-bit, szip, gzip before shuffle, gzip twice, the latest file format, a chunk
+    inflating past its size: tests/hostile_files.H5_MASK_KINDS). h5py's reading, the official
+    one, reads every mask as the values written; the command's metrics.json is then that of the
+    unchanged files, byte for byte."""
+    from tests.hostile_files import h5_rewrite_masks
+
+    written = {}
+    for variant in ("gzip", kind):
+        input_dir, ground_truth = copy_data(file_data, tmp_path / variant)
+        if variant == kind:
+            files = sorted(input_dir.rglob("*.h5")) if side == "submission" else sorted(ground_truth.glob("*.h5"))
+            for path in files:
+                with h5py.File(path, "r") as f:
+                    before = {name: f[name][()] for name in f}
+                h5_rewrite_masks(path, kind)
+                with h5py.File(path, "r") as f:  # the official reading: the same values
+                    assert set(f) == set(before)
+                    for name, value in before.items():
+                        assert np.array_equal(f[name][()], value), (path.name, name)
+        run = run_command_line("csv2026", input_dir, ground_truth, tmp_path / f"out-{variant}", "--workers", 1)
+        assert run.code == 0, run.stderr
+        written[variant] = (run.output / "metrics.json").read_bytes()
+    assert written[kind] == written["gzip"]

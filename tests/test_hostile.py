@@ -711,6 +711,40 @@ add("csv2026-h5-ground-truth-lzf", "csv2026",
     checks=(same_metrics_as_example("csv2026", only="aggregates",
                                     exclude=("score_total", "score_time", "processing_time_seconds")),))
 
+# ---- HDF5 masks of the library's other kinds: valid files h5py reads, and their damaged chunks --
+# Every mask of the submission or of the ground truth rewritten as one of hf.H5_MASK_KINDS stores it
+# (scale-offset, n-bit, szip, gzip before shuffle, gzip twice, the latest file format, a chunk
+# inflating past its size): the official reading (h5py) reads the same values, so scored as the
+# example.
+for _kind in hf.H5_MASK_KINDS:
+    add(f"csv2026-h5-submission-{_kind}", "csv2026",
+        _h5_case(lambda s, p, k=_kind: [hf.h5_rewrite_masks(f, k) for f in sorted(s.input.rglob("*.h5"))]),
+        checks=(same_metrics_as_example("csv2026", only="aggregates",
+                                        exclude=("score_total", "score_time", "processing_time_seconds")),))
+    add(f"csv2026-h5-ground-truth-{_kind}", "csv2026",
+        _h5_case(lambda s, p, k=_kind: [hf.h5_rewrite_masks(f, k) for f in sorted(s.own_ground_truth().glob("*.h5"))]),
+        checks=(same_metrics_as_example("csv2026", only="aggregates",
+                                        exclude=("score_total", "score_time", "processing_time_seconds")),))
+
+# Their chunks damaged where the library would read heap memory (n-bit, scale-offset and szip cut
+# short, scale-offset claiming more bits than the type), a chunk of the latest format cut short
+# (named at its own place, not where the index lists it), a chunk moved outside the dataset,
+# chunks never written without a fill value: refused, the submission's (exit 1) or the ground
+# truth's (exit 3).
+H5_FILTER_MUTATIONS: dict[str, Callable[[Path, str], Any]] = {
+    "szip-chunk-cut-short": lambda p, d: hf.h5_cut_chunk(p, d, "szip", 100),
+    "nbit-chunk-cut-short": lambda p, d: hf.h5_cut_chunk(p, d, "nbit-packed", 100),
+    "scaleoffset-chunk-cut-short": lambda p, d: hf.h5_cut_chunk(p, d, "scaleoffset", 100),
+    "scaleoffset-bits-past-the-type": lambda p, d: hf.h5_scaleoffset_bits(p, d, 9),
+    "latest-format-chunk-cut-short": lambda p, d: hf.h5_cut_chunk(p, d, "latest-format", 10, place=(48, 0)),
+    "chunk-outside": lambda p, d: hf.h5_chunk_outside(p, d),
+    "chunks-never-written-no-fill": lambda p, d: hf.h5_never_written(p, d),
+}
+for _family, (_key, *_) in H5_FAMILIES.items():
+    for _mutation, _mutate in H5_FILTER_MUTATIONS.items():
+        for _side in ("submission", "ground-truth"):
+            add(f"{_family}-{_side}-{_mutation}", _key, _h5_chunk_case(_family, _side, _mutate))
+
 # ---- CSV predictions files ----------------------------------------------------------------
 
 # family -> (challenge key, derived phase or None, file in the input, a plausible data row)

@@ -127,7 +127,7 @@ def test_command_prints_the_pins_of_the_challenge_with_the_standard_library_alon
     result = run_command("csv2026", str(ROOT / "requirements.txt"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["numpy==2.4.6", "SimpleITK==2.5.7", "h5py==3.16.0",
-                                     "opencv-python-headless==4.13.0.92"]
+                                     "opencv-python-headless==4.13.0.92", "imagecodecs==2026.3.6"]
 
 
 def test_command_refuses_an_unknown_challenge_and_bad_usage():
@@ -139,7 +139,7 @@ def test_command_refuses_an_unknown_challenge_and_bad_usage():
 
 def test_command_names_a_declared_package_that_is_not_pinned(tmp_path):
     requirements = tmp_path / "requirements.txt"
-    requirements.write_text("numpy==2.4.6\nSimpleITK==2.5.7\nh5py==3.16.0\n")  # no opencv-python-headless
+    requirements.write_text("numpy==2.4.6\nSimpleITK==2.5.7\nh5py==3.16.0\nimagecodecs==2026.3.6\n")  # no OpenCV
     result = run_command("csv2026", str(requirements))
     assert result.returncode == 3 and not result.stdout
     assert last_line(result.stderr) == ("csv2026 declares opencv-python-headless in RUNTIME_PACKAGES, but "
@@ -226,4 +226,27 @@ def test_a_package_left_out_of_the_declaration_stops_the_run(tmp_path):
                                               "--workers", "1"])
     assert result.returncode == 3, result.stderr[-2000:]
     assert "the package h5py (module h5py) is not installed" in last_line(result.stderr)
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["imagecodecs-declared", "imagecodecs-blocked"])
+def test_szip_masks_are_scored_in_the_csv2026_image(tmp_path, declared):
+    """Masks in szip (a filter of h5py's HDF5) need imagecodecs (libaec) for the length each chunk
+    decodes to: declared, the csv2026 image scores them; without it the run says which package
+    the image lacks (exit 3), never a traceback or the participant's fault."""
+    from evaluation.challenges.csv2026.examples import write_dataset
+    from tests.hostile_files import h5_rewrite_masks
+
+    write_dataset(tmp_path / "data", seed=5, cases=4, phase="file")
+    for path in sorted((tmp_path / "data" / "input").rglob("*.h5")):
+        h5_rewrite_masks(path, "szip")
+    packages = [p for p in ir.runtime_packages("csv2026") if declared or p != "imagecodecs"]
+    result = run_blocked(tmp_path, packages, ["csv2026", "--input", str(tmp_path / "data" / "input"),
+                                              "--ground-truth", str(tmp_path / "data" / "ground-truth"),
+                                              "--output", str(tmp_path / "out"), "--workers", "1"])
+    if declared:
+        assert result.returncode == 0, result.stderr[-2000:]
+        return
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "the package imagecodecs (module imagecodecs) is not installed" in last_line(result.stderr)
     assert not (tmp_path / "out" / "metrics.json").exists()

@@ -51,10 +51,11 @@ from .truth import (
 )
 
 # The packages of requirements.txt this challenge's image installs (its pins stay there), numpy's dependencies
-# included: mask images (SimpleITK), NNNN_label.h5 ground truth (h5py), surface distances (cv2). build.sh
+# included: mask images (SimpleITK), NNNN_label.h5 ground truth (h5py), surface distances (cv2), the length
+# each szip chunk of an .h5 mask decodes to (imagecodecs' libaec; evaluation/reading/hdf5.py). build.sh
 # installs these alone; tests/test_image_requirements.py scores the bundled example with every other package
 # blocked.
-RUNTIME_PACKAGES = ("numpy", "SimpleITK", "h5py", "opencv-python-headless")
+RUNTIME_PACKAGES = ("numpy", "SimpleITK", "h5py", "opencv-python-headless", "imagecodecs")
 
 
 @dataclass(frozen=True)
