@@ -2,7 +2,7 @@
 predictions-file phase) evaluated end to end by the command line with 2 workers, then the NSD of
 the same 1,200 view-structure pairs three ways, side by side in one run:
 
-- ours (evaluation.metrics.surface: cropped, disk dilation, exact tie rule);
+- ours (evaluation.metrics.surface, border pixels: cropped, disk dilation, exact tie rule);
 - the same definition done plainly (scipy's Euclidean distance transform of the whole image,
   `d <= τ`): the numbers must be identical;
 - DeepMind's surface-distance (compute_surface_distances + compute_surface_dice_at_tolerance):
@@ -102,14 +102,14 @@ def main() -> None:
             prediction, truth = masks_of_case(root, case_id)
             for view, structure in PAIRS:
                 p, t = prediction[view][structure], truth[view][structure]
-                value = normalized_surface_dice(p, t, tolerance)
+                value = normalized_surface_dice(p, t, tolerance, boundary="voxels")
                 per_pair[view, structure].append(value)
                 if not p.any() or not t.any():
                     skipped += 1
                     continue
                 timed_pairs += 1
                 t0 = time.perf_counter()
-                normalized_surface_dice(p, t, tolerance)
+                normalized_surface_dice(p, t, tolerance, boundary="voxels")
                 t1 = time.perf_counter()
                 plain = plain_nsd(p, t, tolerance)
                 t2 = time.perf_counter()

@@ -1,10 +1,32 @@
-"""Overlap metrics on binary masks: arrays in, numbers out."""
+"""Overlap of masks and label maps, N-D: arrays in, numbers out.
+
+One intermediate: the voxel counts of each label (intersection, predicted size, true size), all
+labels in one pass over the two label maps (`label_overlap_counts`), with each label's bounding
+box of the union so that surface metrics can crop (evaluation.metrics.surface). Dice, Jaccard
+(IoU), volume similarity and the absolute volume difference are ratios or products of those
+counts.
+
+Empty masks, one rule for the whole library: each empty case is a parameter, `both_empty`
+(neither mask has a voxel), `truth_empty` (only the prediction has voxels) and
+`prediction_empty` (only the truth has voxels). The defaults: both empty is the best value
+(nothing to find, nothing found: Dice 1, NSD 1, distances 0); one empty is the value the
+definition gives where it gives one (Dice 0, Jaccard 0, volume similarity 0, NSD 0) and NaN where
+it gives none (surface distances: there is no surface to measure to). Pass a number (a penalty),
+NaN, or for distances "diagonal" (the image's diagonal in the spacing's units).
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import numpy as np
 
+from evaluation.metrics import validation
 from evaluation.metrics.registry import metric
+
+EMPTY_OVERLAP = {"both_empty": 1.0, "truth_empty": 0.0, "prediction_empty": 0.0}
 
 
 def dice_from_counts(intersection, prediction_size, truth_size, both_empty: float = 1.0):
@@ -20,29 +42,291 @@ def dice_from_counts(intersection, prediction_size, truth_size, both_empty: floa
     return float(dice) if dice.ndim == 0 else dice
 
 
+def jaccard_from_counts(intersection, prediction_size, truth_size, both_empty: float = 1.0):
+    """|P∩G| / |P∪G| = |P∩G| / (|P| + |G| − |P∩G|); `both_empty` when neither has a voxel.
+    Numbers or arrays, as dice_from_counts."""
+    intersection, prediction_size, truth_size = (np.asarray(size, dtype=np.float64)
+                                                 for size in (intersection, prediction_size, truth_size))
+    union = prediction_size + truth_size - intersection
+    with np.errstate(invalid="ignore", divide="ignore"):
+        jaccard = np.where(union != 0, intersection / union, float(both_empty))
+    return float(jaccard) if jaccard.ndim == 0 else jaccard
+
+
+def with_empty_policy(values, prediction_size, truth_size, both_empty, truth_empty, prediction_empty):
+    """`values` with each empty case replaced by its policy's value (sizes are counts or volumes)."""
+    values = np.asarray(values, dtype=np.float64)
+    prediction_size, truth_size = np.asarray(prediction_size), np.asarray(truth_size)
+    result = np.where((prediction_size == 0) & (truth_size == 0), both_empty,
+                      np.where(truth_size == 0, truth_empty, np.where(prediction_size == 0, prediction_empty, values)))
+    return float(result) if result.ndim == 0 else result
+
+
+def check_empty_policy(both_empty, truth_empty, prediction_empty, *, allow_diagonal: bool = False) -> tuple:
+    return tuple(validation.check_empty_value(value, name, allow_diagonal=allow_diagonal)
+                 for value, name in ((both_empty, "both_empty"), (truth_empty, "truth_empty"),
+                                     (prediction_empty, "prediction_empty")))
+
+
 def overlap_counts(prediction: np.ndarray, truth: np.ndarray) -> tuple[int, int, int]:
-    """(|P∩G|, |P|, |G|) of two boolean masks of the same shape."""
-    prediction = np.asarray(prediction, dtype=bool)
-    truth = np.asarray(truth, dtype=bool)
-    if prediction.shape != truth.shape:
-        raise ValueError(f"masks differ in shape: {prediction.shape} and {truth.shape}")
+    """(|P∩G|, |P|, |G|) of two masks of the same shape (nonzero is foreground)."""
+    prediction, truth = validation.check_masks(prediction, truth)
     return (int(np.count_nonzero(prediction & truth)), int(np.count_nonzero(prediction)),
             int(np.count_nonzero(truth)))
 
 
-@metric(kind="masks", better="higher", symmetric=True, empty={"both_empty": 1.0},
-        equals=("scikit-learn f1_score of the voxels", "medpy.metric.binary.dc"),
+@metric(kind="masks", better="higher", symmetric=True, empty=EMPTY_OVERLAP,
+        equals=("scikit-learn f1_score of the voxels", "medpy.metric.binary.dc",
+                "SimpleITK LabelOverlapMeasuresImageFilter.GetDiceCoefficient"),
         citation="Dice, Ecology 26(3), 1945")
-def dice(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0) -> float:
-    """Dice coefficient of two boolean masks of the same shape; `both_empty` if both are empty.
+def dice(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0, truth_empty: float = 0.0,
+         prediction_empty: float = 0.0) -> float:
+    """Dice coefficient (F1 of the voxels) of two masks of one shape, N-D.
 
-    2|P∩G| / (|P| + |G|) over the voxels of the masks (any nonzero value is foreground).
+    2|P∩G| / (|P| + |G|) over the voxels of the masks (any nonzero value is foreground): 1 for
+    identical masks, 0 for disjoint ones. Empty masks: `both_empty` (1.0), `truth_empty` and
+    `prediction_empty` (0.0, what the formula gives).
     """
-    return dice_from_counts(*overlap_counts(prediction, truth), both_empty=both_empty)
+    policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+    intersection, predicted, true = overlap_counts(prediction, truth)
+    return with_empty_policy(dice_from_counts(intersection, predicted, true), predicted, true, *policy)
 
 
-# Words of 8 uint8 voxels scanned per slab: bounded temporaries (~8 MB per array) whatever the volume.
+@metric(kind="masks", better="higher", symmetric=True, empty=EMPTY_OVERLAP,
+        equals=("scikit-learn jaccard_score of the voxels",
+                "SimpleITK LabelOverlapMeasuresImageFilter.GetJaccardCoefficient", "medpy.metric.binary.jc"),
+        citation="Jaccard, New Phytologist 11(2), 1912")
+def jaccard(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0, truth_empty: float = 0.0,
+            prediction_empty: float = 0.0) -> float:
+    """Jaccard index (intersection over union, IoU) of two masks of one shape, N-D.
+
+    |P∩G| / |P∪G| over the voxels (any nonzero value is foreground); equals D / (2 − D) for the
+    Dice coefficient D. Empty masks: `both_empty` (1.0), `truth_empty` and `prediction_empty`
+    (0.0, what the formula gives).
+    """
+    policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+    intersection, predicted, true = overlap_counts(prediction, truth)
+    return with_empty_policy(jaccard_from_counts(intersection, predicted, true), predicted, true, *policy)
+
+
+@metric(kind="masks", better="higher", symmetric=True, empty=EMPTY_OVERLAP,
+        equals=("1 − |SimpleITK LabelOverlapMeasuresImageFilter.GetVolumeSimilarity()| / 2",),
+        citation="Taha and Hanbury, BMC Medical Imaging 15:29, 2015 (VS)")
+def volume_similarity(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0, truth_empty: float = 0.0,
+                      prediction_empty: float = 0.0) -> float:
+    """Volume similarity of two masks of one shape: 1 − ||P| − |G|| / (|P| + |G|).
+
+    Compares the sizes only, not where the voxels are (1 for masks of equal size). SimpleITK's
+    `GetVolumeSimilarity` is the signed 2(|P| − |G|) / (|P| + |G|): this is 1 − |that| / 2.
+    Empty masks: `both_empty` (1.0), `truth_empty` and `prediction_empty` (0.0, what the formula
+    gives).
+    """
+    policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+    _, predicted, true = overlap_counts(prediction, truth)
+    total = predicted + true
+    value = 1.0 - abs(predicted - true) / total if total else math.nan
+    return with_empty_policy(value, predicted, true, *policy)
+
+
+@metric(kind="masks", better="lower", unit="volume", symmetric=True,
+        equals=("|Σ prediction − Σ truth| × the voxel volume (numpy)",
+                "MetricsReloaded absolute_volume_difference_ratio × the true volume"),
+        citation="Taha and Hanbury, BMC Medical Imaging 15:29, 2015 (volumetric distance)")
+def absolute_volume_difference(prediction: np.ndarray, truth: np.ndarray, spacing=None) -> float:
+    """Absolute volume difference of two masks, in the spacing's units cubed (mm³ for mm).
+
+    ||P| − |G|| × Π spacing: the voxel counts' difference times the volume of one voxel (for
+    spacing None, in voxels). Defined for empty masks too (0 when both are empty); divide by
+    1000 for millilitres from mm³.
+    """
+    prediction, truth = validation.check_masks(prediction, truth)
+    voxel_volume = math.prod(validation.check_spacing(spacing, prediction.ndim).tolist())
+    _, predicted, true = overlap_counts(prediction, truth)
+    return abs(predicted - true) * voxel_volume
+
+
+# ---- label maps: every label in one pass --------------------------------------------------------
+
+# Words of 8 bytes scanned per slab: bounded temporaries (~8 MB per array) whatever the volume.
 _WORDS_PER_SLAB = 1 << 20
+
+
+def foreground_voxels(prediction: np.ndarray, truth: np.ndarray,
+                      everything: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(flat C-order indices, prediction values, truth values) of the voxels where either map is
+    nonzero (every voxel with `everything`), slab by slab along the first axis.
+
+    Two integer or boolean arrays of one shape, any memory order. Each slab is made contiguous
+    on its own (bounded memory) and read as 8-byte words, so that the zero words of both maps,
+    the background of a segmentation, are skipped 8/itemsize voxels at a time: the cost is one
+    streaming read of both maps plus work proportional to the foreground."""
+    shape = prediction.shape
+    row = math.prod(shape[1:]) if len(shape) > 1 else 1
+    n_rows = shape[0] if shape else 1
+    itemsize = max(prediction.dtype.itemsize, truth.dtype.itemsize)
+    per_word = 8 // itemsize if itemsize <= 8 else 1
+    rows_per_slab = max(1, (_WORDS_PER_SLAB * per_word) // max(row, 1))
+    for first in range(0, n_rows, rows_per_slab):
+        last = min(first + rows_per_slab, n_rows)
+        p, t = (_flat_slab(array, first, last) for array in (prediction, truth))
+        offset = first * row
+        if everything:
+            yield np.arange(offset, offset + p.size, dtype=np.int64), p, t
+            continue
+        if p.dtype != t.dtype or p.dtype.itemsize not in (1, 2, 4, 8):
+            voxels = np.flatnonzero((p != 0) | (t != 0))
+            yield voxels + offset, p[voxels], t[voxels]
+            continue
+        n_words = p.size // per_word
+        words = np.flatnonzero(p[: n_words * per_word].view(np.uint64) | t[: n_words * per_word].view(np.uint64))
+        voxels = (words[:, None] * per_word + np.arange(per_word)).reshape(-1)
+        if n_words * per_word < p.size:  # the last few voxels that do not fill a word
+            voxels = np.concatenate([voxels, np.arange(n_words * per_word, p.size)])
+        p_values, t_values = p[voxels], t[voxels]
+        keep = (p_values != 0) | (t_values != 0)  # zero voxels sharing a word with foreground
+        yield voxels[keep] + offset, p_values[keep], t_values[keep]
+
+
+def _flat_slab(array: np.ndarray, first: int, last: int) -> np.ndarray:
+    slab = np.ascontiguousarray(array[first:last] if array.ndim else array.reshape(1))
+    if slab.dtype == bool:
+        slab = slab.view(np.uint8)
+    return slab.reshape(-1)
+
+
+@dataclass(frozen=True)
+class LabelOverlapCounts:
+    """Voxel counts of each label of two label maps, and each label's bounding box of the union.
+
+    Arrays in the order of `labels`. `boxes[i]` is a tuple of slices (numpy axis order) around
+    every voxel having label i in either map, None when neither has it: outside it both masks of
+    that label are background, so surface distances computed on the crop are exact."""
+
+    labels: np.ndarray  # int64
+    intersection: np.ndarray  # voxels with the label in both maps
+    prediction_size: np.ndarray  # voxels with the label in the prediction
+    truth_size: np.ndarray  # voxels with the label in the truth
+    boxes: tuple
+
+    def dice(self, both_empty: float = 1.0, truth_empty: float = 0.0, prediction_empty: float = 0.0) -> np.ndarray:
+        """Each label's Dice coefficient (overlap.dice), with the empty policy of `dice`."""
+        policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+        values = dice_from_counts(self.intersection, self.prediction_size, self.truth_size)
+        return np.atleast_1d(with_empty_policy(values, self.prediction_size, self.truth_size, *policy))
+
+    def jaccard(self, both_empty: float = 1.0, truth_empty: float = 0.0, prediction_empty: float = 0.0) -> np.ndarray:
+        """Each label's Jaccard index (overlap.jaccard), with the empty policy of `jaccard`."""
+        policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+        values = jaccard_from_counts(self.intersection, self.prediction_size, self.truth_size)
+        return np.atleast_1d(with_empty_policy(values, self.prediction_size, self.truth_size, *policy))
+
+
+@metric(kind="label_maps", better=None, returns="LabelOverlapCounts",
+        equals=("scikit-learn confusion_matrix of the voxels (its diagonal and margins)",
+                "numpy argwhere bounding boxes"),
+        citation="the confusion matrix of the voxels (Dice, Ecology 26(3), 1945)")
+def label_overlap_counts(prediction: np.ndarray, truth: np.ndarray, labels) -> LabelOverlapCounts:
+    """Per label: intersection, predicted size, true size and the bounding box of the union, in one pass.
+
+    For each label l of `labels`: |P=l ∩ G=l|, |P=l|, |G=l| and the box around P=l ∪ G=l, from
+    one pass over the two label maps (integers of any dtype, booleans are labels 0 and 1) for all
+    labels at once, in bounded memory: slab by slab, looking only at the voxels where either map
+    is nonzero (every voxel when 0 is one of `labels`). Values not in `labels` are ignored, so a
+    map holding 65,535 labels costs what a map of one label costs.
+    """
+    prediction, truth = validation.check_label_maps(prediction, truth)
+    if prediction.ndim < 1:
+        raise ValueError("label maps must have at least 1 dimension, got 0")
+    labels = validation.check_labels(labels)
+    n_labels = len(labels)
+    intersection = np.zeros(n_labels + 1, dtype=np.int64)
+    predicted = np.zeros(n_labels + 1, dtype=np.int64)
+    true = np.zeros(n_labels + 1, dtype=np.int64)
+    boxes = _LabelBoxes(n_labels, prediction.shape)
+    index_of_prediction, index_of_truth = (_label_positions(labels, array.dtype) for array in (prediction, truth))
+    everything = bool(n_labels) and bool((labels == 0).any())
+    for voxels, p_values, t_values in foreground_voxels(prediction, truth, everything=everything):
+        if voxels.size == 0:
+            continue
+        p_index, t_index = index_of_prediction(p_values), index_of_truth(t_values)
+        predicted += np.bincount(p_index, minlength=n_labels + 1)
+        true += np.bincount(t_index, minlength=n_labels + 1)
+        intersection += np.bincount(p_index[p_values == t_values], minlength=n_labels + 1)
+        boxes.add(np.unravel_index(voxels, prediction.shape), p_index, t_index)
+    return LabelOverlapCounts(labels=labels, intersection=intersection[:n_labels],
+                              prediction_size=predicted[:n_labels], truth_size=true[:n_labels], boxes=boxes.boxes())
+
+
+def _label_positions(labels: np.ndarray, dtype: np.dtype):
+    """A function: values of a label map of `dtype` -> the position of each value in `labels`,
+    len(labels) for a value not among them. A lookup table for maps of 8 or 16 bits (one gather
+    a voxel), a binary search otherwise."""
+    n_labels = len(labels)
+    if dtype.kind == "b":
+        dtype = np.dtype(np.uint8)  # the slabs of boolean maps are read as bytes (foreground_voxels)
+    if dtype.kind in "iu" and dtype.itemsize <= 2:
+        low = 0 if dtype.kind == "u" else int(np.iinfo(dtype).min)
+        size = 1 << (8 * dtype.itemsize)
+        table = np.full(size, n_labels, dtype=np.int64)
+        inside = (labels >= low) & (labels < low + size)
+        table[labels[inside] - low] = np.flatnonzero(inside)
+        if low == 0:
+            return lambda values: table[values]
+        return lambda values: table[values.astype(np.int64) - low]
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+
+    def search(values: np.ndarray) -> np.ndarray:
+        values = values.astype(np.int64, copy=False)
+        if n_labels == 0:
+            return np.zeros(values.shape, dtype=np.int64)
+        where = np.searchsorted(sorted_labels, values)
+        np.minimum(where, n_labels - 1, out=where)
+        return np.where(sorted_labels[where] == values, order[where], n_labels)
+
+    return search
+
+
+class _LabelBoxes:
+    """Each label's bounding box of the voxels where either map has it, gathered slab by slab:
+    per axis, which coordinates each label occupies (a labels × axis-length table of booleans,
+    one scatter a voxel), or running minima and maxima when that table would be large."""
+
+    _LARGEST_TABLE = 1 << 27  # bytes
+
+    def __init__(self, n_labels: int, shape: tuple[int, ...]):
+        self.n_labels, self.shape = n_labels, shape
+        self.tables = None
+        if (n_labels + 1) * sum(shape) <= self._LARGEST_TABLE:
+            self.tables = [np.zeros((n_labels + 1, n), dtype=bool) for n in shape]
+        else:
+            self.low = np.full((len(shape), n_labels + 1), np.iinfo(np.int64).max)
+            self.high = np.full((len(shape), n_labels + 1), -1, dtype=np.int64)
+
+    def add(self, coordinates: tuple[np.ndarray, ...], *indices: np.ndarray) -> None:
+        for axis, coordinate in enumerate(coordinates):
+            for index in indices:
+                if self.tables is not None:
+                    self.tables[axis][index, coordinate] = True
+                else:
+                    np.minimum.at(self.low[axis], index, coordinate)
+                    np.maximum.at(self.high[axis], index, coordinate)
+
+    def boxes(self) -> tuple:
+        if 0 in self.shape:
+            return (None,) * self.n_labels
+        if self.tables is not None:
+            present = self.tables[0][: self.n_labels].any(axis=1)
+            low = [table[: self.n_labels].argmax(axis=1) for table in self.tables]
+            high = [n - 1 - table[: self.n_labels, ::-1].argmax(axis=1) for n, table in zip(self.shape, self.tables,
+                                                                                              strict=True)]
+        else:
+            present = self.high[0, : self.n_labels] >= 0
+            low, high = self.low, self.high
+        return tuple(tuple(slice(int(lo[i]), int(hi[i]) + 1) for lo, hi in zip(low, high, strict=True))
+                     if present[i] else None for i in range(self.n_labels))
+
+
 
 
 def label_confusion(truth: np.ndarray, prediction: np.ndarray,
@@ -54,26 +338,16 @@ def label_confusion(truth: np.ndarray, prediction: np.ndarray,
     is one streaming read of both maps plus work proportional to the foreground. With
     `box_label`, also the bounding box (slices, numpy axis order) of the voxels having that label
     in either map, or None if neither has it."""
-    truth = np.ascontiguousarray(truth)
-    prediction = np.ascontiguousarray(prediction)
+    truth, prediction = np.asarray(truth), np.asarray(prediction)
     if truth.dtype != np.uint8 or prediction.dtype != np.uint8:
         raise ValueError(f"label maps must be uint8, got {truth.dtype} and {prediction.dtype}")
     if truth.shape != prediction.shape:
         raise ValueError(f"label maps differ in shape: {truth.shape} and {prediction.shape}")
-    flat_truth, flat_prediction = truth.reshape(-1), prediction.reshape(-1)
-    n_voxels = flat_truth.size
-    n_words = n_voxels // 8
-    truth_words = flat_truth[: n_words * 8].view(np.uint64)
-    prediction_words = flat_prediction[: n_words * 8].view(np.uint64)
     counts = np.zeros(256 * 256, dtype=np.int64)
     low = np.full(truth.ndim, np.iinfo(np.int64).max)
     high = np.full(truth.ndim, -1)
-    lanes = np.arange(8, dtype=np.int64)
-
-    def add(voxels: np.ndarray, truth_values: np.ndarray, prediction_values: np.ndarray) -> None:
-        keep = (truth_values | prediction_values) != 0  # zero voxels sharing a word with foreground
-        voxels, truth_values, prediction_values = voxels[keep], truth_values[keep], prediction_values[keep]
-        counts[:] += np.bincount(truth_values.astype(np.int64) * 256 + prediction_values, minlength=256 * 256)
+    for voxels, truth_values, prediction_values in foreground_voxels(truth, prediction):
+        counts += np.bincount(truth_values.astype(np.int64) * 256 + prediction_values, minlength=256 * 256)
         if box_label is not None:
             selected = voxels[(truth_values == box_label) | (prediction_values == box_label)]
             if selected.size:
@@ -81,18 +355,8 @@ def label_confusion(truth: np.ndarray, prediction: np.ndarray,
                 for axis, values in enumerate(coordinates):
                     low[axis] = min(low[axis], int(values.min()))
                     high[axis] = max(high[axis], int(values.max()))
-
-    for start in range(0, n_words, _WORDS_PER_SLAB):
-        stop = min(start + _WORDS_PER_SLAB, n_words)
-        words = np.flatnonzero(truth_words[start:stop] | prediction_words[start:stop]) + start
-        if words.size:
-            voxels = (words[:, None] * 8 + lanes).reshape(-1)
-            add(voxels, truth_words[words].view(np.uint8), prediction_words[words].view(np.uint8))
-    if n_words * 8 < n_voxels:  # the last few voxels that do not fill a word
-        voxels = np.arange(n_words * 8, n_voxels, dtype=np.int64)
-        add(voxels, flat_truth[voxels], flat_prediction[voxels])
-    counts[0] = n_voxels - counts[1:].sum()
+    counts[0] = truth.size - counts[1:].sum()
     box = None
-    if high[0] >= 0:
+    if truth.size and high[0] >= 0:
         box = tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(low, high, strict=True))
     return counts.reshape(256, 256), box

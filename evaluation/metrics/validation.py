@@ -16,14 +16,28 @@ import numpy as np
 DIAGONAL = "diagonal"  # an empty policy's value: the image's diagonal in the spacing's units
 
 
-def check_masks(prediction, truth, *, min_ndim: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Two masks as boolean arrays of one shape (any nonzero value is foreground)."""
+def check_masks(prediction, truth, *, min_ndim: int = 1, keep_dtype: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Two masks as boolean arrays of one shape (any nonzero value is foreground). With
+    `keep_dtype`, checked the same way but returned as given (no full-size boolean copy: a
+    function that looks at a crop only converts the crop)."""
     prediction, truth = np.asarray(prediction), np.asarray(truth)
     if prediction.shape != truth.shape:
         raise ValueError(f"prediction and truth differ in shape: {prediction.shape} and {truth.shape}")
     if prediction.ndim < min_ndim:
         raise ValueError(f"masks must have at least {min_ndim} dimension(s), got {prediction.ndim}")
+    if keep_dtype:
+        for name, mask in (("prediction", prediction), ("truth", truth)):
+            check_mask_values(mask, name)
+        return prediction, truth
     return as_bool(prediction, "prediction"), as_bool(truth, "truth")
+
+
+def check_mask_values(mask: np.ndarray, name: str = "mask") -> None:
+    """ValueError unless the mask holds booleans or numbers, none NaN (NaN is neither in nor out)."""
+    if mask.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold numbers or booleans, got {mask.dtype}")
+    if mask.dtype.kind == "f" and np.isnan(mask).any():
+        raise ValueError(f"{name} holds NaN")
 
 
 def as_bool(mask, name: str = "mask") -> np.ndarray:
@@ -31,10 +45,7 @@ def as_bool(mask, name: str = "mask") -> np.ndarray:
     mask = np.asarray(mask)
     if mask.dtype == bool:
         return mask
-    if mask.dtype.kind == "f" and np.isnan(mask).any():
-        raise ValueError(f"{name} holds NaN")
-    if mask.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must hold numbers or booleans, got {mask.dtype}")
+    check_mask_values(mask, name)
     return mask != 0
 
 

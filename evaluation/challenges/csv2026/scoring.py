@@ -63,7 +63,8 @@ def structure_scores(predicted: LabelMap, true: LabelMap, tolerance: float) -> t
     scores = []
     for structure in STRUCTURES:
         p, t = predicted_box == predicted.value(structure), true_box == true.value(structure)
-        scores.append((dice(p, t), normalized_surface_dice(p, t, tolerance)))  # both empty: 1.0; one: 0.0
+        # border pixels (MetricsReloaded's NSD); both empty: 1.0, one empty: 0.0
+        scores.append((dice(p, t), normalized_surface_dice(p, t, tolerance, boundary="voxels")))
     return tuple(scores)
 
 
