@@ -35,9 +35,9 @@ from benchmarks.camelyon16_reference import (
     read_rows,
 )
 from benchmarks.measure import run_evaluation
+from evaluation.challenges.camelyon16.evaluation_mask import evaluation_mask
 from evaluation.challenges.camelyon16.examples import write_synthetic
 from evaluation.challenges.camelyon16.masks import read_mask
-from evaluation.metrics.evaluation_mask import evaluation_mask
 from evaluation.metrics.froc import froc_curve, froc_sensitivities, normal_slide_hits, slide_hits
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ from lifelines.utils import concordance_index as lifelines_cindex
 
 from evaluation.challenges.hecktor2025.common import bootstrap_counts
 from evaluation.challenges.hecktor2025.survival import Task2Settings
-from evaluation.metrics.survival import resampled_concordance
+from evaluation.metrics.survival import concordance_index
 
 
 def survival_data(n: int, seed: int):
@@ -36,9 +36,7 @@ def ours(time_, event, risk, settings):
     """Every resample's C-index (NaN where no pair is comparable), as the challenge computes them."""
     parts = []
     for counts in bootstrap_counts(len(time_), settings):
-        numerators, denominators = resampled_concordance(time_, event, risk, counts)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            parts.append(np.where(denominators > 0, numerators / denominators, np.nan))
+        parts.append(concordance_index(time_, event, risk, counts))
     return np.concatenate(parts)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
 from evaluation.challenges.rare26.examples import synthesize
 from evaluation.challenges.rare26.scoring import image_level_bootstrap, patient_level_bootstrap
-from evaluation.metrics.ranking import resampled_ranking_metrics
+from evaluation.metrics.classification import resampled_ranking_metrics
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, positives_per_resample
 
 KEYS = ("auroc", "average_precision", "ppv_at_recall")

@@ -23,6 +23,8 @@ start-up, image requirements, packaging) once it provides:
 Per-challenge oracles are optional tables keyed by name, whose absence means only the generic
 checks run (never a failure, never a skip of the generic ones): OFFICIAL_RULES
 (tests/test_leaderboard_examples.py: the final ranking's rule stated from the challenge's docs),
+SYNTHETIC and EXACT (tests/test_bootstrap_contract.py: edge data sets for the bootstrap contract,
+and bit-for-bit comparison where the aggregate is exact on whole counts),
 SCORE_PATHS, PAGE_VARIANTS and EXTRA_VARIANTS (tests/test_phase.py), FILE_NAMES
 (tests/test_charts.py), the format-specific hostile cases (tests/test_hostile.py; the generic ones,
 `generic-<name>-*`, run for every challenge) and SLOW (tests/common.py: a `slow` marker only).

@@ -1,14 +1,12 @@
-"""The final ranking's statistics of CSV 2026 and CAMELYON16: aggregate against
-the values computed on the materialised resamples (each case repeated as often as it is drawn,
-as distinct cases; CSV 2026: its point values there, CAMELYON16: score_aggregates, whose values are
-its point values), on the bundled examples and on synthetic cases, and the curves of the report
-against scikit-learn. CAMELYON16: aggregate on a row of counts equals, bit for bit, the point
-values of the materialised resample."""
+"""The final ranking's statistics of CSV 2026 and CAMELYON16 beyond the bootstrap contract (that
+aggregate on a row of counts is the materialised resample's point values, on the bundled examples
+and on synthetic edges, is tests/test_bootstrap_contract.py's): the declared rules, CSV 2026
+without a time and with a resample of one class, CAMELYON16's slide AUC against scikit-learn with
+weights, the FROC helper alone, the blocks of the default driver, and the curves of the report
+against scikit-learn."""
 
 import copy
-import dataclasses
 import math
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +23,8 @@ from evaluation.challenges.camelyon16 import (
     SlideResult,
     SlideTruth,
 )
-from evaluation.challenges.csv2026 import SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, CaseResult, Csv2026, JobTiming
+from evaluation.challenges.csv2026 import SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, Csv2026
 from evaluation.challenges.csv2026.examples import write_dataset
-from evaluation.errors import SetupError
 from evaluation.grand_challenge import Undefined
 from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.froc import (
@@ -39,55 +36,10 @@ from evaluation.metrics.froc import (
     weighted_froc_sensitivities,
 )
 from evaluation.metrics.resampling import draws_to_counts
+from tests.common import lookup
+from tests.test_bootstrap_contract import REL, assert_resamples_match, contract_rows, materialised, synthetic_csv
 
 ROOT = Path(__file__).resolve().parent.parent
-REL = 1e-9
-
-
-# ---- materialised resamples ---------------------------------------------------------------------
-
-
-def materialised(evaluation, results, row):
-    """(evaluation, results) of one resample: case j of sorted(results) repeated row[j] times,
-    each copy a distinct case ("<case>~<k>") with its own ground-truth entry."""
-    case_ids = sorted(results)
-    copies = [(f"{case}~{k}", case) for case, times in zip(case_ids, row, strict=True) for k in range(times)]
-    resampled = copy.copy(evaluation)
-    resampled.ground_truth = {name: evaluation.ground_truth[case] for name, case in copies}
-    return resampled, {name: results[case] for name, case in copies}
-
-
-def value_at(metrics, path):
-    value = metrics
-    for part in path.split("."):
-        value = value[part]
-    return value
-
-
-def materialised_values(evaluation, results, counts, paths):
-    """{path: (resamples,) array} of score_aggregates on each materialised resample; NaN where it
-    refuses the resample (SetupError) or leaves the value null."""
-    values = {path: np.full(len(counts), np.nan) for path in paths}
-    for r, row in enumerate(counts):
-        try:
-            resampled, resampled_results = materialised(evaluation, results, row)
-            metrics = resampled.score_aggregates(resampled_results)
-        except SetupError:
-            continue
-        for path in paths:
-            value = value_at(metrics, path)
-            if isinstance(value, (int, float)):
-                values[path][r] = value
-    return values
-
-
-def assert_same(got, expected):
-    assert set(got) == set(expected)
-    for path in expected:
-        assert got[path].shape == expected[path].shape, path
-        np.testing.assert_array_equal(np.isnan(got[path]), np.isnan(expected[path]), err_msg=path)
-        defined = ~np.isnan(expected[path])
-        np.testing.assert_allclose(got[path][defined], expected[path][defined], rtol=REL, atol=0, err_msg=path)
 
 
 def random_counts(seed, resamples, cases):
@@ -95,13 +47,20 @@ def random_counts(seed, resamples, cases):
     return draws_to_counts(rng.integers(0, cases, size=(resamples, cases)), cases)
 
 
-def single_case_rows(cases):
-    """Every case drawn n times: a resample of one case (one class only)."""
-    return np.eye(cases, dtype=np.int64) * cases
-
-
 def scored(evaluation, input_dir):
     return {case.case_id: evaluation.score_one(case) for case in evaluation.cases(input_dir)}
+
+
+@pytest.fixture(scope="module")
+def csv_example():
+    evaluation = Csv2026(ROOT / "ground-truth" / "csv2026")
+    return evaluation, scored(evaluation, ROOT / "test" / "csv2026" / "input")
+
+
+@pytest.fixture(scope="module")
+def camelyon_example():
+    evaluation = Camelyon16(ROOT / "ground-truth" / "camelyon16")
+    return evaluation, scored(evaluation, ROOT / "test" / "camelyon16" / "input")
 
 
 # ---- declarations ---------------------------------------------------------------------------------
@@ -119,35 +78,7 @@ def test_final_rankings_are_the_rules():
 
 # ---- CSV 2026 ---------------------------------------------------------------------------------------
 
-CSV_PATHS = tuple(column.path for column in VALUES)  # every value; the TIMED ones when there is a time
 UNTIMED_PATHS = tuple(column.path for column in VALUES if column not in TIMED)
-
-
-def materialised_point_values(evaluation, results, counts):
-    """{path: (resamples,) array} of point_values on each materialised resample (the submission's
-    own values had it been those cases); NaN where a resample leaves a path out or undefined."""
-    rows = [evaluation.point_values(materialised(evaluation, results, row)[1]) for row in counts]
-    paths = dict.fromkeys(path for row in rows for path in row)
-    return {path: np.array([row.get(path, np.nan) for row in rows]) for path in paths}
-
-
-@pytest.fixture(scope="module")
-def csv_example():
-    evaluation = Csv2026(ROOT / "ground-truth" / "csv2026")
-    return evaluation, scored(evaluation, ROOT / "test" / "csv2026" / "input")
-
-
-def test_csv2026_example_resamples_equal_point_values_of_the_resample(csv_example):
-    evaluation, results = csv_example
-    n = len(results)
-    counts = np.vstack([random_counts(1, 60, n), single_case_rows(n), np.ones((1, n), dtype=np.int64)])
-    got = evaluation.aggregate(results, counts)
-    assert set(got) == set(CSV_PATHS)  # timed example with a baseline: S_total is there
-    assert_same(got, materialised_point_values(evaluation, results, counts))
-    # the row drawing every case once is the submission itself: metrics.json's values, bit for bit
-    metrics = evaluation.score_aggregates(results)
-    for path in CSV_PATHS:
-        assert got[path][-1] == value_at(metrics, path), path
 
 
 def test_csv2026_without_timing_leaves_score_total_out(tmp_path):
@@ -155,60 +86,16 @@ def test_csv2026_without_timing_leaves_score_total_out(tmp_path):
     evaluation = Csv2026(tmp_path / "ground-truth")
     results = scored(evaluation, tmp_path / "input")
     metrics = evaluation.score_aggregates(results)
-    assert all(isinstance(value_at(metrics, column.path), Undefined) for column in TIMED)  # null, with the reason
-    counts = np.vstack([random_counts(2, 30, 7), single_case_rows(7)])
-    got = evaluation.aggregate(results, counts)
+    assert all(isinstance(lookup(metrics, column.path), Undefined) for column in TIMED)  # null, with the reason
+    got = assert_resamples_match(evaluation, results, contract_rows(7, seed=2))
     assert set(got) == set(UNTIMED_PATHS)
-    assert_same(got, materialised_point_values(evaluation, results, counts))
 
 
-def synthetic_csv(seed, cases, timing):
-    """Random per-case results and classes; timing "exec" (exec_duration everywhere), "span"
-    (instants only, some jobs overlapping), "mixed" (exec_duration on some jobs, instants on
-    all), "negative" (one job completed before it started)."""
-    rng = np.random.default_rng(seed)
-    start = datetime(2026, 1, 5, 12, tzinfo=UTC)
-    results = {}
-    for j in range(cases):
-        case = f"{j:04d}"
-        high = int(rng.random() < 0.4)
-        predicted = high if rng.random() < 0.7 else 1 - high
-        started = start + timedelta(microseconds=int(rng.integers(0, 50_000_000)))
-        completed = started + timedelta(microseconds=int(rng.integers(1, 20_000_000)))
-        if timing == "negative" and j == 1:
-            completed = started - timedelta(seconds=3)
-        exec_seconds = float(rng.uniform(1, 20)) if timing == "exec" or (timing == "mixed" and j % 2) else None
-        dsc = tuple(float(v) for v in rng.choice([0.0, 1.0, *rng.random(4)], 4))
-        nsd = tuple(float(v) for v in rng.choice([0.0, 1.0, *rng.random(4)], 4))
-        results[case] = CaseResult(dsc, nsd, predicted, JobTiming(exec_seconds, started, completed), high)
-    return results
-
-
-@pytest.mark.parametrize("timing", ["exec", "span", "mixed", "negative"])
-@pytest.mark.parametrize("baseline", [40.0, 100.0, 400.0])
-def test_csv2026_synthetic_resamples_equal_point_values_of_the_resample(csv_example, timing, baseline):
-    """Baselines putting t below 2B/3, inside the linear part and beyond 2B; resamples holding one
-    class only (an F1 of 0 for the class neither true nor predicted); per-resample time rules."""
-    results = synthetic_csv(len(timing) + int(baseline), 9, timing)
-    evaluation = copy.copy(csv_example[0])
-    evaluation.ground_truth = {case: Path(f"{case}_label.h5") for case in results}  # as load_ground_truth lists them
-    evaluation.settings = dataclasses.replace(evaluation.settings, baseline_time_seconds=baseline)
-    counts = np.vstack([random_counts(int(baseline), 80, 9), single_case_rows(9)])
-    got = evaluation.aggregate(results, counts)
-    expected = materialised_point_values(evaluation, results, counts)
-    assert_same(got, expected)
-    if timing == "negative":  # resamples drawing the backwards job (and no exec_duration) have no time
-        assert np.isnan(got["aggregates.score_total"]).any() and not np.isnan(got["aggregates.score_total"]).all()
-    assert not np.isnan(got["aggregates.score_without_time"]).any()
-
-
-def test_csv2026_one_class_resample_uses_the_empty_class_rule(csv_example):
+def test_csv2026_one_class_resample_uses_the_empty_class_rule():
     """A resample of low-risk cases predicted low: F1 of class 1 is 0 (zero_division=0), macro 0.5."""
     from sklearn.metrics import f1_score
 
-    results = synthetic_csv(3, 6, "exec")
-    evaluation = copy.copy(csv_example[0])
-    evaluation.ground_truth = {case: Path(f"{case}_label.h5") for case in results}  # as load_ground_truth lists them
+    evaluation, results, _, _ = synthetic_csv(3, "exec", 100.0, cases=6)
     case_ids = sorted(results)
     low = [j for j, c in enumerate(case_ids) if results[c].true_high_risk == 0 and results[c].high_risk == 0]
     counts = np.zeros((1, 6), dtype=np.int64)
@@ -232,54 +119,6 @@ def test_camelyon16_aggregates_every_ranked_path_once():
                               LESIONS_ITC_EXCLUDED)
 
 
-def camelyon_expected(evaluation, results, counts):
-    """score_aggregates on the materialised resamples (its values are the point values of the
-    resample); where it refuses a resample for holding no lesion (the FROC is undefined) the
-    slide AUC still is defined: scikit-learn's on it, and the lesions counted are none."""
-    expected = materialised_values(evaluation, results, counts, CAMELYON_PATHS)
-    slides = sorted(results)
-    y = np.array([evaluation.ground_truth[s].is_tumor for s in slides])
-    scores = np.array([results[s].probability for s in slides])
-    itc = np.array([results[s].hits.itc_regions if results[s].hits is not None else 0 for s in slides])
-    for r in np.flatnonzero(np.isnan(expected[FROC_SCORE.path])):
-        drawn = np.repeat(y, counts[r])
-        if drawn.any() and not drawn.all():
-            expected[SLIDE_AUC.path][r] = roc_auc_score(drawn, np.repeat(scores, counts[r]))
-        expected[LESIONS_TOTAL][r] = 0
-        expected[LESIONS_ITC_EXCLUDED][r] = counts[r] @ itc
-    return expected
-
-
-def assert_identical(got, expected):
-    """The same values bit for bit (NaN where undefined): one code path, no tolerance."""
-    assert set(got) == set(expected)
-    for path in expected:
-        np.testing.assert_array_equal(got[path], expected[path], err_msg=path, strict=True)
-
-
-@pytest.fixture(scope="module")
-def camelyon_example():
-    evaluation = Camelyon16(ROOT / "ground-truth" / "camelyon16")
-    return evaluation, scored(evaluation, ROOT / "test" / "camelyon16" / "input")
-
-
-@pytest.mark.parametrize("rule", ["2016", "corrected"])
-def test_camelyon16_example_resamples_equal_score_aggregates(camelyon_example, rule):
-    evaluation, results = camelyon_example
-    evaluation = copy.copy(evaluation)
-    evaluation.settings = dataclasses.replace(evaluation.settings, froc_thresholds=rule)
-    n = len(results)
-    assert any(result.hits is None for result in results.values())  # Test_114: AUC only
-    counts = np.vstack([random_counts(7, 80, n), single_case_rows(n), np.ones((1, n), dtype=np.int64)])
-    got = evaluation.aggregate(results, counts)
-    expected = camelyon_expected(evaluation, results, counts)
-    assert_identical(got, expected)
-    assert np.isnan(got[SLIDE_AUC.path][80:80 + n]).all()  # one slide: one class
-    metrics = evaluation.score_aggregates(results)
-    for path in CAMELYON_PATHS:  # the row of ones: metrics.json's values
-        assert got[path][-1] == value_at(metrics, path)
-
-
 def test_camelyon16_slide_auc_equals_scikit_learn_with_weights(camelyon_example):
     evaluation, results = camelyon_example
     slides = sorted(results)
@@ -294,51 +133,6 @@ def test_camelyon16_slide_auc_equals_scikit_learn_with_weights(camelyon_example)
         else:  # bit for bit, with the row as sample_weight or materialised
             assert value == roc_auc_score(drawn_y, np.repeat(scores, row))
             assert value == roc_auc_score(y, scores, sample_weight=row)
-
-
-def synthetic_camelyon(seed, slides, digits):
-    """Tumor slides with lesions (found or missed), ITC regions, false positives; normal slides
-    with false positives (some none); excluded-from-lesion slides; tied probabilities."""
-    rng = np.random.default_rng(seed)
-    pool = np.array([0.0, 1e-50, 0.1, float(np.float32(0.1)), 0.25, 0.5, 1.0])
-    truths, results = {}, {}
-    for j in range(slides):
-        tumor = bool(rng.random() < 0.5)
-        lesion_evaluated = j % 7 != 3
-
-        def confidences(k, digits=digits):
-            return rng.choice(pool, k) if digits == "pool" else rng.random(k).round(digits) if digits else rng.random(k)
-
-        false_positives = confidences(int(rng.integers(0, 12)))
-        if not lesion_evaluated:
-            hits = None
-        elif tumor:
-            lesions = confidences(int(rng.integers(0, 4)))
-            lesions[rng.random(len(lesions)) < 0.3] = 0.0
-            hits = SlideHits(false_positives, lesions, int(rng.integers(0, 3)))
-        else:
-            hits = SlideHits(false_positives, np.zeros(0), 0)
-        probability = float(rng.choice([0.2, 0.5, 0.8])) if j % 3 == 0 else float(rng.random())
-        name = f"Test_{j:03d}"
-        truths[name] = SlideTruth(tumor, lesion_evaluated, None)
-        results[name] = SlideResult(probability, hits)
-    return truths, results
-
-
-@pytest.mark.parametrize("rule", ["2016", "corrected"])
-@pytest.mark.parametrize("digits", [None, 1, "pool"])
-@pytest.mark.parametrize("seed", range(4))
-def test_camelyon16_synthetic_resamples_equal_score_aggregates(camelyon_example, rule, digits, seed):
-    """Tied confidences between false positives and lesions, float32 slots equal-looking to a
-    float64 false positive, a confidence rounding to float32 zero (1e-50), FP rates landing
-    exactly on the six targets, resamples without a lesion or without a class."""
-    truths, results = synthetic_camelyon(seed * 10 + len(rule), 14, digits)
-    evaluation = copy.copy(camelyon_example[0])
-    evaluation.ground_truth = truths
-    evaluation.settings = dataclasses.replace(evaluation.settings, froc_thresholds=rule)
-    counts = np.vstack([random_counts(seed, 60, 14), single_case_rows(14)])
-    got = evaluation.aggregate(results, counts)
-    assert_identical(got, camelyon_expected(evaluation, results, counts))
 
 
 @pytest.mark.parametrize("rule", ["2016", "corrected"])

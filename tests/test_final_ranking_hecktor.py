@@ -1,16 +1,14 @@
-"""HECKTOR 2025 final rankings: the ranked values on case weights (aggregate with bootstrap counts)
-against the point values of each resample materialised as a data set of its own (every drawn copy
-of a patient a distinct patient, the ground truth extended to match), on the bundled examples and
-on synthetic sets with the edge cases (patients without GTVp/GTVn, tied times and risks,
-censoring, unlabelled patients, one-class resamples); and metrics.json's ranked values are the
-point values."""
+"""HECKTOR 2025 final rankings: the declared rules, and the ranked values on case weights
+(aggregate with bootstrap counts) against the point values of each resample materialised as a data
+set of its own (tests/test_bootstrap_contract.py's check, which runs it on the bundled examples of
+every challenge), here on synthetic sets with HECKTOR's edge cases (patients without GTVp/GTVn,
+tied times and risks, censoring, unlabelled patients, one-class resamples) and what each gives."""
 
 import copy
 import dataclasses
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from evaluation.challenges.hecktor2025 import (
     BALANCED_ACCURACY,
@@ -25,18 +23,12 @@ from evaluation.challenges.hecktor2025 import (
 )
 from evaluation.challenges.hecktor2025.segmentation import PatientResult
 from evaluation.leaderboard.rules import NestedBorda, OrderedRanking
+from tests.test_bootstrap_contract import assert_resamples_match
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = {"hecktor2025-task1": HecktorTask1, "hecktor2025-task2": HecktorTask2, "hecktor2025-task3": HecktorTask3}
 RESAMPLES = 20
-INNER_BOOTSTRAP = 20  # the materialised run's own bootstrap interval is not compared: kept short
-
-
-def bundled(challenge):
-    """(evaluation, per-patient results) of the bundled example against the bundled ground truth."""
-    evaluation = TASKS[challenge](ROOT / "ground-truth" / challenge)
-    cases = evaluation.cases(ROOT / "test" / challenge / "input")
-    return evaluation, {case.case_id: evaluation.score_one(case) for case in cases}
+INNER_BOOTSTRAP = 20  # the tasks' own bootstrap intervals are not compared: kept short
 
 
 def with_ground_truth(evaluation, ground_truth, **settings):
@@ -54,45 +46,6 @@ def random_counts(rng, n, resamples=RESAMPLES):
     return np.array([np.bincount(row, minlength=n) for row in draws], dtype=np.int64)
 
 
-def materialised(evaluation, results, counts_row):
-    """The resample as a data set: patient j of sorted(results) repeated counts_row[j] times,
-    each copy a patient of its own (`<patient>~<k>`) with the same ground truth."""
-    resampled, truth = {}, {}
-    for patient, copies in zip(sorted(results), counts_row, strict=True):
-        for k in range(int(copies)):
-            resampled[f"{patient}~{k}"] = results[patient]
-            truth[f"{patient}~{k}"] = evaluation.ground_truth[patient]
-    return with_ground_truth(evaluation, truth), resampled
-
-
-def lookup(metrics, path):
-    for part in path.split("."):
-        metrics = metrics[part]
-    return metrics
-
-
-def expected_values(evaluation, results, counts_row):
-    """The point values of the materialised resample (NaN where it leaves a value undefined)."""
-    changed, resampled = materialised(evaluation, results, counts_row)
-    return changed.point_values(resampled)
-
-
-def assert_resamples_match(evaluation, results, counts):
-    values = evaluation.aggregate(results, counts)
-    paths = list(values)
-    assert set(evaluation.final_ranking_paths()) <= set(paths) <= set(evaluation.ranked_paths)
-    for path in paths:
-        assert values[path].shape == (len(counts),) and values[path].dtype == np.float64, path
-    for r, row in enumerate(counts):
-        expected = expected_values(evaluation, results, row)
-        for path in paths:
-            if np.isnan(expected[path]):
-                assert np.isnan(values[path][r]), (path, r)
-            else:
-                assert values[path][r] == pytest.approx(expected[path], rel=1e-9, abs=1e-12), (path, r)
-    return values
-
-
 # ---- the declared rules ------------------------------------------------------------------------
 
 
@@ -104,23 +57,6 @@ def test_declared_final_rankings():
     assert HecktorTask2.final_ranking_paths() == ("aggregates.c_index",)
     assert HecktorTask3.final_rankings == (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, SPECIFICITY)),)
     assert HecktorTask3.final_ranking_paths() == ("aggregates.balanced_accuracy", "aggregates.specificity")
-
-
-# ---- bundled examples ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("challenge", sorted(TASKS))
-def test_bundled_example_resamples_equal_the_point_values_of_the_materialised_resample(challenge):
-    evaluation, results = bundled(challenge)
-    if challenge != "hecktor2025-task1":
-        evaluation = with_ground_truth(evaluation, evaluation.ground_truth, bootstrap_repetitions=INNER_BOOTSTRAP)
-    counts = random_counts(np.random.default_rng(7), len(results))
-    assert_resamples_match(evaluation, results, counts)
-    # every patient once: the metrics.json values themselves
-    point = evaluation.point_values(results)
-    metrics = evaluation.score_aggregates(results)
-    for path, value in point.items():
-        assert lookup(metrics, path) == value, path
 
 
 # ---- task 1, synthetic ----------------------------------------------------------------------------

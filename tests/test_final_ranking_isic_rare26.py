@@ -1,17 +1,14 @@
 """The final ranking's hooks of ISIC and RARE26 (python -m evaluation.leaderboard).
 
 ISIC: one aggregate makes the ranked values of metrics.json (the row of ones) and of every
-bootstrap resample (rows of multiplicities): a resample's values equal the point values of the
-materialised resample (each drawn image repeated as distinct images), on the bundled examples and
-on synthetic truths with fractional and zero weights, undecided predictions, images without a
-single category and a category without positives (bit for bit with whole-number weights; the
-weighted AUC itself: tests/test_weighted_roc_auc.py). RARE26: its own repetitions are the
+bootstrap resample (rows of multiplicities); that a resample's values are the point values of the
+materialised resample is tests/test_bootstrap_contract.py's (every challenge, ISIC's synthetic
+truths with fractional and zero weights among its edges); here, that they do not depend on blocks
+or on the previous submission, and the declared rule. RARE26: its own repetitions are the
 resamples, their median is metrics.json's Score bit for bit, each repetition the official
 procedure's (benchmarks/rare26_official.py, scikit-learn). Both: the ROC curves of the report."""
 
-import copy
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +23,7 @@ from evaluation.grand_challenge import Undefined
 from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.resampling import draws_to_counts
 from tests.bundled import is_bundled
+from tests.test_bootstrap_contract import synthetic_isic
 
 ROOT = Path(__file__).resolve().parent.parent
 ISIC_PATHS = Isic2019.final_ranking_paths()
@@ -44,120 +42,12 @@ def bootstrap_counts(n, resamples, seed):
     return draws_to_counts(rng.integers(0, n, size=(resamples, n)), n)
 
 
-# ---- ISIC: materialised resamples ---------------------------------------------------------------
-
-
-def materialised_isic(evaluation, results, row):
-    """The point values of one resample made real: image j repeated row[j] times, as distinct
-    images; and the evaluation and results of that resample."""
-    ids = sorted(results)
-    names, rows, copies = [], [], {}
-    for image, count in zip(ids, row, strict=True):
-        for k in range(int(count)):
-            names.append(f"{image}~{k}")
-            rows.append(evaluation.ground_truth[image])
-            copies[f"{image}~{k}"] = results[image]
-    order = sorted(range(len(names)), key=names.__getitem__)  # the truth's rows are sorted by image
-    names, rows = [names[i] for i in order], np.array(rows, dtype=np.intp)[order]
-    table = evaluation.table
-    resample = copy.copy(evaluation)
-    resample.table = Truth(tuple(names), table.categories, table.values[rows], table.score_weight[rows],
-                           table.validation_weight[rows])
-    resample.ground_truth = {name: k for k, name in enumerate(names)}
-    return resample.point_values(copies), resample, copies
-
-
-def assert_isic_resamples_match(evaluation, results, counts):
-    got = evaluation.aggregate(results, counts)
-    assert set(got) == set(ISIC_PATHS)
-    weights = evaluation.table.score_weight
-    whole = bool((weights == np.round(weights)).all())
-    undefined = 0
-    for r, row in enumerate(counts):
-        point, resample, copies = materialised_isic(evaluation, results, row)
-        if row.sum() and (resample.table.score_weight > 0).any():  # else metrics.json cannot be made
-            aggregate = resample.score_aggregates(copies)["aggregate"]
-            for path in ISIC_PATHS:  # metrics.json's value is the point value, or null where it is NaN
-                written = aggregate[path.split(".")[1]]
-                assert math.isnan(point[path]) if isinstance(written, Undefined) else written == point[path]
-        for path in ISIC_PATHS:
-            expected, value = point[path], got[path][r]
-            assert got[path].shape == (len(counts),) and got[path].dtype == np.float64
-            if math.isnan(expected):
-                assert math.isnan(value), (path, r)
-                undefined += 1
-            elif whole:  # one computation: the materialised resample's metrics.json, bit for bit
-                assert value == expected, (path, r)
-            else:  # counts times fractional weights are not sums of copies, to the last bit
-                assert value == pytest.approx(expected, rel=1e-9, abs=0), (path, r)
-    return undefined
-
-
-@pytest.mark.parametrize("evaluation_class, challenge", [(Isic2018, "isic2018"), (Isic2019, "isic2019")])
-def test_isic_bundled_resamples_equal_score_aggregates_on_materialised_resamples(evaluation_class, challenge):
-    evaluation, results = bundled(evaluation_class, challenge)
-    counts = bootstrap_counts(len(results), 40, seed=5)
-    assert_isic_resamples_match(evaluation, results, counts)
-    # The whole set (every count 1) is the submission's own metrics.json, bit for bit.
-    whole = evaluation.aggregate(results, np.ones((1, len(results)), dtype=np.int64))
-    metrics = evaluation.score_aggregates(results)
-    for path in ISIC_PATHS:
-        assert whole[path][0] == metrics["aggregate"][path.split(".")[1]]
-
-
-def synthetic_isic(seed, images=160, fractional=True):
-    """The 2018 evaluation with a synthetic truth: fractional and zero weights, images with no or
-    two categories, DF without positives, VASC rare; confidences of one decimal (ties, tied maxima)."""
-    evaluation, _ = bundled(Isic2018, "isic2018")
-    rng = np.random.default_rng(seed)
-    categories = evaluation.table.categories
-    labels = rng.choice(len(categories), size=images, p=[0.2, 0.4, 0.15, 0.1, 0.1, 0.0, 0.05])
-    values = np.zeros((images, len(categories)))
-    values[np.arange(images), labels] = 1.0
-    values[rng.random(images) < 0.05] = 0.0  # no category
-    two = rng.random(images) < 0.05
-    values[two, 0] = values[two, 1] = 1.0  # two categories
-    weights = np.round(rng.uniform(0.2, 2.0, images), 3) if fractional else np.ones(images)
-    weights[rng.random(images) < 0.1] = 0.0
-    ids = tuple(f"IMG_{n:05d}" for n in range(images))
-    evaluation.table = Truth(ids, categories, values, weights, np.ones(images))
-    evaluation.ground_truth = {image: n for n, image in enumerate(ids)}
-    noisy = values * rng.uniform(0.2, 0.8, (images, 1)) + rng.random(values.shape) * 0.6
-    confidences = np.round(np.clip(noisy, 0, 1), 1)
-    results = {image: confidences[n] for n, image in enumerate(ids)}
-    return evaluation, results
-
-
-@pytest.mark.parametrize("seed, fractional", [(0, True), (1, False), (2, True)])
-def test_isic_synthetic_resamples_equal_score_aggregates(seed, fractional):
-    evaluation, results = synthetic_isic(seed, fractional=fractional)
-    n = len(results)
-    counts = bootstrap_counts(n, 30, seed)
-    # Resamples that leave values undefined: one image only, images of one category only.
-    weights = evaluation.table.score_weight
-    one = np.zeros(n, dtype=np.int64)
-    one[int(np.flatnonzero(weights > 0)[0])] = n
-    weightless = np.zeros(n, dtype=np.int64)
-    weightless[np.flatnonzero(weights == 0)] = 1
-    single_category = np.zeros(n, dtype=np.int64)
-    single_category[np.flatnonzero((evaluation.table.values[:, 1] == 1) & (evaluation.table.values.sum(axis=1) == 1)
-                                & (weights > 0))[:5]] = 3
-    counts = np.vstack([counts, one, single_category])
-    undefined = assert_isic_resamples_match(evaluation, results, counts)
-    got = evaluation.aggregate(results, counts)
-    assert np.isnan(got["aggregate.auc"][-2:]).all()  # no category with both classes
-    assert got["aggregate.balanced_accuracy"][-2] in (0.0, 1.0)  # one image: its category's recall
-    assert undefined >= 2
-    assert np.isfinite(got["aggregate.auc"][:30]).all()  # DF (no positives) is left out of the mean
-    # Only images of weight 0: nothing is scored (the truth check refuses such a test set),
-    # both values undefined.
-    nothing = evaluation.aggregate(results, weightless[None, :])
-    assert all(np.isnan(nothing[path]).all() for path in ISIC_PATHS)
+# ---- ISIC: the bootstrap contract itself is tests/test_bootstrap_contract.py ---------------------
 
 
 def test_isic_values_do_not_depend_on_blocks_or_on_the_previous_submission():
-    evaluation, results = synthetic_isic(3)
-    _, other = synthetic_isic(4)
+    evaluation, results, _, _ = synthetic_isic(3, True)
+    _, other, _, _ = synthetic_isic(4, True)
     counts = bootstrap_counts(len(results), 21, seed=9)
     whole = evaluation.aggregate(results, counts)
     evaluation.aggregate(other, counts)  # another submission in between
@@ -260,7 +150,7 @@ def test_isic_curves_one_per_category_with_both_classes():
 
 
 def test_isic_curves_of_many_points_are_thinned_to_500():
-    evaluation, _ = synthetic_isic(5, images=40)
+    evaluation, _, _, _ = synthetic_isic(5, True, images=40)
     rng = np.random.default_rng(5)
     images = 3000
     categories = evaluation.table.categories

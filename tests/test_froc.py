@@ -10,7 +10,7 @@ from scipy import ndimage
 from skimage import measure
 
 from benchmarks.camelyon16_reference import evaluation_mask_2016, fp_tp_2016, froc_2016, itc_labels_2016
-from evaluation.metrics.evaluation_mask import (
+from evaluation.challenges.camelyon16.evaluation_mask import (
     disk_kernel,
     distance_threshold,
     evaluation_mask,

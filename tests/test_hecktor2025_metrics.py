@@ -11,7 +11,7 @@ from scipy import ndimage
 from sklearn.metrics import balanced_accuracy_score, recall_score
 from sksurv.metrics import concordance_index_censored
 
-from evaluation.metrics.binary import resampled_rates
+from evaluation.metrics.confusion import recall_score as weighted_recall
 from evaluation.metrics.instances import (
     InstanceOverlaps,
     connected_components,
@@ -21,7 +21,7 @@ from evaluation.metrics.instances import (
     match_overlaps,
 )
 from evaluation.metrics.resampling import draws_to_counts, linear_percentiles
-from evaluation.metrics.survival import concordance_index, resampled_concordance, weighted_concordance_index
+from evaluation.metrics.survival import concordance_index, concordance_pairs
 
 # ---- lesions --------------------------------------------------------------------------------
 
@@ -202,8 +202,8 @@ def test_resampled_cindex_equals_lifelines_on_each_resampled_data_set():
     time, event, risk = random_survival(rng, 60)
     draws = rng.integers(0, 60, size=(40, 60))
     counts = draws_to_counts(draws, 60)
-    numerators, denominators = resampled_concordance(time, event, risk, counts)
-    c_indices = weighted_concordance_index(time, event, risk, counts)
+    numerators, denominators = concordance_pairs(time, event, risk, counts)
+    c_indices = concordance_index(time, event, risk, counts)
     for row, num, den, c_index in zip(draws, numerators, denominators, c_indices, strict=True):
         try:
             expected = lifelines_cindex(time[row], -risk[row], event[row])
@@ -214,7 +214,7 @@ def test_resampled_cindex_equals_lifelines_on_each_resampled_data_set():
     # a row without a comparable pair (two censored patients): NaN, not an error
     only_censored = np.zeros((1, 60), dtype=np.int64)
     only_censored[0, np.flatnonzero(np.asarray(event) == 0)[:2]] = 1
-    assert np.isnan(weighted_concordance_index(time, event, risk, only_censored)[0])
+    assert np.isnan(concordance_index(time, event, risk, only_censored)[0])
 
 
 def test_resampled_cindex_blocks_give_the_same_numbers(monkeypatch):
@@ -223,9 +223,9 @@ def test_resampled_cindex_blocks_give_the_same_numbers(monkeypatch):
     rng = np.random.default_rng(8)
     time, event, risk = random_survival(rng, 200)
     counts = draws_to_counts(rng.integers(0, 200, size=(30, 200)), 200)
-    whole = resampled_concordance(time, event, risk, counts)
+    whole = concordance_pairs(time, event, risk, counts)
     monkeypatch.setattr(survival, "_PAIR_ELEMENTS", 1000)  # 5 rows of pairs at a time
-    blocked = resampled_concordance(time, event, risk, counts)
+    blocked = concordance_pairs(time, event, risk, counts)
     assert np.array_equal(whole[0], blocked[0]) and np.array_equal(whole[1], blocked[1])
 
 
@@ -236,7 +236,7 @@ def test_resampled_cindex_with_every_kind_of_tie_equals_pairs_counted_one_by_one
     event = rng.random(n) < 0.5
     risk = rng.integers(0, 3, n).astype(float)  # many tied risks
     counts = draws_to_counts(rng.integers(0, n, size=(25, n)), n)
-    numerators, denominators = resampled_concordance(time, event, risk, counts)
+    numerators, denominators = concordance_pairs(time, event, risk, counts)
     for row, num, den in zip(counts, numerators, denominators, strict=True):
         concordant = comparable = 0.0
         for i, j in itertools.permutations(range(n), 2):  # copies of one patient never pair
@@ -251,12 +251,12 @@ def test_resampled_cindex_is_the_same_whatever_the_type_or_size_of_the_counts():
     rng = np.random.default_rng(21)
     time, event, risk = random_survival(rng, 300)
     counts = draws_to_counts(rng.integers(0, 300, size=(50, 300)), 300)
-    as_integers = resampled_concordance(time, event, risk, counts)  # whole, small: float32 products
-    as_floats = resampled_concordance(time, event, risk, counts.astype(float))  # float64 products
+    as_integers = concordance_pairs(time, event, risk, counts)  # whole, small: float32 products
+    as_floats = concordance_pairs(time, event, risk, counts.astype(float))  # float64 products
     assert np.array_equal(as_integers[0], as_floats[0]) and np.array_equal(as_integers[1], as_floats[1])
     large = counts * 100_003 + 1  # ~3e7 a resample: past what float32 holds exactly
-    large_integers = resampled_concordance(time, event, risk, large)
-    large_floats = resampled_concordance(time, event, risk, large.astype(float))
+    large_integers = concordance_pairs(time, event, risk, large)
+    large_floats = concordance_pairs(time, event, risk, large.astype(float))
     assert np.array_equal(large_integers[0], large_floats[0]) and np.array_equal(large_integers[1], large_floats[1])
 
 
@@ -274,19 +274,27 @@ def test_linear_percentiles_equal_numpys_bit_for_bit(seed):
 
 
 def test_cindex_undefined_and_bad_input():
-    with pytest.raises(ValueError, match="no comparable pair"):
-        concordance_index([5.0, 5.0], [0, 0], [1.0, 2.0])
+    assert np.isnan(concordance_index([5.0, 5.0], [0, 0], [1.0, 2.0]))  # no comparable pair: undefined
     with pytest.raises(ValueError, match="finite"):
         concordance_index([1.0, 2.0], [1, 0], [np.nan, 1.0])
     with pytest.raises(ValueError, match="event"):
         concordance_index([1.0, 2.0], [2, 0], [0.0, 1.0])
     # Tied times, exactly one event: comparable, the event must have the higher risk.
     assert concordance_index([3.0, 3.0], [1, 0], [2.0, 1.0]) == 1.0
-    with pytest.raises(ValueError, match="no comparable pair"):  # tied times, both events: not comparable
-        concordance_index([3.0, 3.0], [1, 1], [2.0, 1.0])
+    assert np.isnan(concordance_index([3.0, 3.0], [1, 1], [2.0, 1.0]))  # tied times, both events: not comparable
+    with pytest.raises(ValueError, match="one length"):
+        concordance_index([1.0, 2.0], [1, 0], [0.5])
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        concordance_index([1.0, 2.0], [1, 0], [0.5, 1.0], [1.0, -1.0])
 
 
 # ---- balanced accuracy ------------------------------------------------------------------------
+
+
+def resampled_rates(y_true, y_pred, counts):
+    """(sensitivity, specificity) of every row of counts: task 3's (hpv.py), each class's recall."""
+    recalls = weighted_recall(y_true, y_pred, counts, labels=[0, 1], average=None)
+    return recalls[:, 1], recalls[:, 0]
 
 
 def test_resampled_rates_equal_sklearn_on_each_resample():
@@ -308,7 +316,7 @@ def test_resampled_rates_without_a_class_and_of_non_binary_values():
     assert sensitivity[0] == 0.5 and np.isnan(specificity[0])
     sensitivity, specificity = resampled_rates([0, 0, 1], [0, 1, 1], [[1, 1, 0]])
     assert np.isnan(sensitivity[0]) and specificity[0] == 0.5
-    with pytest.raises(ValueError, match="only 0 and 1"):
+    with pytest.raises(ValueError, match="outside the declared labels"):
         resampled_rates([1, 0], [0.5, 1], [[1, 1]])
 
 

@@ -16,10 +16,12 @@ import pytest
 from sklearn.metrics import auc as sk_auc
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
-from evaluation.challenges.isic import SPARE_ROWS, Isic2019
+from evaluation.challenges.isic import SPARE_ROWS, Isic2019, multiclass
 from evaluation.challenges.isic import predictions as isic_csv
 from evaluation.challenges.isic.examples import write_synthetic
+from evaluation.challenges.isic.scoring import FREEBIE
 from evaluation.metrics import classification as clf
+from evaluation.metrics.confusion import balanced_accuracy_score, binary_confusion
 from evaluation.reading.files import size_text
 from evaluation.reading.tables import bytes_for_rows
 from tests.cli_runs import run_command_line
@@ -101,9 +103,9 @@ def test_argmax_labels_are_each_rows_single_maximum():
             expected.append(nan[0])
             continue
         at = [i for i, v in enumerate(row) if v == max(row)]
-        expected.append(at[0] if len(at) == 1 else clf.UNDECIDED)
-    assert clf.argmax_labels(scores).tolist() == expected
-    assert clf.argmax_labels(np.zeros((0, 4))).tolist() == []
+        expected.append(at[0] if len(at) == 1 else multiclass.UNDECIDED)
+    assert multiclass.argmax_labels(scores).tolist() == expected
+    assert multiclass.argmax_labels(np.zeros((0, 4))).tolist() == []
 
 
 def independent_auc80(truth, scores, weights, level=0.8):
@@ -140,15 +142,36 @@ def test_undefined_ranking_metrics_are_nan():
 
 
 def test_confusion_metrics_and_the_freebie_rule():
+    """The per-category confusion metrics are the library's (evaluation/metrics/confusion.py) with
+    the reference's value for a zero denominator, 1.0, passed explicitly."""
     truth = np.array([1, 1, 0, 0, 0], bool)
     prediction = np.array([0.9, 0.5, 0.6, 0.2, 0.5]) > 0.5  # exact 0.5 is not positive
-    cm = clf.binary_confusion(truth, prediction, np.array([1.0, 2.0, 1.0, 1.0, 0.5]))
+    cm = binary_confusion(truth, prediction, np.array([1.0, 2.0, 1.0, 1.0, 0.5]))
     assert (cm.tp, cm.fn, cm.fp, cm.tn) == (1.0, 2.0, 1.0, 1.5)
-    assert clf.sensitivity(cm) == 1 / 3 and clf.specificity(cm) == 1.5 / 2.5
-    assert clf.dice(cm) == 2 / 5 and clf.ppv(cm) == 0.5 and clf.npv(cm) == 1.5 / 3.5
-    assert clf.accuracy(cm) == 2.5 / 5.5
-    nothing = clf.binary_confusion(np.zeros(3, bool), np.zeros(3, bool), np.ones(3))
-    assert [clf.sensitivity(nothing), clf.ppv(nothing), clf.dice(nothing), clf.specificity(nothing)] == [1.0] * 4
+    assert cm.sensitivity(FREEBIE) == 1 / 3 and cm.specificity(FREEBIE) == 1.5 / 2.5
+    assert cm.f1(FREEBIE) == 2 / 5 and cm.ppv(FREEBIE) == 0.5 and cm.npv(FREEBIE) == 1.5 / 3.5
+    assert cm.accuracy() == 2.5 / 5.5
+    nothing = binary_confusion(np.zeros(3, bool), np.zeros(3, bool), np.ones(3))
+    assert [nothing.sensitivity(FREEBIE), nothing.ppv(FREEBIE), nothing.f1(FREEBIE), nothing.specificity(FREEBIE)] \
+        == [1.0, 1.0, 1.0, 1.0]
+    assert np.isnan(nothing.sensitivity())  # the library's default: undefined
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_confusion_sums_are_the_references_pairwise_sums(seed):
+    """The reference sums each count as np.sum(indicator * weights) over every image: the
+    library's binary_confusion adds the same terms in the same (pairwise) order, so its counts
+    and ISIC's six per-category metrics are the reference's bits with fractional weights too."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30_000))
+    truth, prediction = rng.random(n) < 0.3, rng.random(n) < 0.4
+    weights = np.round(rng.uniform(0, 2, n), 4) * (rng.random(n) < 0.9)
+    cm = binary_confusion(truth, prediction, weights)
+    assert cm.tp == np.sum(np.logical_and(truth, prediction) * weights)
+    assert cm.fp == np.sum(np.logical_and(~truth, prediction) * weights)
+    assert cm.fn == np.sum(np.logical_and(truth, ~prediction) * weights)
+    assert cm.tn == np.sum(np.logical_and(~truth, ~prediction) * weights)
+    assert cm.f1(FREEBIE) == (2 * cm.tp) / ((2 * cm.tp) + cm.fp + cm.fn)
 
 
 def test_balanced_accuracy_with_undecided_rows_by_a_plain_loop():
@@ -171,13 +194,32 @@ def test_balanced_accuracy_with_undecided_rows_by_a_plain_loop():
                 correct += weights[i]
         recalls.append(correct / total)
     assert (predictions == predictions.max(axis=1, keepdims=True)).sum(axis=1).max() > 1  # ties exist
-    assert clf.balanced_multiclass_accuracy(truth, predictions, weights) == pytest.approx(np.mean(recalls), abs=1e-15)
+    assert multiclass.balanced_multiclass_accuracy(truth, predictions, weights) == pytest.approx(np.mean(recalls),
+                                                                                                abs=1e-15)
 
 
 def test_balanced_accuracy_leaves_out_categories_absent_from_the_truth():
     truth = np.eye(3)[[0, 0, 1, 1]]
     predictions = np.eye(3)[[0, 1, 1, 1]]
-    assert clf.balanced_multiclass_accuracy(truth, predictions, np.ones(4)) == (0.5 + 1.0) / 2
+    assert multiclass.balanced_multiclass_accuracy(truth, predictions, np.ones(4)) == (0.5 + 1.0) / 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_balanced_multiclass_accuracy_is_the_librarys_on_decided_rows(seed):
+    """The reference's arithmetic (hits left to right, Kahan totals) is the library's
+    balanced_accuracy_score to the rounding, where every row has a single maximum; bit for bit
+    with whole-number weights."""
+    rng = np.random.default_rng(seed)
+    n, k = 500, 6
+    truth = np.eye(k)[rng.integers(0, k, n)]
+    predictions = rng.random((n, k))  # continuous: no tied maximum
+    for weights in (rng.integers(0, 4, n).astype(float), np.round(rng.uniform(0, 2, n), 3)):
+        ours = multiclass.balanced_multiclass_accuracy(truth, predictions, weights)
+        library = balanced_accuracy_score(truth.argmax(axis=1), predictions.argmax(axis=1), weights)
+        assert ours == pytest.approx(library, rel=1e-15, abs=0)
+    whole = rng.integers(0, 4, n).astype(float)
+    assert multiclass.balanced_multiclass_accuracy(truth, predictions, whole) == balanced_accuracy_score(
+        truth.argmax(axis=1), predictions.argmax(axis=1), whole)
 
 
 # ---- the CSV number reader against pandas ------------------------------------------------------
@@ -197,12 +239,13 @@ def test_rows_of_sample_weights_give_each_rows_value_bit_for_bit(seed):
             weights *= np.round(rng.uniform(0, 2, n), 3)  # fractional weights, some zero
         weights[0] = 1.0
         truth_labels, predicted = rng.integers(-1, 5, n), rng.integers(-1, 5, n)
-        recall = clf.recall_of_labels_rows(truth_labels, predicted, weights, 5)
-        means = clf.nan_mean_rows(recall)
+        recall = multiclass.recall_of_labels_rows(truth_labels, predicted, weights, 5)
+        means = multiclass.nan_mean_rows(recall)
         for r, row in enumerate(weights):
-            single = clf.recall_of_labels(truth_labels, predicted, row, 5)
+            single = multiclass.recall_of_labels(truth_labels, predicted, row, 5)
             np.testing.assert_array_equal(recall[r], single)
-            assert means[r] == clf.nan_mean(single) or (np.isnan(means[r]) and np.isnan(clf.nan_mean(single)))
+            expected = multiclass.nan_mean(single)
+            assert means[r] == expected or (np.isnan(means[r]) and np.isnan(expected))
 
 
 def test_numbers_are_read_as_pandas_reads_them():

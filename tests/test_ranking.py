@@ -1,10 +1,15 @@
-"""PPV@recall and the vectorised resampled metrics against scikit-learn and the official expression."""
+"""PPV@recall and RARE26's resampled metrics (evaluation/metrics/classification.py) against
+scikit-learn, the official expression and exact rational arithmetic; the fast paths (drawn
+positives, drawn groups) against the rows of counts they stand for, bit for bit."""
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
-from evaluation.metrics.ranking import (
+import evaluation.metrics.classification as ranking
+from evaluation.metrics.classification import (
     metrics_with_drawn_groups,
     metrics_with_drawn_positives,
     ppv_at_recall,
@@ -78,14 +83,20 @@ def test_only_ranks_matter():
 
 
 @pytest.mark.parametrize("y, s, message", [
-    ([0, 0, 0], [0.1, 0.2, 0.3], "both classes"),
     ([0, 1, 2], [0.1, 0.2, 0.3], "only 0 and 1"),
     ([0, 1], [0.1, np.nan], "finite"),
-    ([0, 1], [0.1], "equal length"),
+    ([0, 1], [0.1], "one length"),
 ])
 def test_invalid_inputs_are_refused(y, s, message):
     with pytest.raises(ValueError, match=message):
         ppv_at_recall(y, s)
+    with pytest.raises(ValueError, match="recall must lie in"):
+        ppv_at_recall([0, 1], [0.1, 0.2], recall=1.0)
+
+
+def test_without_positives_it_is_undefined_and_without_negatives_precision_is_one():
+    assert np.isnan(ppv_at_recall([0, 0, 0], [0.1, 0.2, 0.3]))
+    assert ppv_at_recall([1, 1, 1], [0.1, 0.2, 0.3]) == 1.0
 
 
 # --- vectorised resamples == one sklearn call per resample ------------------------------------
@@ -124,8 +135,6 @@ def test_resampled_metrics_with_all_ones_are_the_full_data_metrics():
 
 
 def test_resampled_metrics_blocks_do_not_change_results(monkeypatch):
-    import evaluation.metrics.ranking as ranking
-
     rng = np.random.default_rng(5)
     y = rng.integers(0, 2, 100)
     y[:2] = [0, 1]
@@ -143,6 +152,50 @@ def test_resample_without_a_class_is_refused():
     s = np.array([0.1, 0.9, 0.2, 0.8])
     with pytest.raises(ValueError, match="both classes"):
         resampled_ranking_metrics(y, s, np.array([[1, 0, 1, 0]]))
+
+
+def exact_auc(y, s, weights):
+    """The AUC in rational arithmetic: weighted pairs ranked right, ties counting one half."""
+    pairs = right = Fraction(0)
+    for i in np.flatnonzero(y == 1):
+        for j in np.flatnonzero(y == 0):
+            pairs += int(weights[i]) * int(weights[j])
+            right += Fraction(int(weights[i]) * int(weights[j]) * (2 if s[i] > s[j] else s[i] == s[j]), 2)
+    return right / pairs
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_resampled_auroc_is_the_exact_auc_correctly_rounded(seed):
+    """The pair-count AUROC of the resampled paths: the exact AUC of the resample, rounded once
+    (Fraction to float), bit for bit; roc_auc_score (scikit-learn's trapezoids) within a few ulp."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(10, 60))
+    y = rng.integers(0, 2, n)
+    y[:2] = [0, 1]
+    s = rng.integers(0, 9, n) / 8
+    counts = rng.integers(0, 4, (30, n))
+    counts[:, :2] += 1
+    got = resampled_ranking_metrics(y, s, counts)["auroc"]
+    trapezoids = ranking.roc_auc_score(y, s, counts)
+    for r, row in enumerate(counts):
+        assert got[r] == float(exact_auc(y, s, row))
+        assert got[r] == pytest.approx(trapezoids[r], rel=1e-15, abs=0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ppv_at_recall_rows_are_each_rows_value(seed):
+    """ppv_at_recall with rows of weights: each row's value is the single weighting's, bit for
+    bit, and the official expression's on the materialised resample."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 120))
+    y = rng.integers(0, 2, n)
+    y[0] = 1
+    s = rng.integers(0, 12, n) / 11
+    counts = rng.integers(0, 3, (25, n))
+    counts[:, 0] += 1
+    rows = ppv_at_recall(y, s, 0.9, counts)
+    for r, row in enumerate(counts):
+        assert rows[r] == ppv_at_recall(y, s, 0.9, row) == official_ppv(*materialised(y, s, row))
 
 
 # --- resampling helpers -------------------------------------------------------------------
@@ -253,8 +306,6 @@ def test_drawn_positives_at_exactly_the_target_recall():
 
 
 def test_drawn_positives_blocks_do_not_change_results(monkeypatch):
-    import evaluation.metrics.ranking as ranking
-
     y, s, _ = random_case(np.random.default_rng(4), 2, 3, n=300)
     draws = np.random.default_rng(5).integers(0, int(y.sum()), size=(37, 90))
     whole = metrics_with_drawn_positives(y, s, draws)
@@ -267,8 +318,6 @@ def test_drawn_positives_blocks_do_not_change_results(monkeypatch):
 def test_counts_path_does_not_depend_on_rows_per_block(monkeypatch):
     # A block of one row used to add average precision's steps in another order than a block of
     # several (numpy sums a C-ordered row pairwise, an F-ordered one left to right).
-    import evaluation.metrics.ranking as ranking
-
     rng = np.random.default_rng(6)
     y = (rng.random(3000) < 0.3).astype(int)
     s = rng.random(3000)  # ~3000 distinct scores: long rows
@@ -325,8 +374,6 @@ def test_drawn_groups_equal_sklearn_with_the_group_counts_as_sample_weight(seed)
 
 
 def test_drawn_groups_blocks_do_not_change_results(monkeypatch):
-    from evaluation.metrics import ranking
-
     rng = np.random.default_rng(9)
     groups, y, s = grouped_case(rng)
     draws = rng.integers(0, groups.max() + 1, (23, 40))

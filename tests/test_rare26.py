@@ -471,7 +471,7 @@ def test_image_level_bootstrap_draws_as_before_and_equals_rows_of_counts(dataset
     (so later draws, and metrics.json, do not move) and give, bit for bit, the numbers of the
     general path on rows of multiplicities (all NDBE once, the drawn neoplasia frames)."""
     from evaluation.challenges.rare26.scoring import image_level_bootstrap
-    from evaluation.metrics.ranking import resampled_ranking_metrics
+    from evaluation.metrics.classification import resampled_ranking_metrics
     from evaluation.metrics.resampling import draws_to_counts
 
     y, s, _ = load_arrays(dataset / "input", dataset / "ground-truth")
@@ -517,7 +517,7 @@ def test_a_constant_submission_scores_above_a_model_at_90_recall_and_10_percent_
     there, 0.9p / (0.9p + 0.1(1 - p)), about 0.083."""
     from sklearn.metrics import precision_recall_curve
 
-    from evaluation.metrics.ranking import ppv_at_recall
+    from evaluation.metrics.classification import ppv_at_recall
 
     n_ndbe = 1000
     n_neo = max(1, int(n_ndbe / 100))  # the bootstrap's sample: 1% prevalence

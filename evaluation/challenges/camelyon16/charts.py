@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.metrics.classification import ranking_curve, roc_points
+from evaluation.metrics.classification import roc_curve
 from evaluation.metrics.froc import FrocCurve
 
 
@@ -40,7 +40,7 @@ def slide_roc_chart(is_tumor: np.ndarray, probabilities: np.ndarray, aggregates:
     """The slide-level ROC curve (tumor against normal slides, by the submitted probability)."""
     from evaluation import charts
 
-    fpr, tpr, thresholds = roc_points(ranking_curve(is_tumor, probabilities, np.ones(len(is_tumor))))
+    fpr, tpr, thresholds = roc_curve(is_tumor, probabilities)
     auc = aggregates["slide_auc"]
     line = charts.Curve("slides", fpr.tolist(), tpr.tolist(), thresholds.tolist(), summary=f"AUC {auc:.3f}")
     subtitle = (f"slide AUC {auc:.4f}: {aggregates['tumor_slides']} tumor and {aggregates['normal_slides']} normal "
@@ -58,7 +58,7 @@ def ranking_curves(fp_rates: list[float], sensitivities: list[float], is_tumor: 
     (scikit-learn's roc_curve points, thinned as the charts thin them)."""
     from evaluation import charts
 
-    fpr, tpr, _ = roc_points(ranking_curve(is_tumor, probabilities, np.ones(len(is_tumor))))
+    fpr, tpr, _ = roc_curve(is_tumor, probabilities)
     kept = charts.thinned(len(fpr))
     return [
         {"chart": "froc", "title": "Lesion-level FROC", "x_title": "Average false positives per slide",

@@ -109,7 +109,7 @@ def lesion_hits(tumor: np.ndarray, level: int, pixel_size_um: float, rng: np.ran
                 ) -> list[tuple[float, int, int]]:
     """(confidence, X, Y) in level-0 pixels: for each region of the evaluation mask, with
     probability 0.7, 1 to 3 detections on its tumor pixels."""
-    from evaluation.metrics.evaluation_mask import evaluation_mask
+    from evaluation.challenges.camelyon16.evaluation_mask import evaluation_mask
 
     lesions = evaluation_mask(tumor, pixel_size_um, level)
     labels = lesions.labels

@@ -15,8 +15,8 @@ from datetime import timedelta
 
 import numpy as np
 
-from evaluation.metrics.f1 import per_class_f1
-from evaluation.metrics.means import weighted_mean, weighted_sum
+from evaluation.metrics.aggregation import weighted_mean, weighted_sum
+from evaluation.metrics.confusion import f1_score
 from evaluation.metrics.overlap import dice
 from evaluation.metrics.surface import normalized_surface_dice
 
@@ -163,7 +163,8 @@ def aggregate(results: list[CaseResult], weights: np.ndarray, baseline: float | 
     time scores are there when the submission has a time (timing_rule) and a baseline, NaN in a
     row without one."""
     weights = np.asarray(weights, dtype=np.int64)
-    f1 = per_class_f1([r.true_high_risk for r in results], [r.high_risk for r in results], (0, 1), weights)
+    f1 = f1_score([r.true_high_risk for r in results], [r.high_risk for r in results], weights, labels=[0, 1],
+                  average=None, zero_division=0.0)
     macro_f1 = (f1[:, 0] + f1[:, 1]) / 2.0
     score_cls = 100.0 * macro_f1
 

@@ -19,7 +19,7 @@ from evaluation.grand_challenge import (
     single_ground_truth_file,
     strip_extension,
 )
-from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles
+from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles, whole_counts
 from evaluation.phase.columns import Column, ci_title
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
@@ -220,7 +220,7 @@ class BootstrapTask(HecktorEvaluation):
         unlabelled patient drawn into a resample is left out of its scores, as score_aggregates
         leaves it out of the test set's."""
         labelled = np.array([self.ground_truth[c] is not None for c in sorted(results)], dtype=bool)
-        return self.scored_patients(results), np.asarray(counts, dtype=np.int64)[:, labelled]
+        return self.scored_patients(results), whole_counts(counts, "a patient")[:, labelled]
 
     def bootstrap_intervals(self, results: dict[str, Any]) -> tuple[dict[str, float], int]:
         """({interval path: bound}, resamples skipped): `aggregate` on bootstrap resamples of the

@@ -3,7 +3,7 @@
 One decision per patient (hpv-status.json, or the 2022 predictions CSV); ranked on balanced
 accuracy, ties to the higher specificity, sensitivity shown, each with a seeded patient-bootstrap
 95% interval. All of them, and the final ranking's bootstrap, are `aggregate`: rates of the
-confusion counts weighted by the case weights.
+confusion counts weighted by the case weights (evaluation/metrics/confusion.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from evaluation.challenges.hecktor2025.common import (
 )
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
-from evaluation.metrics.binary import resampled_rates
+from evaluation.metrics.confusion import recall_score
 from evaluation.phase.columns import Column
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import JSON_OUTPUT, setting
@@ -90,7 +90,9 @@ class HpvTask(BootstrapTask):
         bootstrap skips it). Unlabelled patients are left out. The counts are whole numbers:
         no summation order changes a bit."""
         patients, counts = self.labelled_columns(results, counts)
-        sensitivity, specificity = resampled_rates(*self.decisions(patients, results), counts)
+        # each class's recall: specificity (HPV negative) and sensitivity (positive), NaN without the class
+        recalls = recall_score(*self.decisions(patients, results), counts, labels=[False, True], average=None)
+        specificity, sensitivity = recalls[:, 0], recalls[:, 1]
         defined = ~(np.isnan(sensitivity) | np.isnan(specificity))
         return {self.balanced_accuracy.path: np.where(defined, (sensitivity + specificity) / 2, np.nan),
                 self.sensitivity.path: np.where(defined, sensitivity, np.nan),

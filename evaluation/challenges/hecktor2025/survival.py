@@ -24,7 +24,7 @@ from evaluation.challenges.hecktor2025.common import (
 )
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
-from evaluation.metrics.survival import resampled_concordance, weighted_concordance_index
+from evaluation.metrics.survival import concordance_index, concordance_pairs
 from evaluation.phase.columns import Column
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import JSON_OUTPUT, setting
@@ -63,7 +63,7 @@ class SurvivalTask(BootstrapTask):
         labelled = [v for v in table.values() if v is not None]
         times = np.array([t for t, _ in labelled])
         events = np.array([e for _, e in labelled], dtype=bool)
-        _, comparable = resampled_concordance(times, events, np.zeros(len(labelled)), np.ones((1, len(labelled))))
+        _, comparable = concordance_pairs(times, events, np.zeros(len(labelled)))
         if comparable[0] == 0:
             raise SetupError(f"Ground truth {name} has no comparable pair of patients (a relapse before another "
                              f"patient's time): the C-index is undefined.")
@@ -96,13 +96,13 @@ class SurvivalTask(BootstrapTask):
         where a row has no comparable pair. Unlabelled patients are left out. Exact in float64
         (every pair sum is a multiple of 1/2), so no summation order changes a bit."""
         patients, counts = self.labelled_columns(results, counts)
-        return {self.c_index.path: weighted_concordance_index(*self.survival_arrays(patients, results), counts)}
+        return {self.c_index.path: concordance_index(*self.survival_arrays(patients, results), counts)}
 
     def score_aggregates(self, results: dict[str, float]) -> dict[str, Any]:
         patients = self.scored_patients(results)
         time, event, risk = self.survival_arrays(patients, results)
         intervals, skipped = self.bootstrap_intervals(results)
-        _, comparable = resampled_concordance(time, event, risk, np.ones((1, len(patients))))
+        _, comparable = concordance_pairs(time, event, risk)
         return {
             **nest_paths({**self.point_values(results), **intervals}),
             "counts": {

@@ -15,12 +15,16 @@ from evaluation.challenges.isic.charts import roc_for_plot
 from evaluation.challenges.isic.truth import THRESHOLD, Truth
 from evaluation.grand_challenge import Undefined
 from evaluation.metrics import classification
+from evaluation.metrics.confusion import binary_confusion
+
+from .multiclass import UNDECIDED, argmax_labels, nan_mean, nan_mean_rows, recall_of_labels, recall_of_labels_rows
 
 AUC80_SENSITIVITY = 0.8  # the metric's name says 80
 CONFUSION_METRICS = ("accuracy", "sensitivity", "specificity", "dice", "ppv", "npv")
 RANKING_METRICS = ("auc", "auc_sens_80", "ap")
 PER_CATEGORY_METRICS = CONFUSION_METRICS + RANKING_METRICS  # the reference's order
 UNDEFINED_BALANCED_ACCURACY = "no category has images with a nonzero score_weight"
+FREEBIE = 1.0  # the reference's value of a confusion rate whose denominator is zero (nothing to find or call)
 
 
 # ---- the ranked values, for any rows of image weights ------------------------------------------
@@ -49,8 +53,8 @@ def submission(truth_values: np.ndarray, predictions: np.ndarray, score_weight: 
     # point value of the mean AUC (the row of ones times them) both read it, made once.
     orders = tuple(classification.score_order(positives[:, c], predictions[:, c], score_weight)
                    for c in range(positives.shape[1]))
-    return Submission(predictions, positives, classification.argmax_labels(truth_values),
-                      classification.argmax_labels(predictions), orders, score_weight)
+    return Submission(predictions, positives, argmax_labels(truth_values), argmax_labels(predictions), orders,
+                      score_weight)
 
 
 def ranked_values(table: Submission, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,10 +68,9 @@ def ranked_values(table: Submission, weights: np.ndarray) -> tuple[np.ndarray, n
     weights = np.asarray(weights)
     sample_weight = weights * table.score_weight  # float64; exact for a weight of 1
     n_categories = len(table.orders)
-    recall = classification.recall_of_labels_rows(table.truth_labels, table.predicted_labels, sample_weight,
-                                                  n_categories)
-    auc = classification.roc_auc_score(table.positives, table.predictions, sample_weight, orders=table.orders)
-    return classification.nan_mean_rows(recall), classification.nan_mean_rows(auc)
+    recall = recall_of_labels_rows(table.truth_labels, table.predicted_labels, sample_weight, n_categories)
+    auc = classification.roc_auc_of_orders(table.orders, sample_weight)
+    return nan_mean_rows(recall), nan_mean_rows(auc)
 
 
 # ---- metrics.json ------------------------------------------------------------------------------
@@ -85,7 +88,7 @@ def _defined(value: float, reason: str) -> float | Undefined:
 
 def _mean_of(values: dict[str, Any], what: str) -> float | Undefined:
     numbers = np.array([v if not isinstance(v, Undefined) else np.nan for v in values.values()], dtype=np.float64)
-    mean = classification.nan_mean(numbers)
+    mean = nan_mean(numbers)
     return mean if np.isfinite(mean) else Undefined(f"{what} is undefined for every category")
 
 
@@ -95,17 +98,17 @@ def category_scores(truth: np.ndarray, prediction: np.ndarray, weights: np.ndarr
     """The nine per-category metrics of the reference, for one weight column (`order`: the sort
     of these confidences, when already made)."""
     positives, decisions = truth > THRESHOLD, prediction > THRESHOLD
-    cm = classification.binary_confusion(positives, decisions, weights)
+    cm = binary_confusion(positives, decisions, weights)
     curve = (classification.ranking_curve(positives, prediction, weights) if order is None
              else classification.ranking_curve_of_order(order, weights))
     reason = _why_undefined(category, weight_name, curve.has_positives, curve.has_negatives)
     scores: dict[str, Any] = {
-        "accuracy": classification.accuracy(cm),
-        "sensitivity": classification.sensitivity(cm),
-        "specificity": classification.specificity(cm),
-        "dice": classification.dice(cm),
-        "ppv": classification.ppv(cm),
-        "npv": classification.npv(cm),
+        "accuracy": cm.accuracy(),
+        "sensitivity": cm.sensitivity(FREEBIE),
+        "specificity": cm.specificity(FREEBIE),
+        "dice": cm.f1(FREEBIE),
+        "ppv": cm.ppv(FREEBIE),
+        "npv": cm.npv(FREEBIE),
         "auc": _defined(classification.roc_auc(curve), f"AUC: {reason}"),
         "auc_sens_80": _defined(classification.auc_above_sensitivity(curve, AUC80_SENSITIVITY), f"AUC80: {reason}"),
         "ap": _defined(classification.average_precision(curve), f"average precision: {reason}"),
@@ -146,7 +149,7 @@ def score(truth: Truth, predictions: np.ndarray, target_metric: str,
     }
     overall = aggregate["balanced_accuracy"] if target_metric == "balanced_accuracy" else macro_average[target_metric]
     validation = validation_score(truth, predictions, target_metric, labels)
-    undecided = labels[1] == classification.UNDECIDED
+    undecided = labels[1] == UNDECIDED
     return {
         "overall": overall,
         "validation": validation,
@@ -172,15 +175,14 @@ def validation_score(truth: Truth, predictions: np.ndarray, target_metric: str,
         return Undefined("every validation_weight of the ground truth is 0")
     if target_metric == "balanced_accuracy":
         if labels is None:
-            labels = classification.argmax_labels(truth.values), classification.argmax_labels(predictions)
-        value = classification.nan_mean(classification.recall_of_labels(*labels, w, len(truth.categories)))
+            labels = argmax_labels(truth.values), argmax_labels(predictions)
+        value = nan_mean(recall_of_labels(*labels, w, len(truth.categories)))
         return _defined(value, "no category has images with a nonzero validation_weight")
     values = []
     for c in range(len(truth.categories)):
         positives = truth.values[:, c] > THRESHOLD
         if target_metric == "dice":
-            confusion = classification.binary_confusion(positives, predictions[:, c] > THRESHOLD, w)
-            values.append(classification.dice(confusion))
+            values.append(binary_confusion(positives, predictions[:, c] > THRESHOLD, w).f1(FREEBIE))
             continue
         curve = classification.ranking_curve(positives, predictions[:, c], w)
         if target_metric == "auc":
@@ -191,7 +193,7 @@ def validation_score(truth: Truth, predictions: np.ndarray, target_metric: str,
             # The reference (scikit-learn) scores AP 0 for a category without validation positives
             # that has positives elsewhere in the truth; kept for parity (docs/challenges/isic.md).
             values.append(0.0 if positives.any() else np.nan)
-    mean = classification.nan_mean(np.asarray(values))
+    mean = nan_mean(np.asarray(values))
     return _defined(mean, f"{target_metric} is undefined for every category with validation_weight")
 
 
@@ -203,7 +205,7 @@ def malignant_vs_benign_auc(truth: Truth, predictions: np.ndarray, malignant_cat
     if not malignant_categories:
         return Undefined("no malignant categories are set")
     columns = [truth.categories.index(c) for c in malignant_categories]
-    labels = classification.argmax_labels(truth.values) if truth_labels is None else truth_labels
+    labels = argmax_labels(truth.values) if truth_labels is None else truth_labels
     weights = np.where(labels >= 0, truth.score_weight, 0.0)
     curve = classification.ranking_curve(np.isin(labels, columns), predictions[:, columns].sum(axis=1), weights)
     if not (curve.has_positives and curve.has_negatives):

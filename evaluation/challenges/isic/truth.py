@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.challenges.isic import predictions as isic_csv
+from evaluation.challenges.isic.multiclass import argmax_labels
 from evaluation.challenges.isic.predictions import INDEX_COLUMNS, WEIGHT_COLUMNS
 from evaluation.errors import SetupError, id_list
-from evaluation.metrics import classification
 from evaluation.reading.files import MEGABYTE, Origin
 
 THRESHOLD = 0.5  # binary decisions: value > 0.5 (strictly), of the truth and of the confidences
@@ -122,6 +122,6 @@ def check_truth_scorable(truth: Truth) -> None:
     if not (positive & negative).any():
         raise SetupError("No category of the ground truth has both positive and negative images with a nonzero "
                          "score_weight: AUC and balanced accuracy would be undefined.")
-    labels = classification.argmax_labels(truth.values)
+    labels = argmax_labels(truth.values)
     if not ((labels >= 0) & (w > 0)).any():
         raise SetupError("No ground-truth image has a single category: balanced accuracy would be undefined.")

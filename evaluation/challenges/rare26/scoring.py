@@ -4,7 +4,7 @@ scheme or the RARE25 pack's patient-level one) and the metrics of the whole test
 The ranked value, Score, is the median PPV at 90% recall over the repetitions (`score`); the final
 ranking's statistics use those same repetitions (Rare26.ranking_resamples), so both come from
 `repetitions`, with the settings' repetitions and seed. The metrics themselves (AUROC, average
-precision, PPV at a recall, on one set or many resamples) are generic: evaluation/metrics/.
+precision, PPV at a recall, on one set or many resamples) are generic: evaluation/metrics/classification.py.
 """
 
 from __future__ import annotations
@@ -14,8 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.errors import SetupError
-from evaluation.metrics.classification import RankingCurve, average_precision, ranking_curve, roc_auc
-from evaluation.metrics.ranking import metrics_with_drawn_groups, metrics_with_drawn_positives, ppv_at_recall
+from evaluation.metrics.classification import (
+    RankingCurve,
+    average_precision,
+    metrics_with_drawn_groups,
+    metrics_with_drawn_positives,
+    ppv_at_recall,
+    ranking_curve,
+    roc_auc,
+)
 from evaluation.metrics.resampling import draw_with_replacement, positives_per_resample
 
 from .truth import StackTruth
@@ -42,7 +49,7 @@ class TestSet:
 
     def curve(self) -> RankingCurve:
         """The ranking curve of every frame, unweighted (scikit-learn's, bit for bit)."""
-        return ranking_curve(self.y_true, self.y_score, np.ones(len(self.y_true)))
+        return ranking_curve(self.y_true, self.y_score)
 
     def counts(self) -> dict[str, int]:
         n_ndbe = int((self.y_true == 0).sum())

@@ -1,0 +1,188 @@
+"""Aggregation of per-case (and per-label) values: weighted sums, means, medians and pandas'
+`describe`, over rows of case weights at once.
+
+`sample_weight` is the weight of each case: None (each once), (cases,), or (rows, cases) for
+many weightings at once (a bootstrap resample is a row of counts; the plain aggregate is the row
+of ones). A case of weight k counts as k copies of it. `decimals` rounds the per-case values first
+(numpy.round), as some challenges round before aggregating. Over labels: `mean_over_labels`,
+over a fixed list or over the labels present.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from evaluation.metrics.registry import metric
+from evaluation.metrics.validation import check_sample_weight
+
+PANDAS_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
+
+
+def _check_values(values, sample_weight, decimals):
+    """(values as float64 (cases, ...), weights (rows, cases), single)."""
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("values must hold numbers") from None
+    if values.ndim == 0:
+        raise ValueError("values must have one value (or one row of values) per case")
+    if decimals is not None:
+        if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+            raise ValueError(f"decimals must be a whole number of decimals, got {decimals!r}")
+        values = np.round(values, int(decimals))
+    weights, single = check_sample_weight(sample_weight, values.shape[0])
+    return values, weights, single
+
+
+def weighted_sum(values, sample_weight=None) -> np.ndarray:
+    """Σ_j w[r, j] x[j, ...] for each row r of weights: values (cases,) or (cases, k); the result
+    (rows,) or (rows, k), without the rows axis for one weighting given as 1-D or None.
+
+    A row of ones is summed with math.fsum (correctly rounded, whatever the order of the cases):
+    the plain sum, as metrics.json has always been computed, byte for byte. Any other row is one
+    matrix product (BLAS), as the bootstrap has always computed it; the two agree to the last
+    bits (a few ulp), not bit for bit."""
+    values, weights, single = _check_values(values, sample_weight, None)
+    sums = weights @ values
+    ones = (weights == 1).all(axis=1)
+    if ones.any():
+        columns = values.reshape(values.shape[0], -1).T
+        plain = np.array([math.fsum(column) for column in columns]).reshape(values.shape[1:])
+        sums[ones] = plain
+    return sums[0] if single else sums
+
+
+@metric(kind="case_values", better=None,
+        equals=("numpy.mean of the values each repeated as often as its weight says",
+                "numpy.average(values, weights=sample_weight)"),
+        citation="the weighted arithmetic mean")
+def weighted_mean(values, sample_weight=None, decimals=None):
+    """Mean of per-case values, each case counted as often as its weight says.
+
+    Σ w x / Σ w (NaN for a row of zero weights; a NaN value makes the mean NaN). The row of ones
+    sums exactly (math.fsum), so the plain mean does not depend on the order of the cases.
+    """
+    values, weights, single = _check_values(values, sample_weight, decimals)
+    total = weights.sum(axis=1)
+    sums = weighted_sum(values, weights)
+    total = total.reshape((-1,) + (1,) * (sums.ndim - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / total
+    return _single(means, single)
+
+
+def _single(rows: np.ndarray, single: bool):
+    if not single:
+        return rows
+    return float(rows[0]) if rows.ndim == 1 else rows[0]
+
+
+def _sorted_copies(values: np.ndarray, weights: np.ndarray):
+    """(the value at a position of the sorted copies, the total weight): each case repeated as
+    often as its weight says, sorted; a case covers the positions from its predecessors' total
+    weight up to its own (positions past the last are the last value)."""
+    kept = weights > 0
+    values, weights = values[kept], weights[kept]
+    order = np.argsort(values, kind="stable")
+    values, reach = values[order], np.cumsum(weights[order])
+
+    def at(position):
+        return values[np.minimum(np.searchsorted(reach, position, side="right"), len(values) - 1)]
+
+    return at, reach[-1]
+
+
+def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, quantiles) -> np.ndarray:
+    """Linear quantiles (numpy's default, pandas' describe) of 1-D values each repeated as often
+    as its weight says: the sorted copies indexed 0 to W - 1 (W the total weight), position
+    q (W - 1) read between its neighbours with numpy's lerp. Fractional weights: the same, a case
+    covering the positions from its predecessors' total weight to its own."""
+    at, total = _sorted_copies(values, weights)
+    virtual = np.maximum(0.0, (total - 1) * np.asarray(quantiles, dtype=np.float64))
+    below = np.floor(virtual)
+    gamma = virtual - below
+    low, high = at(below), at(below + 1)
+    difference = high - low
+    result = low + difference * gamma
+    np.subtract(high, difference * (1 - gamma), out=result, where=gamma >= 0.5)  # numpy's _lerp
+    return result
+
+
+@metric(kind="case_values", better=None,
+        equals=("numpy.median of the values each repeated as often as its weight says",),
+        citation="the weighted median (the median of the repeated sample)")
+def weighted_median(values, sample_weight=None, decimals=None):
+    """Median of per-case values, each case counted as often as its weight says.
+
+    The middle of the sorted copies (the mean of the two middle ones for an even total), as
+    numpy.median of the repeated values; NaN for a row of zero weights or with a NaN value.
+    """
+    values, weights, single = _check_values(values, sample_weight, decimals)
+    if values.ndim != 1:
+        raise ValueError(f"values must be 1-D (one value per case), got shape {values.shape}")
+    medians = np.full(len(weights), np.nan)
+    for r, row in enumerate(weights):
+        if row.sum() > 0 and not np.isnan(values[row > 0]).any():
+            at, total = _sorted_copies(values, row)
+            middle = max(0.0, (total - 1) / 2)
+            # numpy's median: the middle copy, or the mean of the two middle ones
+            medians[r] = np.mean([at(math.floor(middle)), at(math.ceil(middle))])
+    return _single(medians, single)
+
+
+@metric(kind="case_values", better=None, returns="describe",
+        equals=("pandas.Series.describe() of the values each repeated as often as its weight says "
+                "(mean and std to rounding: pandas sums pairwise)", "evalutils' aggregates in metrics.json"),
+        citation="pandas 2 Series.describe")
+def describe(values, sample_weight=None, decimals=None) -> dict | list[dict]:
+    """count, mean, std, min, 25%, 50%, 75%, max of per-case values, as pandas' describe.
+
+    The values each counted as often as its weight says, NaN values left out as pandas leaves
+    them out; std with ddof 1 (NaN for a count of 1 or less), quartiles by linear interpolation.
+    A dict of floats; for rows of weights, a list of such dicts, one per row.
+    """
+    values, weights, single = _check_values(values, sample_weight, decimals)
+    if values.ndim != 1:
+        raise ValueError(f"values must be 1-D (one value per case), got shape {values.shape}")
+    defined = ~np.isnan(values)
+    values, weights = values[defined], np.ascontiguousarray(weights[:, defined])
+    rows = len(weights)
+    summary = {key: np.full(rows, np.nan) for key in PANDAS_DESCRIBE}
+    summary["count"] = weights.sum(axis=1)
+    means = np.asarray(weighted_mean(values, weights))
+    for r, row in enumerate(weights):
+        if summary["count"][r] <= 0:
+            continue
+        mean = means[r]
+        summary["mean"][r] = mean
+        if summary["count"][r] > 1:
+            summary["std"][r] = math.sqrt(float(np.sum(row * (values - mean) ** 2)) / (summary["count"][r] - 1))
+        present = values[row > 0]
+        summary["min"][r], summary["max"][r] = present.min(), present.max()
+        summary["25%"][r], summary["50%"][r], summary["75%"][r] = _weighted_quantiles(values, row, [0.25, 0.5, 0.75])
+    rows_of = [{key: float(value[r]) for key, value in summary.items()} for r in range(rows)]
+    return rows_of[0] if single else rows_of
+
+
+def mean_over_labels(values, present=None, none_present: float = math.nan) -> np.ndarray | float:
+    """Mean of per-label values over the last axis (labels): over every label of a fixed list
+    (`present` None: labels absent from both images carry their empty policy's value already),
+    or over the labels present (`present`, a boolean array of the values' shape, e.g. the labels
+    in either image), `none_present` where no label is."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 0:
+        raise ValueError("values must have one value per label (last axis)")
+    if present is None:
+        means = values.mean(axis=-1)
+    else:
+        present = np.asarray(present)
+        if present.shape != values.shape or present.dtype != bool:
+            raise ValueError(f"present must be a boolean array of the values' shape {values.shape}, got "
+                             f"{present.dtype} {present.shape}")
+        count = present.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(count > 0, np.where(present, values, 0.0).sum(axis=-1) / np.maximum(count, 1),
+                             float(none_present))
+    return float(means) if np.ndim(means) == 0 else means
