@@ -68,6 +68,64 @@ def test_greedy_by_truth_is_no_maximum_matching():
     assert match_points(truth, prediction, 1.5, assignment="hungarian").tp == 2
 
 
+def brute_greedy_by_truth(truth, prediction, radius, inclusive=True):
+    """True points in input order, each scanning every prediction for the nearest free one within
+    the radius (ties: lower index)."""
+    free, pairs = set(range(len(prediction))), []
+    for t, point in enumerate(truth):
+        best = None
+        for p in sorted(free):
+            d = float(np.sqrt(((np.asarray(point) - prediction[p]) ** 2).sum()))
+            if (d <= radius if inclusive else d < radius) and (best is None or d < best[0]):
+                best = (d, p)
+        if best is not None:
+            free.discard(best[1])
+            pairs.append((t, best[1]))
+    return pairs
+
+
+def grid_detections(rng):
+    """Points on an integer grid, as pixel coordinates give them: many predictions equally far from
+    a true point, some exactly at the radius."""
+    n, m = int(rng.integers(0, 8)), int(rng.integers(0, 8))
+    return rng.integers(0, 5, (n, 2)).astype(float), rng.integers(0, 5, (m, 2)).astype(float)
+
+
+@pytest.mark.parametrize("inclusive", [True, False])
+def test_greedy_by_truth_equals_brute_force_with_ties(inclusive):
+    rng = np.random.default_rng(11)
+    for case in range(400):
+        truth, prediction = grid_detections(rng)
+        radius = float(rng.choice([1.0, 1.5, 2.0, np.sqrt(2.0)]))
+        ours = match_points(truth, prediction, radius, inclusive=inclusive, assignment="greedy_by_truth")
+        assert pairs_of(ours) == brute_greedy_by_truth(truth, prediction, radius, inclusive), case
+
+
+def test_greedy_by_truth_equals_evalutils_on_a_grid_without_equal_distances():
+    """evalutils breaks a tie in distance as its BallTree lists the points (an order that changes
+    with the tree's leaves and the scikit-learn version), not by index: equal counts wherever no
+    true point has two predictions at exactly the same distance within the radius. Where one has,
+    ours takes the lower index: (3, 3) has three predictions at 1 and takes (2, 3), the one
+    (1, 3) needed (evalutils under scikit-learn 1.5.2 takes (3, 4) and finds one more)."""
+    rng = np.random.default_rng(7)
+    compared = 0
+    for case in range(1500):
+        truth, prediction = grid_detections(rng)
+        radius = float(rng.choice([1.0, 1.5, 2.0, np.sqrt(2.0)]))
+        distances = np.sqrt(((truth[:, None] - prediction[None]) ** 2).sum(axis=2))
+        if any(len(set(row[row <= radius].tolist())) < int((row <= radius).sum()) for row in distances):
+            continue
+        compared += 1
+        ours = match_points(truth, prediction, radius, assignment="greedy_by_truth")
+        assert (ours.tp, ours.fp, ours.fn) == evalutils_counts(truth, prediction, radius), case
+    assert compared > 1000
+    truth = np.array([(2, 2), (0, 1), (3, 3), (1, 0), (1, 3)], dtype=float)
+    prediction = np.array([(2, 3), (0, 0), (3, 2), (2, 2), (3, 4)], dtype=float)
+    ours = match_points(truth, prediction, 1.5, assignment="greedy_by_truth")
+    assert pairs_of(ours) == [(0, 3), (1, 1), (2, 0)]
+    assert (ours.tp, ours.fp, ours.fn) == (3, 2, 2)
+
+
 # ---- Hungarian: a maximum matching, the least total distance ------------------------------------
 
 

@@ -144,7 +144,9 @@ class PointMatching:
                                 "'greedy_by_score': predictions by descending score each take the nearest free "
                                 "true point; 'greedy_by_truth': true points in input order each take the nearest "
                                 "free prediction (evalutils' score_detection)"},
-        equals=(f"{EVALUTILS} (assignment='greedy_by_truth', inclusive=True)",
+        equals=(f"{EVALUTILS} (assignment='greedy_by_truth', inclusive=True) where no true point has two "
+                "predictions at exactly the same distance (evalutils orders those as its BallTree lists them, "
+                "which depends on the scikit-learn version, not by index)",
                 "scipy.optimize.linear_sum_assignment on the distance matrix, pairs beyond the radius "
                 "forbidden (assignment='hungarian': TP)"),
         citation="Maier-Hein et al., Metrics reloaded, Nature Methods 21, 2024 (point localization)",
@@ -165,7 +167,11 @@ def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive
       each takes the nearest free true point (equal distances: lower index);
     - "greedy_by_truth": true points in input order, each takes the nearest free prediction
       (equal distances: lower index): evalutils' score_detection, which is not a maximum
-      matching (an earlier true point can take the only prediction a later one had).
+      matching (an earlier true point can take the only prediction a later one had). Among
+      predictions at exactly the same distance from a true point, evalutils takes the one its
+      BallTree lists first, an order that depends on the tree's leaves and on the scikit-learn
+      version, not the lower index: on integer pixel coordinates, where such ties are common,
+      its counts can differ from these (and between scikit-learn versions).
     F1, precision and recall are properties of the result; sum TP, FP and FN over images and
     call f1_from_counts for a pooled F1.
     """
