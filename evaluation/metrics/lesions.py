@@ -111,6 +111,9 @@ def match_pairs(truth_index, prediction_index, iou, iou_threshold: float = 0.3,
                 used_prediction.add(p)
                 matched[k] = True
         return matched
+    from evaluation.machine import load_scipy
+
+    load_scipy()  # SciPy's own OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
     from scipy.optimize import linear_sum_assignment
 
     rows, row_of = np.unique(truth_index[candidates], return_inverse=True)
