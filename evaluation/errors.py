@@ -96,3 +96,41 @@ def printable(text: str, limit: int = 80) -> str:
     `limit` characters."""
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---- the machine's limits ------------------------------------------------------------------------
+
+MEMORY_LIMIT, FILE_LIMIT = "memory", "open files"
+
+# What the dynamic loader says when it cannot map a shared library's segments (glibc's dlopen):
+# the data or address-space limit was reached while a library (numpy's, SciPy's, OpenBLAS) loaded.
+_UNMAPPED_LIBRARY = ("failed to map segment from shared object", "cannot map zero-fill pages")
+_OPENCV_NO_MEMORY = -4  # cv::Error::StsNoMem
+_ITK_NO_MEMORY = "Failed to allocate memory"  # itk::MemoryAllocationError's text (an image's buffer)
+
+
+def machine_limit(error: BaseException) -> str | None:
+    """Which limit of the machine `error` ran into, or None: MEMORY_LIMIT for a MemoryError,
+    OpenCV's or ITK's out-of-memory error, an OSError ENOMEM, or a shared library the loader
+    could not map while a memory limit (RLIMIT_DATA, RLIMIT_AS) is set; FILE_LIMIT for too many
+    open files (EMFILE: this process's `ulimit -n`; ENFILE: the system's). Never the fault of
+    whoever the command serves."""
+    import errno
+
+    if isinstance(error, MemoryError):
+        return MEMORY_LIMIT
+    if type(error).__module__ == "cv2" and getattr(error, "code", None) == _OPENCV_NO_MEMORY:
+        return MEMORY_LIMIT  # OpenCV's own "Insufficient memory" (cv2.error, not a MemoryError)
+    if isinstance(error, RuntimeError) and _ITK_NO_MEMORY in str(error):
+        return MEMORY_LIMIT  # SimpleITK's RuntimeError for ITK's MemoryAllocationError
+    if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+        return FILE_LIMIT
+    if isinstance(error, OSError) and error.errno == errno.ENOMEM:
+        return MEMORY_LIMIT
+    if isinstance(error, (ImportError, OSError)) and any(text in str(error) for text in _UNMAPPED_LIBRARY):
+        import resource
+
+        if any(resource.getrlimit(kind)[0] != resource.RLIM_INFINITY
+               for kind in (resource.RLIMIT_DATA, resource.RLIMIT_AS)):
+            return MEMORY_LIMIT
+    return None

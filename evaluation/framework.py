@@ -403,19 +403,27 @@ def stop_workers() -> None:
     """Kill the worker processes of every pool scoring cases now, without waiting for the cases
     they score (the run is being stopped: their results would never be used)."""
     for pool in list(_ACTIVE_POOLS):
-        for _ in range(3):  # the pool's own thread may change its table meanwhile
-            try:
-                processes = list((getattr(pool, "_processes", None) or {}).values())
-                break
-            except RuntimeError:
-                continue
-        else:
-            processes = []
-        for process in processes:
-            try:
-                process.kill()
-            except (OSError, ValueError, AttributeError):  # already gone
-                pass
+        kill_pool_workers(pool)
+
+
+def kill_pool_workers(pool) -> None:
+    """Kill the worker processes of one ProcessPoolExecutor. Also what a pool that failed needs
+    before its shutdown: when starting a worker fails (too many open files, say), the pool's own
+    thread was never started, shutdown() stops nothing, and the workers already started would
+    wait for work forever (and the interpreter's exit with them)."""
+    for _ in range(3):  # the pool's own thread may change its table meanwhile
+        try:
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            break
+        except RuntimeError:
+            continue
+    else:
+        processes = []
+    for process in processes:
+        try:
+            process.kill()
+        except (OSError, ValueError, AttributeError):  # already gone
+            pass
 
 
 def _score_in_worker(case: Case) -> Any:
@@ -466,6 +474,9 @@ def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> I
                     yield take_oldest()
             while pending:
                 yield take_oldest()
+        except BaseException:
+            kill_pool_workers(pool)  # the run failed: the cases in flight are not waited for
+            raise
         finally:
             _ACTIVE_POOLS.remove(pool)
             pool.shutdown(wait=True, cancel_futures=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from evaluation.errors import SetupError, SubmissionError, UsageError
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
@@ -576,22 +576,31 @@ def write_metrics(output_dir: Path, metrics: dict, ranked_paths: Iterable[str] =
 
 def _temporary_prefix(target: Path) -> str:
     """The start of the temporary name a file is written under before it is renamed to `target`:
-    ".<stem>-", then the random hex digits and ".json" (_TEMPORARY_EXTRA characters in all more
-    than the target's own name, which output_file_problem leaves room for)."""
+    ".<stem>-", then the random hex digits and the target's suffix (_TEMPORARY_EXTRA characters in
+    all more than the target's own name, which output_file_problem leaves room for)."""
     return f".{target.stem}-"
 
 
-def write_atomically(output_dir: Path, text: str, name: str = METRICS_FILE) -> Path:
+def write_atomically(output_dir: Path, text: str | Callable[[TextIO], object], name: str = METRICS_FILE, *,
+                     sync: bool = True) -> Path:
     """`text` written to output_dir/name whole or not at all: under a new private temporary name
-    beside it, then renamed over it (OSError when that fails, the temporary file removed)."""
+    beside it (random, created with O_EXCL and O_NOFOLLOW: a file or link already there is never
+    written through), then renamed over it, which replaces a link at `name` rather than writing
+    where it leads (OSError when that fails, the temporary file removed; so on any exception,
+    SIGTERM's included). `text` is the text, or a function writing it to the open file (streamed).
+    `sync`: forced to disk before the rename."""
     target = output_dir / name
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = _new_file(target.parent, _temporary_prefix(target), ".json")
+    fd, temporary = _new_file(target.parent, _temporary_prefix(target), target.suffix)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if callable(text):
+                text(handle)
+            else:
+                handle.write(text)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     except BaseException:

@@ -24,11 +24,14 @@ from evaluation.errors import (
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_SETUP,
+    FILE_LIMIT,
+    MEMORY_LIMIT,
     EvaluationError,
     InternalError,
     SubmissionError,
     Terminated,
     UsageError,
+    machine_limit,
     one_line,
 )
 
@@ -68,15 +71,29 @@ def failure(error: BaseException, failed: str | None = None, blamed: str = "the 
         return EXIT_INTERNAL, one_line(f"Internal error of the evaluation, not caused by the submission: {error}.")
     if isinstance(error, EvaluationError):
         return error.exit_code, one_line(f"{could_not} {error.message}{ask}")
-    if isinstance(error, MemoryError):
+    limit = machine_limit(error)
+    if limit == MEMORY_LIMIT:
         # The platform caps each process's data segment (RLIMIT_DATA) at the machine's memory less
-        # 1 GiB: an allocation over it raises here instead of the kernel killing the run (exit 137).
-        # Decoding is bounded by the ground truth's shapes, so this is the machine, not the submission.
+        # 1 GiB: an allocation over it raises here instead of the kernel killing the run (exit 137),
+        # and so does a shared library the loader cannot map under it. Decoding is bounded by the
+        # ground truth's shapes, so this is the machine, not the submission.
         return EXIT_SETUP, one_line(f"The evaluation ran out of memory under this machine's limit, through no fault "
                                     f"of {blamed} (please tell the challenge organizers: the phase needs a "
                                     f"larger memory limit, or fewer workers).")
+    if limit == FILE_LIMIT:
+        return EXIT_SETUP, one_line(f"The evaluation ran out of file descriptors under this machine's limit "
+                                    f"({_open_files_limit()}), through no fault of {blamed} (please tell the "
+                                    f"challenge organizers: the machine needs a higher limit of open files, ulimit "
+                                    f"-n).")
     return EXIT_INTERNAL, one_line(f"Internal error of the evaluation, not caused by the submission: "
                                    f"{type(error).__name__}: {error} (please tell the challenge organizers).")
+
+
+def _open_files_limit() -> str:
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return "no limit of open files here" if soft == resource.RLIM_INFINITY else f"{soft} open files a process"
 
 
 def run_command(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None, *,
@@ -105,7 +122,8 @@ def run_command(main: Callable[[list[str] | None], int | None], argv: list[str] 
       SetupError subclass with `framed = True` is shown as it is;
     - ModuleNotFoundError of a package not installed (3): which one, and `pip install -r
       {requirements}`, after `failed`;
-    - MemoryError (3): the machine's limit, not {blamed}'s fault;
+    - MemoryError, a shared library that cannot be mapped under a memory limit, too many open
+      files (3; errors.machine_limit): the machine's limit, not {blamed}'s fault;
     - Terminated (143, SIGTERM): its own line;
     - any other exception (4): "Internal error of the evaluation, ...", its traceback before it
       (the only case with a traceback: an EvaluationError says all there is).
@@ -156,7 +174,15 @@ def _run(module, argv=None, requirements="requirements.txt"):
     # OpenBLAS's thread pool on import and its threads spin, ~0.1 s of CPU a run, more than our few
     # matrix products gain; cases run in parallel in worker processes instead (benchmarks/startup.py).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    return run_command(lambda args: importlib.import_module(module).main(args), argv, requirements=requirements)
+
+    def main(args):
+        # Before the command's modules: OpenBLAS maps its buffers now, or the memory line says it cannot.
+        from evaluation.machine import load_numpy
+
+        load_numpy()
+        return importlib.import_module(module).main(args)
+
+    return run_command(main, argv, requirements=requirements)
 
 
 def evaluation(argv=None):

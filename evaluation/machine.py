@@ -153,3 +153,108 @@ def _gib(size: int) -> str:
     if size >= 1 << 30:
         return f"{size / (1 << 30):.1f} GiB"
     return f"{size / (1 << 20):.0f} MiB"
+
+
+# ---- native libraries under a memory limit ------------------------------------------------------
+
+# OpenBLAS (numpy's, and SciPy's own copy) maps a 32 MiB buffer for each of its threads (8 MiB of
+# stack each besides) when its library is loaded, and one more at the first matrix product in the
+# process; when one cannot be mapped (the platform's RLIMIT_DATA reached) it prints a line and
+# calls exit(1), which no Python code can catch: the run would end with exit 1, as if the
+# submission were wrong. Measured with OPENBLAS_NUM_THREADS=1, as (data, address space): loading
+# numpy takes (43, 83) MiB, its first product (32, 32) more; scipy.optimize (62, 127) more.
+OPENBLAS_THREAD_BYTES = (32 + 8) << 20  # an OpenBLAS thread beyond the first: its buffer and stack
+NUMPY_LOAD_BYTES = (80 << 20, 120 << 20)  # numpy, OpenBLAS with one thread and the first product
+SCIPY_LOAD_BYTES = (72 << 20, 136 << 20)  # scipy.optimize, its linear algebra and OpenBLAS with one thread
+_BLAS_READY = False
+
+
+def openblas_threads() -> int:
+    """The threads OpenBLAS starts (its own reading of the environment: OPENBLAS_NUM_THREADS,
+    GOTO_NUM_THREADS, OMP_NUM_THREADS, at most the CPUs, else the CPUs)."""
+    cpus = os.cpu_count() or 1
+    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
+        try:
+            value = int(os.environ.get(name, ""))
+        except ValueError:
+            continue
+        if value > 0:
+            return min(value, cpus)
+    return cpus
+
+
+def _mapped_bytes() -> tuple[int, int] | None:
+    """(data, address space) this process has mapped, as its limits count them (VmData and
+    VmSize of /proc/self/status); None where it cannot be read."""
+    found = {}
+    text = _read(Path("/proc/self/status")) or ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmData", "VmSize") and value.split()[:1] and value.split()[0].isdigit():
+            found[key] = int(value.split()[0]) << 10
+    return (found["VmData"], found["VmSize"]) if len(found) == 2 else None
+
+
+def require_free_memory(data: int, address: int) -> None:
+    """MemoryError unless `data` more bytes of data and `address` more of address space fit under
+    this process's RLIMIT_DATA and RLIMIT_AS (the kernel's own accounting; no limit: nothing to
+    check)."""
+    mapped = _mapped_bytes()
+    if mapped is None:
+        return
+    for (soft, _), used, needed, name in ((resource.getrlimit(resource.RLIMIT_DATA), mapped[0], data, "data"),
+                                          (resource.getrlimit(resource.RLIMIT_AS), mapped[1], address,
+                                           "address-space")):
+        if soft != resource.RLIM_INFINITY and used + needed > soft:
+            raise MemoryError(f"{_gib(needed)} more do not fit under the {name} limit of {_gib(soft)} "
+                              f"({_gib(used)} in use)")
+
+
+def load_numpy() -> None:
+    """Loads numpy and has OpenBLAS map the buffers it keeps, now, while the process is small:
+    first a check that they fit (MemoryError, the command's memory line, when not), then one
+    matrix product. Later products reuse that buffer (in this process and the workers it forks),
+    so an allocation that fails later is a MemoryError Python sees, not OpenBLAS's exit(1)."""
+    global _BLAS_READY
+    if _BLAS_READY:
+        return
+    import sys
+
+    extra = (openblas_threads() - 1) * OPENBLAS_THREAD_BYTES
+    if "numpy" not in sys.modules:
+        require_free_memory(NUMPY_LOAD_BYTES[0] + extra, NUMPY_LOAD_BYTES[1] + extra)
+    else:
+        require_free_memory(OPENBLAS_THREAD_BYTES, OPENBLAS_THREAD_BYTES)
+    import numpy as np
+
+    np.ones((1, 512)) @ np.ones((512, 2))  # too large for OpenBLAS's stack: its heap buffer, mapped now
+    _BLAS_READY = True
+
+
+def load_scipy() -> None:
+    """The same check before SciPy's own OpenBLAS is loaded (by a module that imports SciPy late)."""
+    import sys
+
+    if "scipy.linalg" not in sys.modules:
+        extra = (openblas_threads() - 1) * OPENBLAS_THREAD_BYTES
+        require_free_memory(SCIPY_LOAD_BYTES[0] + extra, SCIPY_LOAD_BYTES[1] + extra)
+
+
+# ---- open files -----------------------------------------------------------------------------------
+
+
+def require_free_files(count: int, what: str) -> None:
+    """OSError EMFILE (the command's line about the machine's limit of open files) unless `count`
+    more files can be opened under RLIMIT_NOFILE now: for a library that cannot report running out
+    of them (vl-convert's renderer panics, or its thread dies and the next request fails)."""
+    import errno
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    try:
+        in_use = len(os.listdir("/proc/self/fd")) - 1  # the listing's own descriptor aside
+    except OSError as error:
+        if error.errno in (errno.EMFILE, errno.ENFILE):
+            raise
+        return
+    if soft != resource.RLIM_INFINITY and in_use + count > soft:
+        raise OSError(errno.EMFILE, f"Too many open files: {what} needs {count} more, {in_use} of {soft} are open")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.leaderboard.cli import LOCK, MANIFEST, STOPPED
 from tests.dask_cluster import dask_cluster as start_dask_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +54,11 @@ def assert_one_line(result: subprocess.CompletedProcess, code: int) -> str:
 def tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"")
             for p in sorted(folder.rglob("*"))}
+
+
+def hidden_files(folder: Path) -> set[str]:
+    """Names of the dot files left anywhere under `folder` (temporary files, the lock, the manifest)."""
+    return {p.name for p in folder.rglob(".*")}
 
 
 # ---- formula injection ---------------------------------------------------------------------------
@@ -294,7 +300,7 @@ def test_no_space_left_is_exit_3_and_leaves_no_partial_file(tiny_disk, pages_nee
     line = assert_one_line(result, 3)
     assert "No space left on device" in line, line
     assert not (disk / "out" / "ranking.json").exists()
-    assert not [p for p in disk.rglob("*") if p.name.endswith(".partial")]
+    assert hidden_files(disk / "out") <= {MANIFEST}  # no temporary file, no lock left
 
 
 # ---- a Dask worker killed mid-run ------------------------------------------------------------------------
@@ -360,3 +366,290 @@ def test_the_venv_script_says_installing_only_when_it_installs(tmp_path):
     second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert "Installing the pinned packages of requirements-leaderboard.txt" in second.stdout
     assert "(1 of 1 not installed" in second.stdout
+
+
+# ---- links planted where the command writes -----------------------------------------------------------
+
+
+def regular_files(folder: Path) -> dict[str, bytes]:
+    """Every regular file under `folder` (links not followed, not listed), with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+# The temporary names an earlier version wrote through (fixed, opened following links), and the
+# final names: a link at any of them must neither be written through nor stay in place of an output.
+PLANTED = [".ranking.json.partial", ".report.html.partial", ".ranking-c_index.csv.partial",
+           ".leaderboard-outputs.json.partial", "submissions/team-a/.metrics.json.partial", "ranking.json",
+           "ranking-c_index.csv", "submissions/team-a/metrics.json"]
+
+
+def test_links_planted_at_the_names_it_writes_lead_nowhere(tmp_path):
+    arguments = [TASK2, *map(str, teams(TASK2)), "--resamples", "20", "--workers", "1"]
+    clean = tmp_path / "clean"
+    assert run(*arguments, "--output", str(clean)).returncode == 0
+    elsewhere, out = tmp_path / "elsewhere", tmp_path / "out"
+    elsewhere.mkdir()
+    for index, name in enumerate(PLANTED):
+        (elsewhere / f"file-{index}").write_text(f"mine {index}\n")
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).symlink_to(elsewhere / f"file-{index}")
+    before = tree(elsewhere)
+    result = run(*arguments, "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert tree(elsewhere) == before  # nothing outside --output written
+    for name in ("ranking.json", "ranking-c_index.csv", "submissions/team-a/metrics.json"):
+        assert not (out / name).is_symlink()  # replaced by the output, not written through
+    assert regular_files(out) == regular_files(clean)
+    assert sorted(p.name for p in out.rglob(".*") if p.is_symlink()) == sorted(
+        Path(name).name for name in PLANTED if Path(name).name.startswith("."))  # the organizer's links, kept
+
+
+def test_a_link_refused_leaves_the_earlier_outputs_untouched(tmp_path):
+    """The links are checked before anything is replaced: the earlier run's files, ranking.json
+    included, are still there, byte for byte."""
+    out = tmp_path / "out"
+    arguments = [TASK2, *map(str, teams(TASK2)), "--output", str(out), "--resamples", "20", "--workers", "1"]
+    assert run(*arguments).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / "submissions" / "team-b").rename(tmp_path / "moved")
+    (out / "submissions" / "team-b").symlink_to(elsewhere)
+    before = tree(out)
+    assert "link" in assert_one_line(run(*arguments), 2)
+    assert tree(out) == before and not list(elsewhere.iterdir())
+
+
+# ---- never into a ground truth ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def repository_copy(tmp_path):
+    """This repository's evaluation/ and ground-truth/ copied, to run the command from (its
+    ground-truth/ is then the copy's: a regression writes there, never into the real one)."""
+    copy = tmp_path / "repository"
+    shutil.copytree(ROOT / "evaluation", copy / "evaluation", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "ground-truth", copy / "ground-truth")
+    return copy
+
+
+def run_from(copy: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evaluation.leaderboard", *args], cwd=copy,
+                          env={**ENV, "PYTHONPATH": str(copy)}, capture_output=True, text=True, timeout=600)
+
+
+TASK3 = "hecktor2025-task3"
+
+
+@pytest.mark.parametrize("where", ["the challenge's", "inside the challenge's", "all of them", "the repository",
+                                   "through a link", "the --ground-truth given", "scored, the challenge's"])
+def test_an_output_in_a_ground_truth_is_refused_in_both_modes(tmp_path, repository_copy, where):
+    """--metrics reads no ground truth, yet an output in one (export.sh would ship the files,
+    and every later evaluation of it fails) is refused as in the scoring mode: exit 2, nothing
+    written anywhere."""
+    metrics = []
+    for name, value in (("a", 0.6), ("b", 0.7)):
+        (tmp_path / "teams" / name).mkdir(parents=True)
+        (tmp_path / "teams" / name / "metrics.json").write_text(json.dumps(
+            {"aggregates": {"balanced_accuracy": value, "specificity": value}}))
+        metrics.append(str(tmp_path / "teams" / name))
+    own = tmp_path / "my-ground-truth"
+    shutil.copytree(ROOT / "ground-truth" / TASK3, own)
+    (tmp_path / "link").symlink_to(repository_copy / "ground-truth" / TASK3)
+    truth = repository_copy / "ground-truth"
+    output, arguments = {
+        "the challenge's": (truth / TASK3, ["--metrics", *metrics]),
+        "inside the challenge's": (truth / TASK3 / "ranking", ["--metrics", *metrics]),
+        "all of them": (truth, ["--metrics", *metrics]),
+        "the repository": (repository_copy, ["--metrics", *metrics]),
+        "through a link": (tmp_path / "link" / "ranking", ["--metrics", *metrics]),
+        "the --ground-truth given": (own / "ranking", ["--metrics", *metrics, "--ground-truth", str(own)]),
+        "scored, the challenge's": (truth / TASK3, [*map(str, teams(TASK3)), "--ground-truth", str(own)]),
+    }[where]
+    before = tree(tmp_path)
+    result = run_from(repository_copy, TASK3, *arguments, "--output", str(output), "--resamples", "0")
+    line = assert_one_line(result, 2)
+    assert "--output" in line and "ground" in line, line
+    assert tree(tmp_path) == before  # neither ground truth, nor anything else, written
+
+
+# ---- named pipes ---------------------------------------------------------------------------------------
+
+
+def test_a_named_pipe_as_metrics_json_is_excluded_without_waiting(tmp_path):
+    good, pipe = tmp_path / "good", tmp_path / "pipe"
+    good.mkdir()
+    pipe.mkdir()
+    (good / "metrics.json").write_text('{"aggregates": {"c_index": 0.7}}')
+    os.mkfifo(pipe / "metrics.json")  # no writer: opening it for reading would wait for ever
+    result = run(TASK2, "--metrics", str(good), str(pipe), "--output", str(tmp_path / "out"), timeout=120)
+    assert result.returncode == 0, result.stderr
+    ranking = json.loads((tmp_path / "out" / "ranking.json").read_text())
+    assert [e["submission"] for e in ranking["leaderboards"][0]["entries"]] == ["good"]
+    assert [(e["submission"], e["exit_code"]) for e in ranking["excluded"]] == [("pipe", None)]
+    assert "not a regular file" in ranking["excluded"][0]["error"]
+
+
+@pytest.mark.parametrize("name", [MANIFEST, LOCK])
+def test_a_named_pipe_among_its_own_files_does_not_hang(tmp_path, name):
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "metrics.json").write_text('{"aggregates": {"c_index": 0.7}}')
+    (tmp_path / "out").mkdir()
+    os.mkfifo(tmp_path / "out" / name)
+    result = run(TASK2, "--metrics", str(good), "--output", str(tmp_path / "out"), timeout=120)
+    if name == MANIFEST:  # an unreadable list of what the last run wrote: nothing is deleted, the run goes on
+        assert result.returncode == 0, result.stderr
+    else:
+        assert "not a regular file" in assert_one_line(result, 2)
+        assert (tmp_path / "out" / name).exists() and not (tmp_path / "out" / "ranking.json").exists()
+
+
+# ---- SIGTERM, two runs at once, the machine's limits -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_task1(tmp_path_factory):
+    """Three HECKTOR task 1 teams of 300 cases each (the examples command's synthetic data): a
+    run with workers long enough to be stopped in the middle."""
+    folder = tmp_path_factory.mktemp("task1")
+    made = subprocess.run([sys.executable, "-m", "evaluation.examples", "hecktor2025-task1", "--out",
+                           str(folder / "example"), "--cases", "300"], cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    for name in ("team-a", "team-b", "team-c"):
+        shutil.copytree(folder / "example" / "input", folder / "teams" / name)
+    return folder / "example" / "ground-truth", sorted((folder / "teams").iterdir())
+
+
+def children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat_file.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.parametrize("moment", ["Scoring", "Statistics"])
+def test_sigterm_stops_the_workers_prints_one_line_and_leaves_nothing_partial(big_task1, tmp_path, moment):
+    ground_truth, team_folders = big_task1
+    out = tmp_path / "out"
+    command = subprocess.Popen([sys.executable, "-m", "evaluation.leaderboard", "hecktor2025-task1",
+                                *map(str, team_folders), "--ground-truth", str(ground_truth), "--output", str(out),
+                                "--workers", "2", "--resamples", "20000"], cwd=ROOT, env=ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in command.stdout:
+            if line.startswith(moment):
+                break
+        deadline = time.monotonic() + 60
+        while len(workers := children(command.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(workers) >= 2, "the pool's workers never started"
+        command.send_signal(signal.SIGTERM)
+        _, stderr = command.communicate(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    assert command.returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1] == STOPPED and "Traceback" not in stderr
+    assert not [pid for pid in workers if alive(pid)]  # no worker outlives the command
+    assert not (out / "ranking.json").exists()
+    assert hidden_files(out) <= {MANIFEST}  # no temporary file, no lock left
+
+
+def test_a_second_ranking_into_the_same_output_is_refused_while_the_first_runs(big_task1, tmp_path):
+    ground_truth, team_folders = big_task1
+    arguments = ["hecktor2025-task1", *map(str, team_folders), "--ground-truth", str(ground_truth),
+                 "--workers", "1", "--resamples", "50"]
+    out = tmp_path / "out"
+    first = subprocess.Popen([sys.executable, "-m", "evaluation.leaderboard", *arguments, "--output", str(out)],
+                             cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in first.stdout:
+            if line.startswith("Scoring"):
+                break
+        second = run(*arguments, "--output", str(out), timeout=120)
+        still_running = first.poll() is None
+        _, stderr = first.communicate(timeout=600)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert still_running  # the second one really ran while the first held the folder
+    line = assert_one_line(second, 3)
+    assert "Another final ranking is writing into" in line, line
+    assert first.returncode == 0, stderr
+    alone = tmp_path / "alone"
+    assert run(*arguments, "--output", str(alone)).returncode == 0
+    assert output_files(out) == output_files(alone)  # the first run's files only, none mixed in
+    assert not (out / LOCK).exists()
+
+
+FILE_LIMITS = [8, 12, 16, 24, 32, 48]
+
+
+@pytest.mark.parametrize("limit", FILE_LIMITS)
+def test_too_few_file_descriptors_is_the_machines_limit(tmp_path, limit):
+    """Under `ulimit -n`: the ranking is written (exit 0), or exit 3 saying the machine ran out
+    of file descriptors: never exit 4, never an excluded team, never a hang."""
+    import resource
+
+    def few_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "evaluation.leaderboard", "hecktor2025-task1",
+                             *map(str, valid_teams("hecktor2025-task1")), "--output", str(out), "--workers", "2",
+                             "--resamples", "50"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300,
+                            preexec_fn=few_files)
+    if result.returncode == 0:
+        assert json.loads((out / "ranking.json").read_text())["excluded"] == []
+    else:
+        line = assert_one_line(result, 3)
+        assert f"ran out of file descriptors under this machine's limit ({limit} open files" in line, line
+        assert not (out / "ranking.json").exists()
+
+
+def test_a_cluster_that_loses_every_worker_is_exit_3_in_bounded_time(dask_cluster, tmp_path):
+    """Both workers killed by pid once the command is connected: the units wait for workers that
+    never come; after Dask's no-workers-timeout (set here to 3 s for the command only) the run
+    stops with exit 3 and a line saying so."""
+    address, workers = dask_cluster
+    command = subprocess.Popen([sys.executable, "-m", "evaluation.leaderboard", "hecktor2025-task1",
+                                *map(str, teams("hecktor2025-task1")), "--resamples", "0", "--output",
+                                str(tmp_path / "out"), "--scheduler", address], cwd=ROOT,
+                               env={**ENV, "DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT": "3s"},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in command.stdout:
+            if line.startswith("Dask cluster"):
+                for worker in workers:
+                    worker.send_signal(signal.SIGKILL)
+                for worker in workers:
+                    worker.wait()
+                break
+        started = time.monotonic()
+        stdout, stderr = command.communicate(timeout=120)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    line = assert_one_line(subprocess.CompletedProcess(command.args, command.returncode, stdout, stderr), 3)
+    assert f"The Dask cluster {address} lost its workers: none for 3 s" in line, line
+    assert time.monotonic() - started < 60
+    assert not (tmp_path / "out" / "ranking.json").exists()

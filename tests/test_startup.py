@@ -130,15 +130,21 @@ def test_a_run_imports_only_the_libraries_its_challenge_uses(name, tmp_path):
 
 @pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])
 def test_the_command_runs_with_one_openblas_thread_unless_told(given, expected):
-    """The entry point sets OPENBLAS_NUM_THREADS before numpy is imported (its spinning thread pool
-    costs ~0.1 s of CPU per run); an explicit value is kept."""
+    """The entry point sets OPENBLAS_NUM_THREADS before numpy is loaded (its spinning thread pool
+    costs ~0.1 s of CPU per run); an explicit value is kept. Read from the OpenBLAS the command
+    runs with (threadpoolctl), which the entry point loads before the command's module."""
     import os
 
     probe = ("import os, sys, types\n"
              "from evaluation import launch\n"
              "probe = types.ModuleType('probe')\n"
-             "probe.main = lambda argv: print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules) or 0\n"
+             "def main(argv):\n"
+             "    from threadpoolctl import threadpool_info\n"
+             "    print(os.environ.get('OPENBLAS_NUM_THREADS'), *sorted({str(pool['num_threads']) for pool in "
+             "threadpool_info() if pool['internal_api'] == 'openblas'}))\n"
+             "probe.main = main\n"
              "sys.modules['probe'] = probe\n"
+             "assert 'numpy' not in sys.modules\n"
              "launch._run('probe')\n")
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if given is not None:
@@ -146,7 +152,7 @@ def test_the_command_runs_with_one_openblas_thread_unless_told(given, expected):
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [expected, "False"]
+    assert result.stdout.split() == [expected, str(min(int(expected), os.cpu_count()))]  # OpenBLAS: at most the CPUs
 
 
 # ---- an old Python -----------------------------------------------------------------------------

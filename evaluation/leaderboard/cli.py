@@ -14,18 +14,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
+import signal
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from evaluation import __version__
 from evaluation.challenges import challenge_class, named_challenge
-from evaluation.errors import EXIT_OK, SetupError, UsageError
-from evaluation.framework import default_workers, log
+from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError, machine_limit
+from evaluation.framework import default_workers, log, stop_workers
 from evaluation.grand_challenge import (
     BAKED_GROUND_TRUTH_DIR,
     METRICS_FILE,
@@ -33,6 +36,7 @@ from evaluation.grand_challenge import (
     metrics_json,
     resolve_ground_truth_dir,
     value_at_path,
+    write_atomically,
 )
 from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.leaderboard.rules import TIE_METHODS
@@ -126,10 +130,9 @@ def read_metrics_file(challenge: str, path: Path, ranked_paths: tuple[str, ...] 
     """A metrics.json of --metrics mode, or ValueError saying why it cannot be ranked."""
     file = path / METRICS_FILE if path.is_dir() else path
     try:
-        with open(file, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise ValueError(f"{file} is not a regular file")
-            data = handle.read(MAX_METRICS_BYTES + 1)
+        data = _read_regular_file(file, MAX_METRICS_BYTES)
+        if data is None:
+            raise ValueError(f"{file} is not a regular file")
         if len(data) > MAX_METRICS_BYTES:
             raise ValueError(f"{file} is larger than {MAX_METRICS_BYTES // 2**20} MiB, too large for a metrics.json")
         document = json.loads(data.decode("utf-8"))
@@ -157,10 +160,38 @@ def read_metrics_file(challenge: str, path: Path, ranked_paths: tuple[str, ...] 
     return document
 
 
+def _read_regular_file(file: Path, max_bytes: int) -> bytes | None:
+    """At most max_bytes + 1 bytes of `file`, or None when it is not a regular file: opened
+    without waiting (a named pipe with no writer would block the open) and checked before any
+    read (a device would be read without end). OSError when it cannot be opened."""
+    descriptor = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        size = info.st_size
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(min(size, max_bytes) + 1)  # read(n) reserves n bytes at once
+    finally:
+        os.close(descriptor)
+
+
+def ground_truth_folders(explicit: Path | None) -> list[tuple[str, Path]]:
+    """Every ground truth the output must stay apart from, in both modes: this repository's
+    ground-truth/ (every challenge's, and what export.sh ships from it), the platform's paths,
+    and the --ground-truth given."""
+    folders = [("the ground-truth folder", explicit)] if explicit is not None else []
+    folders.append(("the repository's ground truth", REPOSITORY_GROUND_TRUTH))
+    folders += [("the platform's ground truth", path) for path in (BAKED_GROUND_TRUTH_DIR, UPLOADED_GROUND_TRUTH_DIR)
+                if path.is_dir()]
+    return folders
+
+
 def check_output(output: Path, inputs: list[tuple[str, Path]]) -> None:
     """Before anything is written: --output is a folder (or can be one), apart from every input
-    (neither equal to, inside nor containing the ground truth or a submission), and none of the
-    paths the command writes through is a link (nothing outside --output is written or deleted)."""
+    (neither equal to, inside nor containing a ground truth or a submission, links followed), and
+    none of the paths the command writes through is a link (nothing outside --output is written
+    or deleted)."""
     if os.path.lexists(output) and not output.is_dir():
         raise UsageError(f"--output {output} exists and is not a folder: give a folder.")
     resolved = Path(os.path.realpath(output))
@@ -171,7 +202,7 @@ def check_output(output: Path, inputs: list[tuple[str, Path]]) -> None:
                              f"folder apart from the inputs.")
         if resolved in other.parents:
             raise UsageError(f"--output {output} contains {what} ({path}): give a folder apart from the inputs.")
-    links = [output / name for name in (CHARTS, "submissions", "report.html", MANIFEST)]
+    links = [output / name for name in (CHARTS, "submissions", "report.html", MANIFEST, LOCK)]
     for folder in (output / CHARTS, output / "submissions"):
         if folder.is_dir() and not folder.is_symlink():
             links += sorted(folder.iterdir())
@@ -194,6 +225,7 @@ def document_json(document: Any) -> str:
 
 CHARTS = "charts"
 MANIFEST = ".leaderboard-outputs.json"  # what the last run wrote: the only files a later run may delete
+LOCK = ".leaderboard-lock"  # held (flock) by the run writing into the folder; removed when it ends
 
 
 def write_json(path: Path, document: Any) -> Path:
@@ -208,25 +240,17 @@ def write_json(path: Path, document: Any) -> Path:
 
 
 def write_text(path: Path, text) -> Path:
-    """The whole file or none: written beside it under a temporary name, then renamed; a failed
+    """The whole file or none (the evaluation's grand_challenge.write_atomically: a new private
+    temporary file beside it, never a name a link could be planted at, then renamed); a failed
     write (no space left, say) removes the temporary file and is exit 3 in one line. `text` is
-    the text, or a function writing it to the open file."""
-    temporary = path.with_name(f".{path.name}.partial")
+    the text, or a function writing it to the open file. Not forced to disk file by file: a run
+    writes one metrics.json per team, and one that a crash cut short is run again."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "w", encoding="utf-8") as handle:
-            if callable(text):
-                text(handle)
-            else:
-                handle.write(text)
-        os.replace(temporary, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        if not isinstance(error, OSError):
-            raise
+        return write_atomically(path.parent, text, path.name, sync=False)
+    except OSError as error:
+        if machine_limit(error):
+            raise  # too many open files: the command's line about the machine's limit
         raise SetupError(f"{path} could not be written ({error.strerror or error}).") from None
-    return path
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV injection rule
@@ -274,17 +298,15 @@ def ranking_csv(leaderboard: dict[str, Any], statistics: dict[str, Any] | None =
 
 
 def run(args: argparse.Namespace) -> int:
-    from evaluation.leaderboard.standings import entries, rank_leaderboard
-
     started = time.perf_counter()
     challenge = challenge_class(args.challenge)
     if not challenge.final_rankings:
         raise SetupError(f"{args.challenge} declares no final ranking rule.")
     submissions = named_submissions(args.submissions, args.metrics)
     ground_truth_dir = None if args.metrics else _ground_truth_dir(args.ground_truth, args.challenge)
-    inputs = [(f"the submission {name}", _team_folder(path, args.metrics)) for name, path in submissions]
-    if ground_truth_dir is not None:
-        inputs.insert(0, ("the ground-truth folder", ground_truth_dir))
+    # --ground-truth is kept apart from the output with --metrics too (the ground truth is never written).
+    inputs = [*ground_truth_folders(ground_truth_dir or args.ground_truth),
+              *((f"the submission {name}", _team_folder(path, args.metrics)) for name, path in submissions)]
     check_output(args.output, inputs)
     report_module = _report_module()  # before any scoring: a missing library must not waste the run
     if args.scheduler is not None and not args.metrics:
@@ -294,9 +316,22 @@ def run(args: argparse.Namespace) -> int:
     log(f"evaluation {__version__}: final ranking of {len(submissions)} submission(s) for {challenge.title}")
     try:
         args.output.mkdir(parents=True, exist_ok=True)
-        (args.output / "ranking.json").unlink(missing_ok=True)  # an earlier run's marker: a failed run leaves none
     except OSError as error:
         raise SetupError(f"The output folder {args.output} cannot be used ({error.strerror or error}).") from None
+    with output_lock(args.output):
+        try:
+            (args.output / "ranking.json").unlink(missing_ok=True)  # an earlier run's marker: a failed run leaves none
+        except OSError as error:
+            raise SetupError(f"The output folder {args.output} cannot be used ({error.strerror or error}).") from None
+        return _rank(args, challenge, submissions, ground_truth_dir, report_module, started)
+
+
+def _rank(args: argparse.Namespace, challenge, submissions: list[tuple[str, Path]], ground_truth_dir: Path | None,
+          report_module, started: float) -> int:
+    """The run once --output is checked and locked: scoring (or reading), ranking, statistics,
+    the files, ranking.json last."""
+    from evaluation.leaderboard.standings import entries, rank_leaderboard
+
     previous = _previous_outputs(args.output)
     written: list[Path] = []
     notes: list[str] = []
@@ -366,15 +401,24 @@ def run(args: argparse.Namespace) -> int:
     written += report_module.write_report(args.output, _with_distributions(ranking, distributions), curves, titles,
                                           write=write_text)
     _remove_stale(args.output, previous, written)
+    global _finishing
+    _finishing = True  # from here a SIGTERM is ignored: the run ends with ranking.json, exit 0
     path = write_json(args.output / "ranking.json", ranking)  # last: the success marker
     log(f"Wrote {path} ({len(documents)} ranked, {len(excluded)} excluded) in {time.perf_counter() - started:.1f} s.")
     return EXIT_OK
 
 
+MAX_MANIFEST_BYTES = 64 * 2**20  # a path per file written: 100,000 teams fit
+
+
 def _previous_outputs(output: Path) -> list[str]:
-    """What the last run in this folder wrote (its manifest), as relative paths; [] without one."""
+    """What the last run in this folder wrote (its manifest), as relative paths; [] without one
+    (or with one that is not a regular file, too large or not JSON: nothing is deleted then)."""
     try:
-        listed = json.loads((output / MANIFEST).read_text(encoding="utf-8"))
+        data = _read_regular_file(output / MANIFEST, MAX_MANIFEST_BYTES)
+        if data is None or len(data) > MAX_MANIFEST_BYTES:
+            return []
+        listed = json.loads(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return []
     return [item for item in listed if isinstance(item, str)] if isinstance(listed, list) else []
@@ -460,9 +504,96 @@ def _with_distributions(ranking: dict[str, Any], distributions: dict[str, dict[s
     return {**ranking, "statistics": {**ranking["statistics"], "leaderboards": boards}}
 
 
+class OutputInUse(SetupError):
+    """Another final ranking holds the output folder's lock: exit 3, this line as it is."""
+
+    framed = True
+
+
+@contextlib.contextmanager
+def output_lock(output: Path) -> Iterator[None]:
+    """The run's hold on --output: an exclusive flock on output/.leaderboard-lock (created, never
+    through a link), so that a second final ranking into the same folder is refused at once (exit
+    3, one line) instead of mixing its files with the first one's. The file is removed at the end,
+    the lock still held; a run that waited on a removed file takes the new one."""
+    import fcntl
+
+    path = output / LOCK
+    while True:
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.EISDIR):
+                raise UsageError(f"{path} is {'a link' if error.errno == errno.ELOOP else 'a folder'}: the final "
+                                 f"ranking keeps its lock there; remove it or give another --output.") from None
+            raise SetupError(f"The output folder {output} cannot be used ({error.strerror or error}).") from None
+        try:
+            held = os.fstat(descriptor)
+            if not stat.S_ISREG(held.st_mode):
+                raise UsageError(f"{path} is not a regular file: the final ranking keeps its lock there; remove it or "
+                                 f"give another --output.")
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OutputInUse(f"Another final ranking is writing into {output} (it holds {path}); wait for it "
+                                  f"to end, or give another --output.") from None
+            except OSError as error:
+                raise SetupError(f"The output folder {output} cannot be locked ({error.strerror or error}).") from None
+            try:
+                now = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                break
+        except BaseException:
+            os.close(descriptor)
+            raise
+        os.close(descriptor)  # removed by the run that held it meanwhile: take the new one
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(descriptor)
+
+
+STOPPED = ("The final ranking was stopped (SIGTERM) before it finished; no ranking.json was written (the files "
+           "already replaced are whole).")
+_finishing = False  # ranking.json is being written: a SIGTERM now is spent, the run ends with exit 0
+
+
+def _on_sigterm(signum, frame) -> None:
+    """SIGTERM: the pool's workers killed now, then the main thread unwinds (each file being
+    written is removed on the way, the lock released), one last line, exit 143."""
+    if _finishing:
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the unwinding is not interrupted again
+    stop_workers()
+    raise Terminated(STOPPED)
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """SIGTERM raises Terminated in the main thread for the time of a run; the handler is
+    restored after (main() is also called inside other programs and tests)."""
+    global _finishing
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: signals are the program's that runs it
+        yield
+        return
+    _finishing = False
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        _finishing = False
+
+
 def main(argv: list[str] | None = None) -> int:
     # The ground truth or the setup failing stops the whole ranking: no fault of the submissions.
-    return run_command(_main, argv, blamed=BLAMED, requirements="requirements-leaderboard.txt")
+    with _stopped_by_sigterm():
+        return run_command(_main, argv, blamed=BLAMED, requirements="requirements-leaderboard.txt")
 
 
 def _main(argv: list[str] | None) -> int:

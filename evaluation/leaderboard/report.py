@@ -50,6 +50,7 @@ has neither.
 
 from __future__ import annotations
 
+import errno
 import html
 import json
 import math
@@ -58,6 +59,8 @@ import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from evaluation.machine import require_free_files
 
 PLOTTED_DIGITS = 6  # significant digits of a number drawn in a chart
 ROW_STEP = 20  # pixels per submission along a nominal axis
@@ -400,6 +403,7 @@ def spec_text(spec: dict) -> str:
 # platform's 5.1.0: the page's SVG is drawn with its oldest, 5.8. The specs written use nothing newer
 # than 5.1 (tests/test_browser.py draws each with 5.1.0 itself).
 VL_CONVERT_VERSION = "5.8"
+VL_CONVERT_FILES = 16  # the descriptors vl-convert's renderer opens (13 measured, vl-convert-python 1.9)
 
 
 def rendered_svg(name: str, spec: dict) -> str:
@@ -407,7 +411,15 @@ def rendered_svg(name: str, spec: dict) -> str:
     appearance (unique across the page, the same whatever vl-convert rendered before)."""
     import vl_convert
 
-    svg = vl_convert.vegalite_to_svg(spec, vl_version=VL_CONVERT_VERSION, allowed_base_urls=[])
+    try:
+        svg = vl_convert.vegalite_to_svg(spec, vl_version=VL_CONVERT_VERSION, allowed_base_urls=[])
+    except BaseException as error:  # a Rust panic is pyo3's PanicException, a BaseException
+        if not isinstance(error, Exception) and type(error).__name__ != "PanicException":
+            raise  # SIGTERM's Terminated, KeyboardInterrupt
+        if "Too many open files" in str(error):
+            raise OSError(errno.EMFILE, f"Too many open files (vl-convert, rendering {name})") from None
+        raise RuntimeError(f"vl-convert could not render the chart {name}: {type(error).__name__}: "
+                           f"{error}") from None
     renamed = {old: f"{name}-id{number}" for number, old in
                enumerate(dict.fromkeys(re.findall(r'\bid="([^"]+)"', svg)), start=1)}
     if not renamed:
@@ -542,7 +554,11 @@ def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]],
         path = output_dir / "charts" / f"{name}.vl.json"
         write(path, spec_text(spec))
         written.append(path)
-    # The page renders the very dict written to the file.
+    # The page renders the very dict written to the file. vl-convert's renderer opens its files on
+    # its first chart (13 measured): without them it panics, or its thread dies and the next chart
+    # fails, so whether they fit is checked first.
+    if specs:
+        require_free_files(VL_CONVERT_FILES, "vl-convert's renderer")
     svgs = {name: rendered_svg(name, spec) for name, spec in specs.items()}
     page = output_dir / "report.html"
     output_dir.mkdir(parents=True, exist_ok=True)

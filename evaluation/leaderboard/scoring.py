@@ -14,6 +14,8 @@ A submission whose cases are too little work to ship (RARE26 stacks, ISIC rows:
 
 from __future__ import annotations
 
+import signal
+import time
 import traceback
 from collections import deque
 from collections.abc import Iterator
@@ -21,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupError, one_line
-from evaluation.framework import Evaluation, log
+from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupError, machine_limit, one_line
+from evaluation.framework import _ACTIVE_POOLS, Evaluation, kill_pool_workers, log
 from evaluation.grand_challenge import Case
 from evaluation.launch import failure
 from evaluation.settings import Settings
@@ -123,6 +125,9 @@ def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
                 break
             scored.append(("ok", evaluation.score_against(case, truth)))
         except Exception as error:  # the container's handling: exit code and one line
+            if machine_limit(error):  # out of memory or of file descriptors: the machine's, stop the ranking
+                scored.append(("fatal", *failure(error, blamed=BLAMED), ""))
+                break
             code, line = failure(error)
             scored.append(("error", code, line, traceback.format_exc() if code == EXIT_INTERNAL else ""))
             break
@@ -136,6 +141,8 @@ def resample_unit(spec: ChallengeSpec, results: dict[str, Any], resamples: int, 
     except NotImplementedError as error:
         return str(error)
     except Exception as error:  # a bug of ours: the ranking stands, the statistics say why they are missing
+        if machine_limit(error):
+            raise  # the machine's limit stops the command (exit 3), as anywhere else
         traceback.print_exc()
         return f"resampling failed ({type(error).__name__}: {error}; please report it)"
 
@@ -143,6 +150,12 @@ def resample_unit(spec: ChallengeSpec, results: dict[str, Any], resamples: int, 
 def _init_pool_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
     _EVALUATIONS.clear()
     _EVALUATIONS[spec.key] = evaluation  # inherited by fork: the ground truth is not read again
+
+
+def _init_forked_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
+    _init_pool_worker(spec, evaluation)
+    # A worker dies at once on SIGTERM: the command's handler (forked with it) is the main process's.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 # ---- the driver --------------------------------------------------------------------------------
@@ -174,15 +187,19 @@ class Runner:
             from concurrent.futures import ProcessPoolExecutor
 
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
-                                             initializer=_init_pool_worker, initargs=(self.spec, self.evaluation))
+                                             initializer=_init_forked_worker, initargs=(self.spec, self.evaluation))
+            _ACTIVE_POOLS.append(self._pool)  # SIGTERM kills its workers (framework.stop_workers)
             self.window = 2 * self.workers
         else:
             _init_pool_worker(self.spec, self.evaluation)
             self.window = 1
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, *exc) -> None:
         if self._pool is not None:
+            _ACTIVE_POOLS.remove(self._pool)
+            if kind is not None:
+                kill_pool_workers(self._pool)  # the run failed: the units in flight are not waited for
             self._pool.shutdown(wait=True, cancel_futures=True)
         if self._client is not None:
             self._client.close()
@@ -218,7 +235,7 @@ class Runner:
         from evaluation.errors import SetupError
 
         try:
-            return future.result()
+            return future.result() if self._client is None else self._dask_result(future)
         except BrokenProcessPool:
             raise SetupError("A scoring process died, most likely killed for exceeding the memory limit; "
                              "rerun with fewer --workers.") from None
@@ -228,6 +245,49 @@ class Runner:
             # KilledWorker: the unit's workers died more often than its retries; a lost scheduler
             raise SetupError(f"The Dask cluster {self.scheduler} could not run a unit of work "
                              f"({type(error).__name__}: {error}); check its workers and rerun.") from None
+
+    def _dask_result(self, future):
+        """The unit's result, waiting while the cluster has workers: once it has had none for
+        no_workers_timeout() seconds (all dead, say), SetupError in one line rather than a wait
+        without end."""
+        from evaluation.errors import SetupError
+
+        bound = no_workers_timeout()
+        without_workers_since = None
+        while True:
+            try:
+                return future.result(timeout=WORKERS_POLL_SECONDS)
+            except TimeoutError:
+                pass
+            try:
+                workers = len(self._client.nthreads())
+            except (OSError, TimeoutError):  # the scheduler is gone too
+                workers = 0
+            if workers:
+                without_workers_since = None
+                continue
+            now = time.monotonic()
+            without_workers_since = without_workers_since or now
+            if now - without_workers_since >= bound:
+                raise SetupError(f"The Dask cluster {self.scheduler} lost its workers: none for {bound:g} s while "
+                                 f"units of work waited; start workers (dask worker {self.scheduler}) and rerun, "
+                                 f"or set Dask's distributed.scheduler.no-workers-timeout to wait longer.")
+
+
+# How long a final ranking waits for a Dask cluster that has no worker: Dask's own setting of the
+# scheduler's wait, distributed.scheduler.no-workers-timeout, when it is set (in dask's config, or
+# DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT=10m for a cluster that starts its workers on
+# demand), else this.
+NO_WORKERS_SECONDS = 60.0
+WORKERS_POLL_SECONDS = 1.0
+
+
+def no_workers_timeout() -> float:
+    import dask
+    from dask.utils import parse_timedelta
+
+    setting = dask.config.get("distributed.scheduler.no-workers-timeout", None)
+    return NO_WORKERS_SECONDS if setting is None else float(parse_timedelta(setting, default="s"))
 
 
 def probe_scheduler(address: str, timeout: float = 30) -> None:
@@ -271,6 +331,8 @@ def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
     try:
         outcome.cases = evaluation.cases(input_dir)
     except Exception as error:  # exit 3 here is this folder's predictions.json (the platform's input): excluded
+        if machine_limit(error):
+            raise  # but the machine's limit stops the command (exit 3)
         outcome.exit_code, outcome.error = failure(error)
         if outcome.exit_code == EXIT_INTERNAL:
             traceback.print_exc()
@@ -347,6 +409,8 @@ def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> No
         outcome.exit_code, outcome.error, outcome.cases = code, line, []
         return
     except Exception as error:
+        if machine_limit(error):  # the aggregate step out of memory: the machine's, not this team's
+            raise GroundTruthFault(*failure(error, blamed=BLAMED)) from None
         outcome.exit_code, outcome.error = failure(error)
         traceback.print_exc()
         outcome.cases = []

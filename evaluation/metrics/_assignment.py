@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from evaluation.machine import load_scipy
+
 
 def min_cost_matching(rows: np.ndarray, columns: np.ndarray, costs: np.ndarray, dense_cells: int) -> np.ndarray:
     """Positions (sorted) of the pairs (rows[k], columns[k]) of the matching of least total cost;
     every cost < 0, the pairs distinct."""
+    load_scipy()  # SciPy's OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
     from scipy.sparse import csr_array
     from scipy.sparse.csgraph import connected_components
 

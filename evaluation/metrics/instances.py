@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.machine import load_scipy
 from evaluation.metrics.overlap import dice_from_counts
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
@@ -309,6 +310,7 @@ def _largest_total(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray) -
         from evaluation.metrics._assignment import min_cost_matching
 
         return min_cost_matching(rows, columns, -weights, _DENSE_CELLS)
+    load_scipy()  # SciPy's OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
     from scipy.optimize import linear_sum_assignment
 
     matrix = np.zeros((n_rows, n_columns))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.machine import load_scipy
 from evaluation.metrics.froc import (
     FrocCurve,
     SlideHits,
@@ -94,6 +95,7 @@ def _check_inclusive(inclusive) -> bool:
 def _pairs(truth: np.ndarray, prediction: np.ndarray, radius: float, spacing: np.ndarray, inclusive: bool):
     if len(truth) == 0 or len(prediction) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    load_scipy()  # SciPy's OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
     from scipy.spatial import cKDTree
 
     scaled_truth, scaled_prediction = truth * spacing, prediction * spacing

@@ -59,6 +59,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from evaluation.machine import load_scipy
 from evaluation.metrics import validation
 from evaluation.metrics.overlap import check_empty_policy, label_overlap_counts
 from evaluation.metrics.registry import metric
@@ -451,6 +452,7 @@ def _mostly_far(tree, points: np.ndarray, spacing: np.ndarray, bound: float, n_t
 def _distances_by_tree(elements: np.ndarray, target: np.ndarray, spacing: np.ndarray, bounded: bool) -> np.ndarray:
     """By a KD-tree of the target's points: within a bound first, then without for at most
     FAR_QUERIES points that found nothing within it (more: the distance transform)."""
+    load_scipy()  # SciPy's OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
     from scipy.spatial import cKDTree  # imported here: challenges without surfaces never pay for it
 
     points, target_points = _coordinates(elements, target.shape), np.argwhere(target)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from evaluation.errors import EvaluationError, SetupError, SubmissionError
+from evaluation.errors import EvaluationError, SetupError, SubmissionError, machine_limit
 
 # Linux limits a path component to 255 bytes and a path to 4096: a longer name in a submission
 # (or in predictions.json) would make the operating system raise, so it is refused first.
@@ -53,6 +54,9 @@ class Origin:
         return cls(_as_path(root), SetupError)
 
     def fail(self, message: str) -> NoReturn:
+        handled = sys.exc_info()[1]  # the error this refusal was made from, when there is one
+        if handled is not None and machine_limit(handled):
+            raise handled  # too many open files, no memory: the machine's limit, never this file's fault
         raise self.error(message)
 
     @property
@@ -272,6 +276,13 @@ def _any_link(real_root: str, names: list[str]) -> bool:
     return False
 
 
+def _raise_machine_limit(error: Exception) -> None:
+    """Raises `error` when it is the machine's limit (too many open files): not a sign that the
+    file is missing or a link, which the caller takes None for."""
+    if machine_limit(error):
+        raise error
+
+
 def _open_regular_file(real_root: str, names: list[str], opening_errors: bool = False) -> tuple[int, int] | None:
     """(descriptor, size) of the regular file real_root/names, reached without following a link:
     each folder opened in the one before with O_NOFOLLOW, the file checked by lstat before it is
@@ -280,13 +291,15 @@ def _open_regular_file(real_root: str, names: list[str], opening_errors: bool = 
     (permissions) is raised when `opening_errors`, else None too."""
     try:
         folder = os.open(real_root, _FOLDER_FLAGS)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as error:
+        _raise_machine_limit(error)
         return None
     try:
         for name in names[:-1]:
             try:
                 inner = os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=folder)
-            except (OSError, ValueError):
+            except (OSError, ValueError) as error:
+                _raise_machine_limit(error)
                 return None
             os.close(folder)
             folder = inner
@@ -299,6 +312,7 @@ def _open_regular_file(real_root: str, names: list[str], opening_errors: bool = 
         try:
             descriptor = os.open(names[-1], _FILE_FLAGS, dir_fd=folder)
         except OSError as error:
+            _raise_machine_limit(error)
             if opening_errors and error.errno not in (errno.ELOOP, errno.ENOENT):
                 raise
             return None

@@ -137,12 +137,18 @@ class ImageFile:
             self.origin.fail(f"{self.what}: {self.name} claims {shape_text(self.shape)} voxels, more than can be read.")
         import SimpleITK as sitk
 
+        from evaluation.machine import require_free_memory
+
+        # The reader's buffer and ITK's image, at most: whether they fit is asked first, since a
+        # NIfTI reader that cannot allocate says only that it failed, as for a corrupt file.
+        decoded = 2 * int(np.prod(self.shape, dtype=np.float64)) * self.components * self.component_bytes
+        require_free_memory(decoded, decoded)
         reader = sitk.ImageFileReader()
         reader.SetImageIO(self.image_io)
         reader.SetFileName(str(self.path))
         try:
             image = reader.Execute()
-        except RuntimeError:
+        except RuntimeError:  # ITK's own out-of-memory error is the machine's limit (Origin.fail)
             self.origin.fail(f"{self.what}: {self.name} cannot be decoded (its data is truncated or corrupt).")
         array = _pixels(image)
         if expected_shape is not None and array.ndim == len(expected_shape) + 1:
