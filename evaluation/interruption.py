@@ -82,9 +82,26 @@ def remove_tree(path: Path) -> None:
     with held():
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
+            if os.path.lexists(path):
+                _remove_by_paths(path)
         elif os.path.lexists(path):
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def _remove_by_paths(path: Path) -> None:
+    """What rmtree left, removed by path, deepest first. rmtree holds a descriptor open for every
+    level of the tree it descends, so under a tight limit of open files (the very failure a
+    command may be cleaning up after) it gives up; os.walk holds one at a time."""
+    for folder, subfolders, files in os.walk(path, topdown=False):
+        for name in files + [d for d in subfolders if os.path.islink(os.path.join(folder, d))]:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+        for name in subfolders:
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(folder, name))
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 @contextlib.contextmanager

@@ -631,6 +631,25 @@ def test_a_half_installed_challenge_names_every_path_to_remove(tmp_path, reposit
     remove_challenge(repository, name)
 
 
+
+@pytest.mark.slow
+def test_too_few_open_files_is_the_machines_limit_and_leaves_no_scratch(tmp_path, repository):
+    """Under `ulimit -n 8` the build runs out of file descriptors: exit 3 with the machine's line
+    (once exit 4, the template's bug), and nothing left, not even the scratch folder, whose
+    removal itself needs descriptors (rmtree holds one per level: it gave up, and the rerun was
+    refused naming the scratch folder). Without the limit the same command then works."""
+    name = "acmefiles"
+    limited = ["sh", "-c", 'ulimit -n 8; exec "$@"', "sh", *new_command(name)]
+    report = reaped(tmp_path, limited, cwd=repository, env=environment(tmp_path, repository))
+    line = one_line(report, 3)
+    assert "file descriptors" in line and "limit (8 open files" in line, line
+    assert installed(repository, name) == [] and scratch_folders(repository) == []
+    no_process_left(report)
+    again = scaffold(tmp_path, repository, name)
+    assert again["code"] == 0, again["stderr"]
+    assert installed(repository, name) == new_paths(name)
+    remove_challenge(repository, name)
+
 # ---- 5. image_requirements on a malformed declaration or an unreadable file ---------------------------------
 
 @pytest.fixture
