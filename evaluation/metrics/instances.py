@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.metrics._assignment import greedy_matching, is_one_to_one, min_cost_matching
 from evaluation.metrics.overlap import dice_from_counts
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
@@ -168,21 +169,13 @@ def instance_overlaps(truth_labels, prediction_labels) -> InstanceOverlaps:
 
 
 @dataclass(frozen=True)
-class InstanceMatching:
-    """Detection counts of one image and the matched pairs.
-
-    tp: true instances found (matched); fp: predicted instances matched to none; fn: true
-    instances matched to none. One to one, tp is the number of pairs; many to one or many to
-    many, a true instance with several matched predictions counts once. The pairs (labels of
-    the true and predicted instance, and the criterion of the pair) are sorted by true, then
-    predicted label."""
+class DetectionCounts:
+    """TP, FP and FN of one image's matching, and the ratios read off them (the instance and the
+    point matchings' results both are such counts)."""
 
     tp: int
     fp: int
     fn: int
-    truth_ids: np.ndarray
-    prediction_ids: np.ndarray
-    values: np.ndarray
 
     @property
     def f1(self) -> float:
@@ -198,6 +191,21 @@ class InstanceMatching:
     def recall(self) -> float:
         """TP / (TP + FN); NaN when there is nothing to find."""
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
+
+
+@dataclass(frozen=True)
+class InstanceMatching(DetectionCounts):
+    """Detection counts of one image and the matched pairs.
+
+    tp: true instances found (matched); fp: predicted instances matched to none; fn: true
+    instances matched to none. One to one, tp is the number of pairs; many to one or many to
+    many, a true instance with several matched predictions counts once. The pairs (labels of
+    the true and predicted instance, and the criterion of the pair) are sorted by true, then
+    predicted label."""
+
+    truth_ids: np.ndarray
+    prediction_ids: np.ndarray
+    values: np.ndarray
 
 
 def check_threshold(threshold, criterion: str) -> float:
@@ -266,10 +274,10 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
         first = np.ones(len(order), dtype=bool)
         first[1:] = prediction_index[order][1:] != prediction_index[order][:-1]
         chosen = np.sort(order[first])
-    elif assignment == "many_to_many" or _is_matching(truth_index, prediction_index):
+    elif assignment == "many_to_many" or is_one_to_one(truth_index, prediction_index):
         chosen = np.arange(len(candidates))
-    elif assignment == "greedy":
-        chosen = _greedy(truth_index, prediction_index, values)
+    elif assignment == "greedy":  # descending value, ties: lower true, then lower predicted label
+        chosen = greedy_matching(np.lexsort((prediction_index, truth_index, -values)), truth_index, prediction_index)
     else:
         weights = values + 1.0 if assignment == "hungarian_most_matches" else values
         chosen = _largest_total(truth_index, prediction_index, weights)
@@ -281,23 +289,6 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
                             overlaps.prediction_ids[prediction_index], values)
 
 
-def _is_matching(rows: np.ndarray, columns: np.ndarray) -> bool:
-    """Whether no row and no column appears twice: the pairs are already one to one."""
-    return len(np.unique(rows)) == len(rows) and len(np.unique(columns)) == len(columns)
-
-
-def _greedy(rows: np.ndarray, columns: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Positions of the pairs taken by descending value (ties: lower row, then lower column)."""
-    order = np.lexsort((columns, rows, -values))
-    used_rows, used_columns, taken = set(), set(), []
-    for k, row, column in zip(order.tolist(), rows[order].tolist(), columns[order].tolist(), strict=True):
-        if row not in used_rows and column not in used_columns:
-            used_rows.add(row)
-            used_columns.add(column)
-            taken.append(k)
-    return np.sort(np.asarray(taken, dtype=np.int64))
-
-
 def _largest_total(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Positions of the one-to-one pairs with the largest total weight (weights > 0): scipy's
     linear_sum_assignment on the dense matrix of the rows and columns present, or, above
@@ -306,8 +297,6 @@ def _largest_total(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray) -
     column_ids, column_of = np.unique(columns, return_inverse=True)
     n_rows, n_columns = len(row_ids), len(column_ids)
     if n_rows * n_columns > _DENSE_CELLS:
-        from evaluation.metrics._assignment import min_cost_matching
-
         return min_cost_matching(rows, columns, -weights, _DENSE_CELLS)
     from scipy.optimize import linear_sum_assignment
 

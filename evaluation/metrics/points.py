@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.metrics._assignment import greedy_matching, is_one_to_one, min_cost_matching
 from evaluation.metrics.froc import (
     FrocCurve,
     SlideHits,
@@ -24,7 +25,7 @@ from evaluation.metrics.froc import (
     mean_sensitivity,
     weighted_froc_sensitivities,
 )
-from evaluation.metrics.instances import f1_from_counts
+from evaluation.metrics.instances import DetectionCounts
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_choice,
@@ -111,31 +112,13 @@ def _pairs(truth: np.ndarray, prediction: np.ndarray, radius: float, spacing: np
 
 
 @dataclass(frozen=True)
-class PointMatching:
+class PointMatching(DetectionCounts):
     """Detection counts of one image and the matched pairs (indices into the truth and
     prediction arrays, sorted by truth index): one to one, so TP is the number of pairs, FP =
-    predictions − TP, FN = truths − TP."""
+    predictions − TP, FN = truths − TP; f1, precision and recall as DetectionCounts'."""
 
-    tp: int
-    fp: int
-    fn: int
     truth_index: np.ndarray
     prediction_index: np.ndarray
-
-    @property
-    def f1(self) -> float:
-        """2TP / (2TP + FP + FN); 1.0 when all three are 0 (nothing to find, nothing found)."""
-        return f1_from_counts(self.tp, self.fp, self.fn)
-
-    @property
-    def precision(self) -> float:
-        """TP / (TP + FP); NaN when nothing was predicted."""
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
-
-    @property
-    def recall(self) -> float:
-        """TP / (TP + FN); NaN when there is nothing to find."""
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
 
 
 @metric(kind="points", better=None, returns="PointMatching", scaled=("radius",),
@@ -167,7 +150,7 @@ def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive
       (equal distances: lower index): evalutils' score_detection, which is not a maximum
       matching (an earlier true point can take the only prediction a later one had).
     F1, precision and recall are properties of the result; sum TP, FP and FN over images and
-    call f1_from_counts for a pooled F1.
+    call instances.f1_from_counts for a pooled F1.
     """
     truth, prediction, spacing = check_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
@@ -178,33 +161,20 @@ def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive
     elif assignment == "greedy_by_score":
         raise ValueError("assignment 'greedy_by_score' needs scores (one per predicted point)")
     truth_index, prediction_index, distances = _pairs(truth, prediction, radius, spacing, inclusive)
-    if _one_to_one(truth_index, prediction_index):
+    if is_one_to_one(truth_index, prediction_index):
         chosen = np.arange(len(truth_index))
     elif assignment == "greedy_by_truth":
-        chosen = _greedy(np.lexsort((prediction_index, distances, truth_index)), truth_index, prediction_index)
+        chosen = greedy_matching(np.lexsort((prediction_index, distances, truth_index)), truth_index,
+                                 prediction_index)
     elif assignment == "greedy_by_score":
         rank = np.empty(len(prediction), dtype=np.int64)
         rank[np.argsort(-scores, kind="stable")] = np.arange(len(prediction))
-        chosen = _greedy(np.lexsort((truth_index, distances, rank[prediction_index])), truth_index, prediction_index)
+        chosen = greedy_matching(np.lexsort((truth_index, distances, rank[prediction_index])), truth_index,
+                                 prediction_index)
     else:
         chosen = _maximum_matching(truth_index, prediction_index, distances)
     tp = len(chosen)
     return PointMatching(tp, len(prediction) - tp, len(truth) - tp, truth_index[chosen], prediction_index[chosen])
-
-
-def _one_to_one(rows: np.ndarray, columns: np.ndarray) -> bool:
-    return len(np.unique(rows)) == len(rows) and len(np.unique(columns)) == len(columns)
-
-
-def _greedy(order: np.ndarray, truth_index: np.ndarray, prediction_index: np.ndarray) -> np.ndarray:
-    """The pairs taken in `order`, each when neither point is matched yet."""
-    used_truth, used_prediction, taken = set(), set(), []
-    for k, t, p in zip(order.tolist(), truth_index[order].tolist(), prediction_index[order].tolist(), strict=True):
-        if t not in used_truth and p not in used_prediction:
-            used_truth.add(t)
-            used_prediction.add(p)
-            taken.append(k)
-    return np.sort(np.asarray(taken, dtype=np.int64))
 
 
 def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, distances: np.ndarray) -> np.ndarray:
@@ -212,8 +182,6 @@ def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, dis
     group by group (evaluation/metrics/_assignment.py): a pair costs d − B with B above
     (pairs + 1) × the largest distance, so one more pair always lowers the total more than any
     distances can raise it."""
-    from evaluation.metrics._assignment import min_cost_matching
-
     most_pairs = min(len(np.unique(truth_index)), len(np.unique(prediction_index)))
     bonus = (most_pairs + 1) * (float(distances.max()) + 1.0)
     return min_cost_matching(truth_index, prediction_index, distances - bonus, _DENSE_CELLS)
