@@ -25,6 +25,7 @@ from evaluation.metrics.validation import (
     check_connectivity,
     check_empty_value,
     check_in_range,
+    check_label_maps,
     check_masks,
     check_nonnegative,
     check_spacing,
@@ -90,19 +91,6 @@ class InstanceOverlaps:
         return self.intersections.astype(np.float64)
 
 
-def check_instance_maps(truth_labels, prediction_labels) -> tuple[np.ndarray, np.ndarray]:
-    """Two instance label maps of one shape: integers >= 0 (booleans are one instance)."""
-    truth, prediction = np.asarray(truth_labels), np.asarray(prediction_labels)
-    if truth.shape != prediction.shape:
-        raise ValueError(f"truth and prediction label maps differ in shape: {truth.shape} and {prediction.shape}")
-    for name, labels in (("truth", truth), ("prediction", prediction)):
-        if labels.dtype.kind not in "biu":
-            raise ValueError(f"{name} must be a label map of integers (0 background), got {labels.dtype}")
-        if labels.dtype.kind == "i" and labels.size and labels.min() < 0:
-            raise ValueError(f"{name} holds negative labels; instance labels are >= 0 (0 background)")
-    return truth, prediction
-
-
 class _Labels:
     """The instances of one flattened label map: their labels, sizes, and a lookup from label to
     position, by np.bincount when the labels are small, else by np.unique of the nonzero voxels."""
@@ -143,7 +131,7 @@ def instance_overlaps(truth_labels, prediction_labels) -> InstanceOverlaps:
     Only voxels nonzero in the truth are paired, in slabs, so temporaries stay small even when a
     prediction is foreground almost everywhere; the joint histogram is sparse (one entry per
     overlapping pair)."""
-    truth, prediction = check_instance_maps(truth_labels, prediction_labels)
+    prediction, truth = check_label_maps(prediction_labels, truth_labels, nonnegative=True)
     flat_truth, flat_prediction = truth.reshape(-1), prediction.reshape(-1)
     true_instances, predicted_instances = _Labels(flat_truth), _Labels(flat_prediction)
     n_prediction = len(predicted_instances.ids)

@@ -235,8 +235,6 @@ def label_overlap_counts(prediction: np.ndarray, truth: np.ndarray, labels) -> L
     map holding 65,535 labels costs what a map of one label costs.
     """
     prediction, truth = validation.check_label_maps(prediction, truth)
-    if prediction.ndim < 1:
-        raise ValueError("label maps must have at least 1 dimension, got 0")
     labels = validation.check_labels(labels)
     n_labels = len(labels)
     intersection = np.zeros(n_labels + 1, dtype=np.int64)
@@ -338,11 +336,9 @@ def label_confusion(truth: np.ndarray, prediction: np.ndarray,
     is one streaming read of both maps plus work proportional to the foreground. With
     `box_label`, also the bounding box (slices, numpy axis order) of the voxels having that label
     in either map, or None if neither has it."""
-    truth, prediction = np.asarray(truth), np.asarray(prediction)
+    prediction, truth = validation.check_label_maps(prediction, truth)
     if truth.dtype != np.uint8 or prediction.dtype != np.uint8:
         raise ValueError(f"label maps must be uint8, got {truth.dtype} and {prediction.dtype}")
-    if truth.shape != prediction.shape:
-        raise ValueError(f"label maps differ in shape: {truth.shape} and {prediction.shape}")
     counts = np.zeros(256 * 256, dtype=np.int64)
     low = np.full(truth.ndim, np.iinfo(np.int64).max)
     high = np.full(truth.ndim, -1)

@@ -49,14 +49,20 @@ def as_bool(mask, name: str = "mask") -> np.ndarray:
     return mask != 0
 
 
-def check_label_maps(prediction, truth) -> tuple[np.ndarray, np.ndarray]:
-    """Two integer label maps of one shape (booleans are labels 0 and 1)."""
+def check_label_maps(prediction, truth, *, nonnegative: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Two integer label maps of one shape, at least 1-D (booleans are labels 0 and 1); with
+    `nonnegative`, no label below 0 (instance maps: 0 is the background, every other label one
+    instance)."""
     prediction, truth = np.asarray(prediction), np.asarray(truth)
     if prediction.shape != truth.shape:
         raise ValueError(f"prediction and truth differ in shape: {prediction.shape} and {truth.shape}")
+    if prediction.ndim < 1:
+        raise ValueError("label maps must have at least 1 dimension, got 0")
     for name, labels in (("prediction", prediction), ("truth", truth)):
         if labels.dtype.kind not in "biu":
             raise ValueError(f"{name} must be a label map of integers, got {labels.dtype}")
+        if nonnegative and labels.dtype.kind == "i" and labels.size and labels.min() < 0:
+            raise ValueError(f"{name} holds negative labels; labels are >= 0 (0 background)")
     return prediction, truth
 
 
