@@ -268,7 +268,7 @@ def test_roc_and_precision_recall_curves_are_scikit_learns():
     (lambda: roc_auc_score([[0, 1], [1, 0]], [[0.1, 0.2], [0.3, 0.4]], average="samples"), "average must be one of"),
     (lambda: roc_auc_score([0, 1, 2], MULTICLASS_SCORES[:3]), "multi_class='ovr'"),
     (lambda: roc_auc_score([0, 1, 3], MULTICLASS_SCORES[:3], multi_class="ovr", labels=[0, 1, 2]),
-     "outside the labels"),
+     "outside the declared labels"),
     (lambda: roc_auc_score([0, 1, 1], MULTICLASS_SCORES[:3], multi_class="ovr"), "3 columns, one per class"),
     (lambda: average_precision_score([[0, 2], [1, 0]], [[0.1, 0.2], [0.3, 0.4]]), "only 0 and 1"),
     (lambda: sensitivity_at_specificity([0, 1], [0.1, 0.2], 1.5), r"specificity must lie in \[0, 1\]"),

@@ -11,7 +11,10 @@ without editing this file; a kind without inputs in tests/metric_kinds/ fails he
 - each declared empty case gives its declared default, and the value passed for it;
 - 2D and 3D (or the kind's dimensions) give finite numbers on typical inputs;
 - dtype and memory order do not change the result;
-- no input is mutated.
+- no input is mutated;
+- a switch (a parameter whose default is True or False), an empty policy's value and a length
+  in the spacing's units refuse a value of the wrong type (a truthy string would pick a variant
+  silently).
 """
 
 from __future__ import annotations
@@ -210,3 +213,33 @@ def test_inputs_are_not_mutated(name, ndim):
         call(metric, tuple(frozen), ndim)
         for i, copy in zip(kind.arrays, copies, strict=True):
             assert np.array_equal(frozen[i], copy, equal_nan=True)
+
+
+def switches():
+    return [pytest.param(name, parameter, id=f"{name}-{parameter}") for name in NAMES
+            for parameter, declared in METRICS[name].parameters.items() if isinstance(declared.default, bool)]
+
+
+@pytest.mark.parametrize(("name", "parameter"), switches())
+def test_switches_take_only_true_or_false(name, parameter):
+    metric = METRICS[name]
+    ndim = kind_of(metric).ndims[0]
+    args = cases(metric, ndim)[0]
+    for wrong in ("no", 0, None):
+        with pytest.raises(ValueError, match=parameter):
+            call(metric, args, ndim, **{parameter: wrong})
+
+
+def numbers_by_parameter():
+    return [pytest.param(name, parameter, id=f"{name}-{parameter}") for name in NAMES
+            for parameter in (*METRICS[name].empty, *METRICS[name].scaled)]
+
+
+@pytest.mark.parametrize(("name", "parameter"), numbers_by_parameter())
+def test_empty_values_and_lengths_take_only_numbers(name, parameter):
+    metric = METRICS[name]
+    ndim = kind_of(metric).ndims[0]
+    args = cases(metric, ndim)[0]
+    for wrong in (True, "0.5", None):
+        with pytest.raises(ValueError, match=parameter):
+            call(metric, args, ndim, **{parameter: wrong})

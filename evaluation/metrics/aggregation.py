@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.validation import check_sample_weight
+from evaluation.metrics.validation import check_integer, check_sample_weight
 
 PANDAS_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 
@@ -29,9 +29,7 @@ def _check_values(values, sample_weight, decimals):
     if values.ndim == 0:
         raise ValueError("values must have one value (or one row of values) per case")
     if decimals is not None:
-        if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
-            raise ValueError(f"decimals must be a whole number of decimals, got {decimals!r}")
-        values = np.round(values, int(decimals))
+        values = np.round(values, check_integer(decimals, "decimals"))
     weights, single = check_sample_weight(sample_weight, values.shape[0])
     return values, weights, single
 

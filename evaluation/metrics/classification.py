@@ -32,10 +32,12 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_binary,
     check_choice,
+    check_classes,
     check_finite,
     check_in_range,
     check_same_length,
     check_sample_weight,
+    check_values,
 )
 
 SKLEARN = "scikit-learn 1.9 sklearn.metrics"
@@ -118,9 +120,7 @@ def score_order(y_true, y_score, item_weights=None, *, stable: bool = True) -> S
     `stable=False` leaves the cases within a run of equal scores in any order (a quicker sort): the
     same curve for whole-number weights, whose sums within a run are exact in any order."""
     positive = check_binary(y_true)
-    scores = check_finite(y_score, "y_score")
-    if scores.ndim != 1:
-        raise ValueError(f"y_score must be 1-D, got shape {scores.shape}")
+    scores = check_values(y_score, "y_score")
     check_same_length(y_true=positive, y_score=scores)
     if item_weights is not None:
         item_weights = np.array(item_weights, dtype=np.float64)  # a copy: the caller's may change
@@ -405,11 +405,7 @@ def _ppv_at_recall_of_counts(tps: np.ndarray, fps: np.ndarray, recall: float) ->
 
 def _check_scores(y_true, y_score, sample_weight):
     """(order, weights (rows, cases), single) of a binary scoring; ValueError naming the problem."""
-    y_true_array, y_score_array = np.asarray(y_true), np.asarray(y_score)
-    if y_true_array.ndim != 1 or y_score_array.ndim != 1:
-        raise ValueError(f"y_true and y_score must be 1-D (one value per case), got shapes {y_true_array.shape} "
-                         f"and {y_score_array.shape}")
-    order = score_order(y_true_array, y_score_array)
+    order = score_order(y_true, y_score)
     weights, single = check_sample_weight(sample_weight, len(order.order))
     return order, weights, single
 
@@ -436,12 +432,7 @@ def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, bin
         if multi_class == "raise":
             raise ValueError("y_true holds classes, not 0/1: multi-class scores need multi_class='ovr' (one class "
                              "against the rest)")
-        classes = np.unique(y_true) if labels is None else np.asarray(labels)
-        if classes.ndim != 1 or len(np.unique(classes)) != len(classes):
-            raise ValueError(f"labels must be a 1-D sequence of distinct classes, got {labels!r}")
-        outside = ~np.isin(y_true, classes)
-        if outside.any():
-            raise ValueError(f"y_true holds {y_true[outside][0].tolist()!r}, outside the labels {classes.tolist()}")
+        classes = np.unique(y_true) if labels is None else check_classes(labels, y_true=y_true)
         if len(classes) != k:
             raise ValueError(f"y_score has {k} columns, one per class: {len(classes)} classes expected")
         indicator = y_true[:, None] == classes[None, :]

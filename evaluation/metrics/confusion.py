@@ -25,18 +25,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.validation import check_choice, check_same_length, check_sample_weight
+from evaluation.metrics.validation import (
+    check_choice,
+    check_classes,
+    check_empty_value,
+    check_flag,
+    check_same_length,
+    check_sample_weight,
+)
 
 SKLEARN = "scikit-learn 1.9 sklearn.metrics"
 AVERAGES = ("binary", None, "macro", "weighted", "micro")
 ZERO_DIVISION = {"zero_division": math.nan}  # the declared empty policy: a class never true nor predicted
-
-
-def check_zero_division(value) -> float:
-    """A number (NaN included): what a ratio with a zero denominator is."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"zero_division must be a number or NaN (e.g. 0.0, 1.0, nan), got {value!r}")
-    return float(value)
 
 
 def check_decisions(y_true, y_pred, labels=None, sample_weight=None):
@@ -52,17 +52,7 @@ def check_decisions(y_true, y_pred, labels=None, sample_weight=None):
             raise ValueError(f"{name} holds NaN, which is no class")
         if values.dtype.kind not in "biufUS":
             raise ValueError(f"{name} must hold classes (numbers, booleans or strings), got {values.dtype}")
-    if labels is None:
-        labels = np.union1d(y_true, y_pred)
-    else:
-        labels = np.asarray(labels)
-        if labels.ndim != 1 or len(np.unique(labels)) != len(labels):
-            raise ValueError(f"labels must be a 1-D sequence of distinct classes, got {labels!r}")
-        for name, values in (("y_true", y_true), ("y_pred", y_pred)):
-            outside = ~np.isin(values, labels)
-            if outside.any():
-                raise ValueError(f"{name} holds {values[outside][0].tolist()!r}, outside the declared labels "
-                                 f"{labels.tolist()}")
+    labels = np.union1d(y_true, y_pred) if labels is None else check_classes(labels, y_true=y_true, y_pred=y_pred)
     weights, single = check_sample_weight(sample_weight, len(y_true))
     return y_true, y_pred, labels, np.ascontiguousarray(weights), single
 
@@ -177,7 +167,7 @@ def _averaged_rate(y_true, y_pred, sample_weight, labels, pos_label, average, ze
     order), "macro" (mean of the defined), "weighted" (by each class's weighted true cases),
     "micro" (the counts summed over the classes first)."""
     check_choice(average, "average", AVERAGES)
-    zero_division = check_zero_division(zero_division)
+    zero_division = check_empty_value(zero_division, "zero_division")
     y_true, y_pred, labels, weights, single = check_decisions(y_true, y_pred, labels, sample_weight)
     if average == "binary":
         if len(labels) > 2:
@@ -309,6 +299,7 @@ def balanced_accuracy_score(y_true, y_pred, sample_weight=None, *, labels=None, 
     is left out, as scikit-learn leaves it out. For two classes: (sensitivity + specificity) / 2.
     NaN without weight.
     """
+    adjusted = check_flag(adjusted, "adjusted")
     y_true, y_pred, labels, weights, single = check_decisions(y_true, y_pred, labels, sample_weight)
     counts = class_counts(y_true, y_pred, labels, weights)
     recall = np.asarray(counts.sensitivity(math.nan), dtype=np.float64).reshape(len(weights), len(labels))
@@ -332,7 +323,7 @@ def cohen_kappa_score(y1, y2, sample_weight=None, *, labels=None, weights=None, 
     when there is no case or chance agreement is perfect (a denominator of zero).
     """
     check_choice(weights, "weights", (None, "linear", "quadratic"))
-    replace_undefined_by = check_zero_division(replace_undefined_by)
+    replace_undefined_by = check_empty_value(replace_undefined_by, "replace_undefined_by")
     matrices = confusion_matrix(y1, y2, sample_weight, labels=labels)
     single = matrices.ndim == 2
     values = np.array([_kappa(matrix, weights, replace_undefined_by)

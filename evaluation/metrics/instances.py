@@ -24,6 +24,7 @@ from evaluation.metrics.validation import (
     check_choice,
     check_connectivity,
     check_empty_value,
+    check_flag,
     check_in_range,
     check_label_maps,
     check_masks,
@@ -241,11 +242,10 @@ def match_instances(truth_labels, prediction_labels, criterion: str = "iou", thr
     check_choice(criterion, "criterion", CRITERIA)
     threshold = check_threshold(threshold, criterion)
     check_choice(assignment, "assignment", ASSIGNMENTS)
-    if not isinstance(inclusive, (bool, np.bool_)):
-        raise ValueError(f"inclusive must be True or False, got {inclusive!r}")
+    inclusive = check_flag(inclusive, "inclusive")
     if assignment == "hungarian_most_matches" and criterion == "overlap":
         raise ValueError("assignment 'hungarian_most_matches' needs criterion 'iou' or 'dice' (values in [0, 1])")
-    return match_overlaps(instance_overlaps(truth_labels, prediction_labels), criterion, threshold, bool(inclusive),
+    return match_overlaps(instance_overlaps(truth_labels, prediction_labels), criterion, threshold, inclusive,
                           assignment)
 
 

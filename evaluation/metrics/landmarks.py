@@ -19,6 +19,7 @@ import numpy as np
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_finite,
+    check_flag,
     check_points,
     check_same_shape,
     check_sample_weight,
@@ -79,8 +80,7 @@ def success_detection_rate(errors, thresholds, inclusive: bool = False, sample_w
     limits = check_finite(thresholds, "thresholds")
     if limits.ndim > 1 or (limits < 0).any():
         raise ValueError(f"thresholds must be one number or a 1-D sequence of numbers >= 0, got {thresholds!r}")
-    if not isinstance(inclusive, (bool, np.bool_)):
-        raise ValueError(f"inclusive must be True or False, got {inclusive!r}")
+    inclusive = check_flag(inclusive, "inclusive")
     weights, single = check_sample_weight(sample_weight, len(errors))
     totals = check_weight_totals(weights)
     within = errors[:, None] <= limits.ravel()[None, :] if inclusive else errors[:, None] < limits.ravel()[None, :]

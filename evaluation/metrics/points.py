@@ -30,7 +30,9 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_choice,
     check_finite,
+    check_flag,
     check_nonnegative,
+    check_points,
     check_sample_weight,
     check_spacing,
 )
@@ -42,21 +44,13 @@ _DENSE_CELLS = 1 << 20  # a group of pairs up to this many rows x columns is sol
 
 
 def _as_points(points, name: str) -> np.ndarray | None:
-    """Coordinates as an (n, ndim) float64 array; None for an empty input of unknown dimension."""
-    try:
-        array = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an (n, ndim) array of coordinates") from None
-    if array.size == 0 and array.ndim <= 1:
-        return None
-    if array.ndim != 2 or array.shape[1] == 0:
-        raise ValueError(f"{name} must be an (n, ndim) array of coordinates, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name} holds coordinates that are NaN or infinite")
-    return array
+    """Coordinates as an (n, ndim) float64 array; None for an empty input of unknown dimension
+    (an empty list: no point)."""
+    array = check_finite(points, name)
+    return None if array.size == 0 and array.ndim <= 1 else check_points(array, name)
 
 
-def check_points(truth, prediction, spacing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _checked_points(truth, prediction, spacing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(truth, prediction, spacing): two (n, ndim) coordinate arrays of one dimension (an empty
     list is no point) and one spacing > 0 per coordinate."""
     truth_points, predicted_points = _as_points(truth, "truth"), _as_points(prediction, "prediction")
@@ -71,7 +65,7 @@ def check_points(truth, prediction, spacing=None) -> tuple[np.ndarray, np.ndarra
             predicted_points if predicted_points is not None else empty, spacing)
 
 
-def check_scores(scores, n: int, name: str = "scores") -> np.ndarray:
+def _checked_scores(scores, n: int, name: str = "scores") -> np.ndarray:
     scores = check_finite(scores, name)
     if scores.shape != (n,):
         raise ValueError(f"{name} must give one number per predicted point ({n}), got shape {scores.shape}")
@@ -81,15 +75,9 @@ def check_scores(scores, n: int, name: str = "scores") -> np.ndarray:
 def point_pairs(truth, prediction, radius, spacing=None, inclusive: bool = True):
     """(truth index, prediction index, distance) of every pair within `radius` (inclusive: <=,
     else <), sorted by truth, then prediction index."""
-    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    truth, prediction, spacing = _checked_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
-    return _pairs(truth, prediction, radius, spacing, _check_inclusive(inclusive))
-
-
-def _check_inclusive(inclusive) -> bool:
-    if not isinstance(inclusive, (bool, np.bool_)):
-        raise ValueError(f"inclusive must be True or False, got {inclusive!r}")
-    return bool(inclusive)
+    return _pairs(truth, prediction, radius, spacing, check_flag(inclusive, "inclusive"))
 
 
 def _pairs(truth: np.ndarray, prediction: np.ndarray, radius: float, spacing: np.ndarray, inclusive: bool):
@@ -152,12 +140,12 @@ def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive
     F1, precision and recall are properties of the result; sum TP, FP and FN over images and
     call instances.f1_from_counts for a pooled F1.
     """
-    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    truth, prediction, spacing = _checked_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
-    inclusive = _check_inclusive(inclusive)
+    inclusive = check_flag(inclusive, "inclusive")
     check_choice(assignment, "assignment", ASSIGNMENTS)
     if scores is not None:
-        scores = check_scores(scores, len(prediction))
+        scores = _checked_scores(scores, len(prediction))
     elif assignment == "greedy_by_score":
         raise ValueError("assignment 'greedy_by_score' needs scores (one per predicted point)")
     truth_index, prediction_index, distances = _pairs(truth, prediction, radius, spacing, inclusive)
@@ -197,11 +185,11 @@ def point_hits(truth, prediction, scores, radius, spacing=None, inclusive: bool 
     score of its hits, the others are no false positives); a prediction within the radius of no
     true point is a false positive. A missed true point's score is -inf. `area`: what the
     image adds to the FP rate's denominator (1: FPs per image)."""
-    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    truth, prediction, spacing = _checked_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
-    scores = check_scores(scores, len(prediction))
+    scores = _checked_scores(scores, len(prediction))
     area = check_nonnegative(area, "area")
-    truth_index, prediction_index, _ = _pairs(truth, prediction, radius, spacing, _check_inclusive(inclusive))
+    truth_index, prediction_index, _ = _pairs(truth, prediction, radius, spacing, check_flag(inclusive, "inclusive"))
     hit = np.zeros(len(prediction), dtype=bool)
     hit[prediction_index] = True
     best = np.full(len(truth), -np.inf)

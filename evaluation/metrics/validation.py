@@ -76,6 +76,20 @@ def check_labels(labels, name: str = "labels") -> np.ndarray:
     return array.astype(np.int64)
 
 
+def check_classes(labels, **values) -> np.ndarray:
+    """`labels`, the declared classes (numbers, booleans or strings), as a 1-D array of distinct
+    values; each array of `values` (y_true=..., y_pred=...) holding only classes among them."""
+    classes = np.asarray(labels)
+    if classes.ndim != 1 or len(np.unique(classes)) != len(classes):
+        raise ValueError(f"labels must be a 1-D sequence of distinct classes, got {labels!r}")
+    for name, array in values.items():
+        outside = ~np.isin(array, classes)
+        if outside.any():
+            raise ValueError(f"{name} holds {np.asarray(array)[outside][0].tolist()!r}, outside the declared labels "
+                             f"{classes.tolist()}")
+    return classes
+
+
 def check_spacing(spacing, ndim: int) -> np.ndarray:
     """One finite spacing > 0 per axis, as float64; None is 1 per axis (voxel units)."""
     if spacing is None:
@@ -95,24 +109,53 @@ def _numeric(value) -> bool:
         return False
 
 
-def check_nonnegative(value, name: str) -> float:
-    """A finite number >= 0 (a tolerance, a radius, a distance threshold)."""
+def _as_number(value, name: str) -> float:
+    """A number as a float (booleans and strings refused: True is no tolerance)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
+
+
+def check_number(value, name: str) -> float:
+    """A finite number (an offset, a shift)."""
+    number = _as_number(value, name)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return number
+
+
+def check_nonnegative(value, name: str) -> float:
+    """A finite number >= 0 (a tolerance, a radius, a distance threshold)."""
+    number = _as_number(value, name)
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return number
 
 
+def check_integer(value, name: str, low: int | None = None, high: int | None = None) -> int:
+    """A whole number of an integer type (not a boolean, not a float) in [low, high]."""
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not whole or (low is not None and value < low) or (high is not None and value > high):
+        bounds = (f" in [{low}, {high}]" if low is not None and high is not None else
+                  f" >= {low}" if low is not None else f" <= {high}" if high is not None else "")
+        raise ValueError(f"{name} must be an integer{bounds}, got {value!r}")
+    return int(value)
+
+
+def check_flag(value, name: str) -> bool:
+    """True or False (a truthy string or number would choose a variant silently)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_in_range(value, name: str, low: float, high: float, *, low_open: bool = False,
                    high_open: bool = False) -> float:
     """A finite number in [low, high] (either end open when asked)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    number = _as_number(value, name)
     below = number <= low if low_open else number < low
     above = number >= high if high_open else number > high
     if not math.isfinite(number) or below or above:
@@ -128,12 +171,13 @@ def check_choice(value, name: str, choices: Sequence) -> object:
 
 
 def check_empty_value(value, name: str, *, allow_diagonal: bool = False) -> float | str:
-    """An empty policy's value: a number (NaN allowed: undefined), or "diagonal" where offered."""
-    if allow_diagonal and value == DIAGONAL:
+    """An empty policy's value (or any value for an undefined case: zero_division...): a number
+    (NaN allowed: undefined), or "diagonal" where offered; booleans and other strings refused."""
+    if allow_diagonal and isinstance(value, str) and value == DIAGONAL:
         return DIAGONAL
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        return _as_number(value, name)
+    except ValueError:
         allowed = "a number, NaN" + (' or "diagonal"' if allow_diagonal else "")
         raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
 
