@@ -385,8 +385,15 @@ def lesion_count_difference(prediction, truth, connectivity=None) -> float:
     return float(abs(connected_components(prediction, connectivity)[1] - connected_components(truth, connectivity)[1]))
 
 
-def _untouched_volume(components, other, spacing, connectivity, empty: float, both_empty: float) -> float:
-    """The volume of the components of `components` that share no voxel with `other`."""
+def _untouched_volume(prediction, truth, spacing, connectivity, both_empty, side: str, empty) -> float:
+    """The volume of the lesions of one side that share no voxel with the other: the prediction's
+    (side "prediction_empty", its value when only the prediction is empty) or the truth's
+    ("truth_empty")."""
+    prediction, truth = check_masks(prediction, truth)
+    spacing = check_spacing(spacing, prediction.ndim)
+    connectivity = check_connectivity(connectivity, prediction.ndim)
+    both_empty, empty = check_empty_value(both_empty, "both_empty"), check_empty_value(empty, side)
+    components, other = (prediction, truth) if side == "prediction_empty" else (truth, prediction)
     if not components.any():
         return both_empty if not other.any() else empty
     labels, count = connected_components(components, connectivity)
@@ -411,11 +418,7 @@ def false_positive_volume(prediction, truth, spacing=None, connectivity=18, both
     cubed). An empty truth makes every predicted lesion false. An empty prediction gives
     `prediction_empty` (truth not empty) or `both_empty` (both empty): 0 by default.
     """
-    prediction, truth = check_masks(prediction, truth)
-    spacing = check_spacing(spacing, prediction.ndim)
-    connectivity = check_connectivity(connectivity, prediction.ndim)
-    return _untouched_volume(prediction, truth, spacing, connectivity, check_empty_value(prediction_empty,
-                             "prediction_empty"), check_empty_value(both_empty, "both_empty"))
+    return _untouched_volume(prediction, truth, spacing, connectivity, both_empty, "prediction_empty", prediction_empty)
 
 
 @metric(kind="masks", better="lower", unit="volume", empty={"both_empty": 0.0, "truth_empty": 0.0},
@@ -432,8 +435,4 @@ def false_negative_volume(prediction, truth, spacing=None, connectivity=18, both
     true lesion. An empty truth gives `truth_empty` (prediction not empty) or `both_empty`: 0 by
     default (NaN leaves such a case out of a mean).
     """
-    prediction, truth = check_masks(prediction, truth)
-    spacing = check_spacing(spacing, prediction.ndim)
-    connectivity = check_connectivity(connectivity, prediction.ndim)
-    return _untouched_volume(truth, prediction, spacing, connectivity, check_empty_value(truth_empty, "truth_empty"),
-                             check_empty_value(both_empty, "both_empty"))
+    return _untouched_volume(prediction, truth, spacing, connectivity, both_empty, "truth_empty", truth_empty)

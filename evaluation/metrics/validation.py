@@ -182,14 +182,17 @@ def check_empty_value(value, name: str, *, allow_diagonal: bool = False) -> floa
         raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
 
 
+def check_empty_policy(both_empty, truth_empty, prediction_empty, *, allow_diagonal: bool = False) -> dict:
+    """The three values of the library's empty rule (evaluation.metrics), checked, by case:
+    {"both_empty": ..., "truth_empty": ..., "prediction_empty": ...}."""
+    return {name: check_empty_value(value, name, allow_diagonal=allow_diagonal)
+            for name, value in (("both_empty", both_empty), ("truth_empty", truth_empty),
+                                ("prediction_empty", prediction_empty))}
+
+
 def diagonal(shape: Sequence[int], spacing: np.ndarray) -> float:
     """The image's diagonal in the spacing's units: sqrt(Σ (shape_i · spacing_i)²)."""
     return float(math.sqrt(sum((n * s) ** 2 for n, s in zip(shape, spacing, strict=True))))
-
-
-def empty_result(value: float | str, shape: Sequence[int], spacing: np.ndarray) -> float:
-    """The number an empty policy's value stands for on an image of this shape and spacing."""
-    return diagonal(shape, spacing) if value == DIAGONAL else float(value)
 
 
 def check_same_length(**arrays) -> int:
