@@ -161,7 +161,13 @@ def test_empty_inputs():
         for assignment in ("hungarian", "greedy_by_truth", "greedy_by_score"):
             found = match_points(truth, prediction, 1.0, scores=np.ones(len(prediction)), assignment=assignment)
             assert (found.tp, found.fp, found.fn) == counts
-    assert match_points([], [], 1.0).f1 == 1.0 and np.isnan(match_points([], [], 1.0).precision)
+    # The library's empty rule: nothing to find and nothing found is the best value; one side
+    # empty is what the formula gives (recall 0 of points missed), NaN where it gives none (0/0).
+    nothing = match_points([], [], 1.0)
+    assert (nothing.f1, nothing.precision, nothing.recall) == (1.0, 1.0, 1.0)
+    missed, spurious = match_points(some, [], 1.0), match_points([], some, 1.0)
+    assert missed.recall == 0.0 and np.isnan(missed.precision) and missed.f1 == 0.0
+    assert spurious.precision == 0.0 and np.isnan(spurious.recall) and spurious.f1 == 0.0
     found = match_points([(0, 0), (5, 5)], [(0, 0.5), (9, 9), (5, 5)], 1.0)
     assert (found.precision, found.recall, found.f1) == (2 / 3, 1.0, 0.8)
 

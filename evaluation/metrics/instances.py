@@ -160,7 +160,10 @@ def instance_overlaps(truth_labels, prediction_labels) -> InstanceOverlaps:
 @dataclass(frozen=True)
 class DetectionCounts:
     """TP, FP and FN of one image's matching, and the ratios read off them (the instance and the
-    point matchings' results both are such counts)."""
+    point matchings' results both are such counts). Empty images follow the library's empty rule
+    (evaluation.metrics): nothing to find and nothing found (TP = FP = FN = 0) is 1.0 for all
+    three; otherwise a ratio is what its formula gives, NaN for 0/0 (precision when nothing was
+    predicted, recall when there was nothing to find)."""
 
     tp: int
     fp: int
@@ -173,13 +176,18 @@ class DetectionCounts:
 
     @property
     def precision(self) -> float:
-        """TP / (TP + FP); NaN when nothing was predicted."""
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
+        """TP / (TP + FP); 1.0 for an empty image, NaN when only the truth has instances."""
+        return self._ratio(self.tp, self.tp + self.fp)
 
     @property
     def recall(self) -> float:
-        """TP / (TP + FN); NaN when there is nothing to find."""
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
+        """TP / (TP + FN); 1.0 for an empty image, NaN when only the prediction has instances."""
+        return self._ratio(self.tp, self.tp + self.fn)
+
+    def _ratio(self, numerator: int, denominator: int) -> float:
+        if denominator:
+            return numerator / denominator
+        return 1.0 if self.tp + self.fp + self.fn == 0 else float("nan")
 
 
 @dataclass(frozen=True)
