@@ -7,7 +7,11 @@ every (true, predicted) pair that shares at least one voxel, from one joint hist
 voxels where both label maps are nonzero. Pairs that share no voxel have IoU, Dice and overlap
 0 and are never candidates, so the cost is one pass over the label maps plus work
 proportional to the foreground and to the overlapping pairs: never a true × predicted matrix,
-whatever the number of instances (a noise prediction of 10⁶ components is scored).
+whatever the number of instances (a noise prediction of 10⁶ components is scored). The lesion
+volumes and count difference read the connected components of the masks directly (one side's
+components suffice: labelling both to pair them would cost a second labelling for nothing).
+
+Empty maps follow the library's empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations

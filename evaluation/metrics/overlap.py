@@ -6,13 +6,8 @@ box of the union so that surface metrics can crop (evaluation.metrics.surface). 
 (IoU), volume similarity and the absolute volume difference are ratios or products of those
 counts.
 
-Empty masks, one rule for the whole library: each empty case is a parameter, `both_empty`
-(neither mask has a voxel), `truth_empty` (only the prediction has voxels) and
-`prediction_empty` (only the truth has voxels). The defaults: both empty is the best value
-(nothing to find, nothing found: Dice 1, NSD 1, distances 0); one empty is the value the
-definition gives where it gives one (Dice 0, Jaccard 0, volume similarity 0, NSD 0) and NaN where
-it gives none (surface distances: there is no surface to measure to). Pass a number (a penalty),
-NaN, or for distances "diagonal" (the image's diagonal in the spacing's units).
+Empty masks follow the library's empty rule (evaluation.metrics): both empty is 1 for Dice,
+Jaccard and volume similarity, one empty what the formula gives (0); each a parameter.
 """
 
 from __future__ import annotations

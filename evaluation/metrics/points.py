@@ -8,7 +8,7 @@ never true × predicted. A distance is sqrt(Σ ((t_k − p_k) · spacing_k)²) i
 coordinates in the array's axis order (spacing None: 1 per axis, i.e. the coordinates' units).
 The matchings are derived from the pairs; the FROC from the hits of each image (a prediction
 within the radius of a true point hits it), the per-image intermediate CAMELYON16's FROC uses
-(evaluation.metrics.froc).
+(evaluation.metrics.froc). Empty point sets follow the library's empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ scipy's distance transform computes it: the same bits whichever way was taken. P
 `label_surface_distances` crops each label to its own box, all boxes from one pass over the
 label maps.
 
-Empty masks follow the library's rule (evaluation.metrics.overlap): both empty is the best value
+Empty masks follow the library's empty rule (evaluation.metrics): both empty is the best value
 (distances 0, NSD 1); one empty gives NaN for distances (nothing to measure to) and 0 for the
 NSD; each case is a parameter taking a number, NaN, or for distances "diagonal".
 """

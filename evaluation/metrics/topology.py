@@ -4,7 +4,7 @@ errors. Arrays in, numbers out; 2D and 3D.
 Both rest on scikit-image, as the challenges that use them do: `skeletonize` (Zhang's thinning
 in 2D, Lee's in 3D, by default) and `euler_number`. scikit-image is imported inside the
 functions: an evaluation image that uses these metrics needs it installed (requirements.txt),
-the others do not pay for it.
+the others do not pay for it. Empty masks follow the library's empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations
