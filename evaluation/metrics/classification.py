@@ -214,13 +214,13 @@ def _running_sums(weights: np.ndarray, through: np.ndarray) -> np.ndarray:
     return running[:, through]
 
 
-def curve_counts(order: ScoreOrder, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(tps, fps), each (rows, runs): per row of `weights` (rows, cases: checked, finite and >= 0)
+def curve_counts(order: ScoreOrder, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tps, fps), each (rows, runs): per row of `sample_weight` (rows, cases: checked, finite and >= 0)
     the cumulative weighted positives and negatives at the end of every run of equal scores, the
     sums of the curve of that row (ranking_curve), added in the same order. A run without weight
     in a row repeats the previous run's sums there (a point of zero width)."""
-    tps = _running_sums(_columns(weights, order.order[order.positive]), order.positives_through)
-    fps = _running_sums(_columns(weights, order.order[~order.positive]), order.negatives_through)
+    tps = _running_sums(_columns(sample_weight, order.order[order.positive]), order.positives_through)
+    fps = _running_sums(_columns(sample_weight, order.order[~order.positive]), order.negatives_through)
     return tps, fps
 
 

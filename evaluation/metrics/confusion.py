@@ -108,16 +108,16 @@ class ConfusionCounts:
         return _ratio(2 * self.tp, (2 * self.tp) + self.fp + self.fn, zero_division)
 
 
-def class_counts(y_true, y_pred, labels, weights: np.ndarray) -> ConfusionCounts:
+def class_counts(y_true, y_pred, labels, sample_weight: np.ndarray) -> ConfusionCounts:
     """ConfusionCounts of every class of `labels` against the rest, each (rows, classes), from
     checked inputs (check_decisions)."""
     columns = []
     for label in labels:
         true, predicted = y_true == label, y_pred == label
-        columns.append([_sum(weights, true & predicted), _sum(weights, ~true & predicted),
-                        _sum(weights, true & ~predicted), _sum(weights, ~true & ~predicted)])
+        columns.append([_sum(sample_weight, true & predicted), _sum(sample_weight, ~true & predicted),
+                        _sum(sample_weight, true & ~predicted), _sum(sample_weight, ~true & ~predicted)])
     if not columns:
-        empty = np.zeros((len(weights), 0))
+        empty = np.zeros((len(sample_weight), 0))
         return ConfusionCounts(empty, empty, empty, empty)
     tp, fp, fn, tn = (np.stack([column[i] for column in columns], axis=1) for i in range(4))
     return ConfusionCounts(tp, fp, fn, tn)

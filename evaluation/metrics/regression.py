@@ -145,17 +145,17 @@ def pearson_correlation(y_true, y_pred, sample_weight=None, constant_input: floa
     return per_row(_pearson(truth, prediction, weights, totals, constant, constant_input), single)
 
 
-def weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def weighted_ranks(values: np.ndarray, sample_weight: np.ndarray) -> np.ndarray:
     """Average ranks (1-based, ties sharing the mean of their positions) of values (n,) in each row
-    of weights (rows, n), a case of weight w standing for w copies of it: a group of tied values
+    of sample_weight (rows, n), a case of weight w standing for w copies of it: a group of tied values
     after cases of total weight C, itself of total weight W, ranks C + (W + 1) / 2 (scipy's
     `rankdata(method="average")` of the repeated values)."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     new_group = np.r_[True, ordered[1:] != ordered[:-1]]
-    group_weights = np.add.reduceat(weights[:, order], np.flatnonzero(new_group), axis=1)
+    group_weights = np.add.reduceat(sample_weight[:, order], np.flatnonzero(new_group), axis=1)
     before = np.cumsum(group_weights, axis=1) - group_weights
-    ranks = np.empty(weights.shape)
+    ranks = np.empty(sample_weight.shape)
     ranks[:, order] = (before + (group_weights + 1.0) / 2.0)[:, np.cumsum(new_group) - 1]
     return ranks
 

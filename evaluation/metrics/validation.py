@@ -242,12 +242,12 @@ def check_sample_weight(sample_weight, n: int) -> tuple[np.ndarray, bool]:
     return weights, single
 
 
-def check_weight_totals(weights: np.ndarray) -> np.ndarray:
+def check_weight_totals(sample_weight: np.ndarray) -> np.ndarray:
     """The total weight of each row of a (rows, cases) weight array, each > 0: a weighted mean
     over no weight is not a number, so a row of zeros (or no case at all) is refused."""
-    if weights.shape[1] == 0:
+    if sample_weight.shape[1] == 0:
         raise ValueError("at least one case is needed (the arrays are empty)")
-    totals = weights.sum(axis=1)
+    totals = sample_weight.sum(axis=1)
     if not (totals > 0).all():
         raise ValueError("sample_weight must give a positive total weight in every row (a case of weight > 0)")
     return totals
