@@ -7,7 +7,8 @@ without editing this file; a kind without inputs in tests/metric_kinds/ fails he
 - padding with background changes nothing;
 - spacing scaled by s scales the value by s, s², s^ndim or 1 as its unit says (with the
   parameters and the arrays in the spacing's units, e.g. a displacement field, scaled along);
-- a case of weight 2 equals that case twice (metrics taking sample_weight);
+- a case of weight 2 equals that case twice (metrics taking sample_weight), and a row of zero
+  weights is NaN, in every family (a mean over no weight is undefined), beside a valid row;
 - each declared empty case gives its declared default, and the value passed for it;
 - 2D and 3D (or the kind's dimensions) give finite numbers on typical inputs;
 - dtype and memory order do not change the result;
@@ -155,6 +156,18 @@ def test_weight_two_is_the_case_twice(name):
         rows = np.stack([np.ones(n), weights])
         both = call(metric, args, ndim, sample_weight=rows)
         assert_same(both, [call(metric, args, ndim, sample_weight=row) for row in rows])
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if METRICS[n].weighted and METRICS[n].returns == "float"])
+def test_zero_weights_are_undefined(name):
+    metric = METRICS[name]
+    kind = kind_of(metric)
+    ndim = kind.ndims[0]
+    for args in cases(metric, ndim):
+        n = kind.n_cases(args)
+        assert math.isnan(call(metric, args, ndim, sample_weight=np.zeros(n)))
+        rows = call(metric, args, ndim, sample_weight=np.stack([np.ones(n), np.zeros(n)]))
+        assert_same(rows, [call(metric, args, ndim), math.nan])
 
 
 def empty_cases():

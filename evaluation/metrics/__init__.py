@@ -40,7 +40,8 @@ Conventions, the same in every family:
   units). Distances are in the spacing's units, volumes in its units cubed.
 - `sample_weight`: the weight of each case, (cases,), or (rows, cases) for many weightings at
   once (a bootstrap resample is a row of counts: a case of weight 2 counts as that case twice);
-  a metric given rows returns one value per row. Per-case metrics take no weights: the
+  a metric given rows returns one value per row. A row of zero weights, or no case at all, is a
+  mean over nothing: NaN (validation.weight_totals). Per-case metrics take no weights: the
   aggregation over cases does.
 - Bad arguments raise ValueError naming the argument and the problem (validation.py); a
   switch is True or False, never a truthy string.

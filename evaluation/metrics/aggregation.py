@@ -46,7 +46,7 @@ def weighted_sum(values, sample_weight=None) -> np.ndarray:
     sums = weights @ values
     ones = (weights == 1).all(axis=1)
     if ones.any():
-        columns = values.reshape(values.shape[0], -1).T
+        columns = values.reshape(values.shape[0], math.prod(values.shape[1:])).T
         plain = np.array([math.fsum(column) for column in columns]).reshape(values.shape[1:])
         sums[ones] = plain
     return sums[0] if single else sums

@@ -21,8 +21,8 @@ from evaluation.metrics.validation import (
     check_same_length,
     check_sample_weight,
     check_values,
-    check_weight_totals,
     per_row,
+    weight_totals,
 )
 
 
@@ -75,7 +75,9 @@ def expected_calibration_error(y_true, y_prob, n_bins: int = 10, sample_weight=N
     else:
         outcome = truth
     weights, single = check_sample_weight(sample_weight, len(truth))
-    totals = check_weight_totals(weights)
+    totals = weight_totals(weights)
+    if not len(truth):  # no case: no bin, an undefined mean
+        return per_row(np.full(len(weights), np.nan), single)
     bins = bin_indices(probability, n_bins)
     order = np.argsort(bins, kind="stable")
     starts = np.flatnonzero(np.r_[True, bins[order][1:] != bins[order][:-1]])
@@ -94,4 +96,4 @@ def brier_score_loss(y_true, y_prob, sample_weight=None):
     """
     truth, probability = _cases(y_true, y_prob)
     weights, single = check_sample_weight(sample_weight, len(truth))
-    return per_row(weights @ (probability - truth) ** 2 / check_weight_totals(weights), single)
+    return per_row(weights @ (probability - truth) ** 2 / weight_totals(weights), single)

@@ -242,15 +242,12 @@ def check_sample_weight(sample_weight, n: int) -> tuple[np.ndarray, bool]:
     return weights, single
 
 
-def check_weight_totals(sample_weight: np.ndarray) -> np.ndarray:
-    """The total weight of each row of a (rows, cases) weight array, each > 0: a weighted mean
-    over no weight is not a number, so a row of zeros (or no case at all) is refused."""
-    if sample_weight.shape[1] == 0:
-        raise ValueError("at least one case is needed (the arrays are empty)")
+def weight_totals(sample_weight: np.ndarray) -> np.ndarray:
+    """The total weight of each row of a checked (rows, cases) weight array, NaN where it is 0
+    (a row of zeros, or no case at all): a weighted mean over no weight is undefined, NaN in
+    every family, and dividing by this total gives that NaN without a warning."""
     totals = sample_weight.sum(axis=1)
-    if not (totals > 0).all():
-        raise ValueError("sample_weight must give a positive total weight in every row (a case of weight > 0)")
-    return totals
+    return np.where(totals > 0, totals, np.nan)
 
 
 def per_row(values: np.ndarray, single: bool):
