@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.metrics.points import CPM_FP_RATES, cpm, match_points, point_froc, point_pairs
+from evaluation.metrics.points import CPM_FP_RATES, cpm, match_points, point_froc, point_hits, point_pairs
 
 RADIUS = 1.5
 
@@ -258,6 +258,12 @@ def test_froc_hit_rule_duplicates_are_no_false_positives():
 
 
 # ---- bad arguments -----------------------------------------------------------------------------
+
+
+def test_an_image_of_no_area_is_refused():
+    """An area of 0 made the FP rate of the whole FROC inf and NaN, silently."""
+    with pytest.raises(ValueError, match="area"):
+        point_hits(np.ones((1, 2)), np.ones((1, 2)), [0.5], 1.0, area=0.0)
 
 
 @pytest.mark.parametrize(("call", "message"), [

@@ -53,7 +53,10 @@ def slide_hits(hit_labels, confidences, itc) -> SlideHits:
     """Sort one tumor slide's detections, given the region label each falls on (0 background,
     k for region k) and `itc[k - 1]` saying whether region k is ITC."""
     confidences = check_values(confidences, "confidences")
-    hit_labels = np.asarray(hit_labels, dtype=np.int64)
+    hit_labels = np.asarray(hit_labels)
+    if hit_labels.size and hit_labels.dtype.kind not in "iu":  # a cast would truncate 1.7 to region 1
+        raise ValueError(f"hit_labels must be integer region labels, got {hit_labels.dtype}")
+    hit_labels = hit_labels.astype(np.int64)
     itc = np.asarray(itc, dtype=bool)
     if hit_labels.shape != confidences.shape:
         raise ValueError("hit_labels and confidences must have the same length")

@@ -13,6 +13,7 @@ within the radius of a true point hits it), the per-image intermediate CAMELYON1
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ from evaluation.metrics.validation import (
     check_choice,
     check_finite,
     check_flag,
+    check_in_range,
     check_nonnegative,
     check_points,
     check_sample_weight,
@@ -188,7 +190,7 @@ def point_hits(truth, prediction, scores, radius, spacing=None, inclusive: bool 
     truth, prediction, spacing = _checked_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
     scores = _checked_scores(scores, len(prediction))
-    area = check_nonnegative(area, "area")
+    area = check_in_range(area, "area", 0.0, math.inf, low_open=True)
     truth_index, prediction_index, _ = _pairs(truth, prediction, radius, spacing, check_flag(inclusive, "inclusive"))
     hit = np.zeros(len(prediction), dtype=bool)
     hit[prediction_index] = True
