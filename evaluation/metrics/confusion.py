@@ -110,7 +110,11 @@ class ConfusionCounts:
 
 def class_counts(y_true, y_pred, labels, sample_weight: np.ndarray) -> ConfusionCounts:
     """ConfusionCounts of every class of `labels` against the rest, each (rows, classes), from
-    checked inputs (check_decisions)."""
+    checked inputs (check_decisions). Up to _LOOP_CLASSES classes, each count is its own pairwise
+    sum over every case (the ISIC reference's); more classes take one pass over the cases
+    (_class_counts_in_one_pass), not one per class."""
+    if len(labels) > _LOOP_CLASSES:
+        return _class_counts_in_one_pass(y_true, y_pred, labels, sample_weight)
     columns = []
     for label in labels:
         true, predicted = y_true == label, y_pred == label
@@ -120,6 +124,34 @@ def class_counts(y_true, y_pred, labels, sample_weight: np.ndarray) -> Confusion
         empty = np.zeros((len(sample_weight), 0))
         return ConfusionCounts(empty, empty, empty, empty)
     tp, fp, fn, tn = (np.stack([column[i] for column in columns], axis=1) for i in range(4))
+    return ConfusionCounts(tp, fp, fn, tn)
+
+
+# Classes whose counts are summed class by class (cases x classes work); more go through bincount.
+_LOOP_CLASSES = 16
+
+
+def _class_positions(values: np.ndarray, labels) -> np.ndarray:
+    """The position of each value in `labels`, len(labels) for a value not among them."""
+    labels = np.asarray(labels)
+    order = np.argsort(labels, kind="stable")
+    where = np.minimum(np.searchsorted(labels[order], values), len(labels) - 1)
+    return np.where(labels[order][where] == values, order[where], len(labels))
+
+
+def _class_counts_in_one_pass(y_true, y_pred, labels, sample_weight: np.ndarray) -> ConfusionCounts:
+    """class_counts by scikit-learn's multilabel_confusion_matrix arithmetic, in time cases +
+    classes per row: the weighted true, predicted and matched cases of every class by np.bincount
+    (sums in case order), then FP = predicted − TP, FN = true − TP, TN = total − TP − FP − FN."""
+    k = len(labels)
+    true, predicted = _class_positions(y_true, labels), _class_positions(y_pred, labels)
+    matched = np.where(true == predicted, true, k)
+    tp, fp, fn, tn = (np.zeros((len(sample_weight), k)) for _ in range(4))
+    for r, weights in enumerate(sample_weight):
+        tp[r] = np.bincount(matched, weights, minlength=k + 1)[:k]
+        fp[r] = np.bincount(predicted, weights, minlength=k + 1)[:k] - tp[r]
+        fn[r] = np.bincount(true, weights, minlength=k + 1)[:k] - tp[r]
+        tn[r] = weights.sum() - tp[r] - fp[r] - fn[r]
     return ConfusionCounts(tp, fp, fn, tn)
 
 
@@ -137,7 +169,12 @@ def confusion_matrix(y_true, y_pred, sample_weight=None, *, labels=None) -> np.n
     """The weighted confusion matrix, scikit-learn's: C[i, j] the weight of the cases of true
     class labels[i] predicted labels[j]; (classes, classes), or (rows, classes, classes)."""
     y_true, y_pred, labels, weights, single = check_decisions(y_true, y_pred, labels, sample_weight)
-    matrix = np.zeros((len(weights), len(labels), len(labels)))
+    k = len(labels)
+    if k > _LOOP_CLASSES:  # one pass: each case adds its weight to its cell, in case order
+        cells = _class_positions(y_true, labels) * k + _class_positions(y_pred, labels)
+        matrix = np.stack([np.bincount(cells, row, minlength=k * k).reshape(k, k) for row in weights])
+        return matrix[0] if single else matrix
+    matrix = np.zeros((len(weights), k, k))
     for i, true in enumerate(labels):
         is_true = y_true == true
         for j, predicted in enumerate(labels):
