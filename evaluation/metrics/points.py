@@ -244,7 +244,8 @@ def point_froc(truth, prediction, scores, radius, spacing=None, inclusive: bool 
 @metric(kind="point_sets", better="higher", scaled=("radius",),
         variants={"fp_rates": "the false-positive rates averaged over: LUNA16's 1/8 ... 8 by default; "
                               "CAMELYON16's score is 1/4 ... 8",
-                  "areas": "None: false positives per image; one area per image: false positives per unit area"},
+                  "areas": "None: false positives per image; one area per image: false positives per unit area",
+                  "inclusive": "True: a prediction hits a true point within distance <= radius; False: <"},
         equals=("LUNA16 CPM: mean sensitivity at 1/8 ... 8 FPs per scan, np.interp on the FROC",),
         citation="Niemeijer et al., IEEE TMI 30(2), 2011 (CPM); Setio et al., LUNA16, Medical Image Analysis 42, 2017",
         example={"radius": 2.0})
