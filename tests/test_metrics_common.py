@@ -228,31 +228,25 @@ def test_inputs_are_not_mutated(name, ndim):
             assert np.array_equal(frozen[i], copy, equal_nan=True)
 
 
-def switches():
-    return [pytest.param(name, parameter, id=f"{name}-{parameter}") for name in NAMES
-            for parameter, declared in METRICS[name].parameters.items() if isinstance(declared.default, bool)]
+def typed_parameters():
+    """(metric, parameter, values of the wrong type): every switch (a parameter whose default is
+    True or False), every empty policy's value and every length in the spacing's units."""
+    params = []
+    for name in NAMES:
+        metric = METRICS[name]
+        switches = [p for p, declared in metric.parameters.items() if isinstance(declared.default, bool)]
+        for parameter in switches:
+            params.append(pytest.param(name, parameter, ("no", 0, None), id=f"{name}-{parameter}"))
+        for parameter in (*metric.empty, *metric.scaled):
+            params.append(pytest.param(name, parameter, (True, "0.5", None), id=f"{name}-{parameter}"))
+    return params
 
 
-@pytest.mark.parametrize(("name", "parameter"), switches())
-def test_switches_take_only_true_or_false(name, parameter):
+@pytest.mark.parametrize(("name", "parameter", "wrong_values"), typed_parameters())
+def test_switches_numbers_and_lengths_refuse_the_wrong_type(name, parameter, wrong_values):
     metric = METRICS[name]
     ndim = kind_of(metric).ndims[0]
     args = cases(metric, ndim)[0]
-    for wrong in ("no", 0, None):
-        with pytest.raises(ValueError, match=parameter):
-            call(metric, args, ndim, **{parameter: wrong})
-
-
-def numbers_by_parameter():
-    return [pytest.param(name, parameter, id=f"{name}-{parameter}") for name in NAMES
-            for parameter in (*METRICS[name].empty, *METRICS[name].scaled)]
-
-
-@pytest.mark.parametrize(("name", "parameter"), numbers_by_parameter())
-def test_empty_values_and_lengths_take_only_numbers(name, parameter):
-    metric = METRICS[name]
-    ndim = kind_of(metric).ndims[0]
-    args = cases(metric, ndim)[0]
-    for wrong in (True, "0.5", None):
+    for wrong in wrong_values:
         with pytest.raises(ValueError, match=parameter):
             call(metric, args, ndim, **{parameter: wrong})
