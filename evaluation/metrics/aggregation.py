@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.validation import check_integer, check_sample_weight
+from evaluation.metrics.validation import check_integer, check_sample_weight, per_row
 
 PANDAS_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 
@@ -68,13 +68,7 @@ def weighted_mean(values, sample_weight=None, decimals=None):
     total = total.reshape((-1,) + (1,) * (sums.ndim - 1))
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / total
-    return _single(means, single)
-
-
-def _single(rows: np.ndarray, single: bool):
-    if not single:
-        return rows
-    return float(rows[0]) if rows.ndim == 1 else rows[0]
+    return per_row(means, single)
 
 
 def _sorted_copies(values: np.ndarray, weights: np.ndarray):
@@ -127,7 +121,7 @@ def weighted_median(values, sample_weight=None, decimals=None):
             middle = max(0.0, (total - 1) / 2)
             # numpy's median: the middle copy, or the mean of the two middle ones
             medians[r] = np.mean([at(math.floor(middle)), at(math.ceil(middle))])
-    return _single(medians, single)
+    return per_row(medians, single)
 
 
 @metric(kind="case_values", better=None, returns="describe",

@@ -38,6 +38,7 @@ from evaluation.metrics.validation import (
     check_same_length,
     check_sample_weight,
     check_values,
+    per_row,
 )
 
 SKLEARN = "scikit-learn 1.9 sklearn.metrics"
@@ -413,7 +414,7 @@ def _check_scores(y_true, y_score, sample_weight):
 def _each_row(order: ScoreOrder, weights: np.ndarray, single: bool, of_curve) -> float | np.ndarray:
     """of_curve of each row's curve: a float for one weighting given as 1-D or None, else (rows,)."""
     values = np.array([of_curve(_curve_of_order(order, row)) for row in weights], dtype=np.float64)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, binary_metric):
@@ -447,10 +448,10 @@ def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, bin
     weights, single = check_sample_weight(sample_weight, n)
     if average == "micro":
         value = binary_metric(indicator.ravel(), y_score.ravel(), np.repeat(weights, k, axis=1))
-        return float(value[0]) if single else value
+        return per_row(value, single)
     scores = np.stack([binary_metric(indicator[:, c], y_score[:, c], weights) for c in range(k)], axis=-1)
     if average is None:
-        return scores[0] if single else scores
+        return per_row(scores, single)
     if average == "macro":
         averaged = scores.mean(axis=1)
     else:  # weighted by each label's weighted positives; a label without weight forced to 0
@@ -458,7 +459,7 @@ def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, bin
         scores = np.where(support == 0, 0.0, scores)
         with np.errstate(invalid="ignore", divide="ignore"):
             averaged = (scores * support).sum(axis=1) / support.sum(axis=1)
-    return float(averaged[0]) if single else averaged
+    return per_row(averaged, single)
 
 
 def roc_auc_of_orders(orders, sample_weight) -> np.ndarray:
@@ -586,7 +587,7 @@ def roc_auc_score(y_true, y_score, sample_weight=None, max_fpr=None, *, average=
         return _per_label(y_true, y_score, sample_weight, average, labels, multi_class, binary)
     order, weights, single = _check_scores(y_true, y_score, sample_weight)
     values = _roc_auc_rows(order, weights, max_fpr)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 def _binary_average_precision(positive, scores, weights):
@@ -632,7 +633,7 @@ def ppv_at_recall(y_true, y_score, recall: float = 0.9, sample_weight=None):
         values = np.full(len(weights), np.nan)
     else:
         values = _ppv_at_recall_of_counts(*curve_counts(order, _weights_in_order(weights)), recall)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 @metric(kind="scores", better="higher", example={"specificity": 0.8},

@@ -32,6 +32,7 @@ from evaluation.metrics.validation import (
     check_flag,
     check_same_length,
     check_sample_weight,
+    per_row,
 )
 
 SKLEARN = "scikit-learn 1.9 sklearn.metrics"
@@ -173,13 +174,13 @@ def confusion_matrix(y_true, y_pred, sample_weight=None, *, labels=None) -> np.n
     if k > _LOOP_CLASSES:  # one pass: each case adds its weight to its cell, in case order
         cells = _class_positions(y_true, labels) * k + _class_positions(y_pred, labels)
         matrix = np.stack([np.bincount(cells, row, minlength=k * k).reshape(k, k) for row in weights])
-        return matrix[0] if single else matrix
+        return per_row(matrix, single)
     matrix = np.zeros((len(weights), k, k))
     for i, true in enumerate(labels):
         is_true = y_true == true
         for j, predicted in enumerate(labels):
             matrix[:, i, j] = _sum(weights, is_true & (y_pred == predicted))
-    return matrix[0] if single else matrix
+    return per_row(matrix, single)
 
 
 def _nan_average(values: np.ndarray, weights: np.ndarray | None = None, *, kept_only: bool = False) -> np.ndarray:
@@ -221,14 +222,14 @@ def _averaged_rate(y_true, y_pred, sample_weight, labels, pos_label, average, ze
     else:
         per_class = np.asarray(rate(counts, zero_division), dtype=np.float64).reshape(len(weights), len(labels))
         if average is None:
-            return per_class[0] if single else per_class
+            return per_row(per_class, single)
         if average == "binary":
             values = per_class[:, 0]
         elif average == "macro":
             values = _nan_average(per_class)
         else:
             values = _nan_average(per_class, counts.tp + counts.fn)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 _AVERAGE_VARIANT = {"average": "'binary' (pos_label's, two classes), None (each class's), 'macro', 'weighted' "
@@ -322,7 +323,7 @@ def accuracy_score(y_true, y_pred, sample_weight=None, *, labels=None):
         values = np.asarray(counts.accuracy(), dtype=np.float64).reshape(len(weights))
     else:
         values = _ratio(_sum(weights, y_true == y_pred), np.sum(weights, axis=1), math.nan)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 @metric(kind="decisions", better="higher",
@@ -344,7 +345,7 @@ def balanced_accuracy_score(y_true, y_pred, sample_weight=None, *, labels=None, 
     if adjusted:
         chance = 1 / (~np.isnan(recall)).sum(axis=1)
         values = (values - chance) / (1 - chance)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 @metric(kind="decisions", better="higher", symmetric=True, empty={"replace_undefined_by": math.nan},
@@ -365,7 +366,7 @@ def cohen_kappa_score(y1, y2, sample_weight=None, *, labels=None, weights=None, 
     single = matrices.ndim == 2
     values = np.array([_kappa(matrix, weights, replace_undefined_by)
                        for matrix in (matrices[None] if single else matrices)])
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 def _kappa(confusion: np.ndarray, weights: str | None, undefined: float) -> float:

@@ -87,4 +87,4 @@ def success_detection_rate(errors, thresholds, inclusive: bool = False, sample_w
     shares = weights @ within / totals[:, None]  # (rows, thresholds)
     if limits.ndim == 0:
         return per_row(shares[:, 0], single)
-    return shares[0] if single else shares
+    return per_row(shares, single)

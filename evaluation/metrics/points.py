@@ -37,6 +37,7 @@ from evaluation.metrics.validation import (
     check_points,
     check_sample_weight,
     check_spacing,
+    per_row,
 )
 
 ASSIGNMENTS = ("hungarian", "greedy_by_score", "greedy_by_truth")
@@ -265,4 +266,4 @@ def cpm(truth, prediction, scores, radius, spacing=None, inclusive: bool = True,
         raise ValueError(f"fp_rates must be a non-empty sequence of numbers >= 0, got {fp_rates!r}")
     weights, single = check_sample_weight(sample_weight, len(hits))
     values = mean_sensitivity(weighted_froc_sensitivities(hits, weights, "every_score", rates))
-    return float(values[0]) if single else values
+    return per_row(values, single)

@@ -251,9 +251,12 @@ def weight_totals(sample_weight: np.ndarray) -> np.ndarray:
 
 
 def per_row(values: np.ndarray, single: bool):
-    """A metric's values, one per row of sample_weight, as the caller gave the weights: a float for
-    one row (1-D weights or None), the array of rows otherwise."""
-    return float(values[0]) if single else values
+    """A metric's values, one per row of sample_weight (rows, ...), as the caller gave the
+    weights: for one row (1-D weights or None) a float, or that row's array when each row holds
+    several values; the array of rows otherwise."""
+    if not single:
+        return values
+    return float(values[0]) if np.ndim(values) == 1 else values[0]
 
 
 def check_values(values, name: str, *, ndim: int = 1) -> np.ndarray:
