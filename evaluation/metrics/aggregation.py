@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from evaluation.metrics.registry import metric
+from evaluation.metrics.resampling import numpy_lerp
 from evaluation.metrics.validation import check_integer, check_sample_weight, per_row
 
 PANDAS_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
@@ -94,12 +95,7 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, quantiles) -> n
     at, total = _sorted_copies(values, weights)
     virtual = np.maximum(0.0, (total - 1) * np.asarray(quantiles, dtype=np.float64))
     below = np.floor(virtual)
-    gamma = virtual - below
-    low, high = at(below), at(below + 1)
-    difference = high - low
-    result = low + difference * gamma
-    np.subtract(high, difference * (1 - gamma), out=result, where=gamma >= 0.5)  # numpy's _lerp
-    return result
+    return numpy_lerp(at(below), at(below + 1), virtual - below)
 
 
 @metric(kind="case_values", better=None,
