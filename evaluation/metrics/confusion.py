@@ -173,7 +173,9 @@ def confusion_matrix(y_true, y_pred, sample_weight=None, *, labels=None) -> np.n
     k = len(labels)
     if k > _LOOP_CLASSES:  # one pass: each case adds its weight to its cell, in case order
         cells = _class_positions(y_true, labels) * k + _class_positions(y_pred, labels)
-        matrix = np.stack([np.bincount(cells, row, minlength=k * k).reshape(k, k) for row in weights])
+        matrix = np.empty((len(weights), k, k))
+        for r, row in enumerate(weights):
+            matrix[r] = np.bincount(cells, row, minlength=k * k).reshape(k, k)
         return per_row(matrix, single)
     matrix = np.zeros((len(weights), k, k))
     for i, true in enumerate(labels):
