@@ -1,5 +1,6 @@
 """Helpers shared by the test modules (one copy each): the registry's challenges as test
-parameters, a folder as {path: bytes}, a metrics.json path looked up, the last stderr line.
+parameters, a folder as {path: bytes}, a metrics.json path looked up, the last stderr line, a
+peer library's value without its warnings and a bit-for-bit comparison of numbers.
 
 Fixtures live in tests/conftest.py (which lists what a challenge folder must declare for the
 generic tests to run on it)."""
@@ -52,3 +53,20 @@ def last_line(text: str) -> str:
     """The last non-empty line of a stream (a run's one-line message is its stderr's last)."""
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+def quietly(function, *args, **kwargs):
+    """A peer library's value without its warnings (scikit-learn warns where a value is undefined
+    and returns NaN or 0.0 there: the caller compares that value)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+def same_bits(ours, theirs) -> None:
+    """Numbers (or arrays of them) equal bit for bit, NaN equal to NaN."""
+    import numpy as np
+
+    np.testing.assert_array_equal(np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float))

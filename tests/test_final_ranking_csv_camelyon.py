@@ -172,7 +172,7 @@ def test_weighted_froc_sensitivities_refuse_bad_input():
         weighted_froc_sensitivities(slides, np.ones((1, 2), dtype=np.int64))
     with pytest.raises(ValueError, match="whole numbers"):
         weighted_froc_sensitivities(slides, np.full((1, 1), 0.5))
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match=">= 0"):
         weighted_froc_sensitivities(slides, -np.ones((1, 1), dtype=np.int64))
 
 

@@ -271,6 +271,8 @@ def test_invalid_inputs_raise():
         froc_curve([normal_slide_hits([0.1])], rule="2017")
     with pytest.raises(ValueError, match="labels"):
         slide_hits(np.array([3]), np.array([0.5]), np.array([False]))
+    with pytest.raises(ValueError, match="hit_labels"):  # 1.7 is no region (it was read as region 1)
+        slide_hits(np.array([1.7, 0.2]), np.array([0.5, 0.6]), np.array([False]))
 
 
 # ---- the every_score rule (the points FROC): scores of any sign, -inf for a missed lesion --------

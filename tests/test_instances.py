@@ -359,6 +359,19 @@ def test_pooled_panoptic_quality_is_that_of_the_images_side_by_side():
     assert rows.pq.tolist() == [0.8 / 1.5, 0.5]
 
 
+def test_detection_counts_follow_the_empty_rule():
+    """Both maps without an instance: F1, precision and recall are the best value (1.0), as Dice
+    of two empty masks; one side empty: what the formula gives, NaN for 0/0."""
+    empty = np.zeros((5, 6), dtype=np.int32)
+    one = empty.copy()
+    one[1:3, 1:3] = 4
+    nothing = match_instances(empty, empty)
+    assert (nothing.f1, nothing.precision, nothing.recall) == (1.0, 1.0, 1.0)
+    missed, spurious = match_instances(one, empty), match_instances(empty, one)
+    assert (missed.fn, missed.recall, missed.f1) == (1, 0.0, 0.0) and np.isnan(missed.precision)
+    assert (spurious.fp, spurious.precision, spurious.f1) == (1, 0.0, 0.0) and np.isnan(spurious.recall)
+
+
 def test_panoptic_quality_empty_policy():
     empty = np.zeros((5, 6), dtype=np.int32)
     one = empty.copy()

@@ -111,7 +111,7 @@ def test_mean_over_labels_fixed_or_present():
     (lambda: weighted_mean(np.ones(3), [1, -1, 1]), "finite and >= 0"),
     (lambda: weighted_mean(np.ones(3), [1, np.nan, 1]), "finite and >= 0"),
     (lambda: weighted_mean(["a", "b"]), "values must hold numbers"),
-    (lambda: weighted_mean(np.ones(3), decimals=1.5), "decimals must be a whole number"),
+    (lambda: weighted_mean(np.ones(3), decimals=1.5), "decimals must be an integer"),
     (lambda: weighted_median(np.ones((3, 2))), "must be 1-D"),
     (lambda: mean_over_labels(np.ones((2, 3)), np.ones((2, 2), dtype=bool)), "present must be a boolean array"),
 ])

@@ -6,7 +6,6 @@ brute force over scikit-learn's roc_curve. (PPV at recall and the resampled path
 tests/test_ranking.py; the weighted AUC's rows: tests/test_weighted_roc_auc.py.)"""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -21,18 +20,7 @@ from evaluation.metrics.classification import (
     sensitivity_at_specificity,
     specificity_at_sensitivity,
 )
-
-
-def sk(function, *args, **kwargs):
-    """scikit-learn's value, NaN where it warns that the value is undefined."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return function(*args, **kwargs)
-
-
-def same(ours, theirs):
-    """Bit for bit, NaN equal to NaN."""
-    np.testing.assert_array_equal(np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float))
+from tests.common import quietly, same_bits
 
 
 def random_scores(rng, n, levels=None, positives=0.4):
@@ -54,8 +42,8 @@ def random_scores(rng, n, levels=None, positives=0.4):
     ([1, 1], [0.25, 0.75], math.nan),  # no negative
 ])
 def test_binary_toy_data(y_true, y_score, auc):
-    same(roc_auc_score(y_true, y_score), auc)
-    same(roc_auc_score(y_true, y_score), sk(skm.roc_auc_score, y_true, y_score))
+    same_bits(roc_auc_score(y_true, y_score), auc)
+    same_bits(roc_auc_score(y_true, y_score), quietly(skm.roc_auc_score, y_true, y_score))
 
 
 @pytest.mark.parametrize("y_true, y_score, averages", [
@@ -66,7 +54,7 @@ def test_binary_toy_data(y_true, y_score, auc):
 ])
 def test_multilabel_toy_data(y_true, y_score, averages):
     for average, expected in averages.items():
-        same(roc_auc_score(np.array(y_true), np.array(y_score), average=average), expected)
+        same_bits(roc_auc_score(np.array(y_true), np.array(y_score), average=average), expected)
 
 
 MULTICLASS_SCORES = np.array([[1.0, 0.0, 0.0], [0.1, 0.5, 0.4], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]])
@@ -79,13 +67,13 @@ def test_multiclass_one_vs_rest_toy_data(y_true, labels):
     per_class = [roc_auc_score(truth, MULTICLASS_SCORES[:, c])
                  for c, truth in enumerate(([1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1]))]
     ovr = dict(multi_class="ovr", labels=labels)
-    same(roc_auc_score(y_true, MULTICLASS_SCORES, average=None, **ovr), per_class)
+    same_bits(roc_auc_score(y_true, MULTICLASS_SCORES, average=None, **ovr), per_class)
     assert roc_auc_score(y_true, MULTICLASS_SCORES, **ovr) == pytest.approx(sum(per_class) / 3, abs=1e-15)
     assert roc_auc_score(y_true, MULTICLASS_SCORES, average="weighted", **ovr) == pytest.approx(
         per_class[0] * 0.25 + per_class[1] * 0.25 + per_class[2] * 0.5, abs=1e-15)
     for average in ("macro", "weighted", "micro"):
-        same(roc_auc_score(y_true, MULTICLASS_SCORES, average=average, **ovr),
-             skm.roc_auc_score(y_true, MULTICLASS_SCORES, average=average, **ovr))
+        same_bits(roc_auc_score(y_true, MULTICLASS_SCORES, average=average, **ovr),
+                  skm.roc_auc_score(y_true, MULTICLASS_SCORES, average=average, **ovr))
 
 
 def test_multiclass_perfect_imperfect_and_chance():
@@ -112,11 +100,12 @@ def test_partial_auc_toy_data():
 def test_average_precision_toy_data():
     """Ties enter together (scikit-learn's test_average_precision_score_tied_values and
     _duplicate_values): the step is taken once per distinct score."""
-    same(average_precision_score([0, 1, 1], [0.5, 0.5, 0.6]), skm.average_precision_score([0, 1, 1], [0.5, 0.5, 0.6]))
+    same_bits(average_precision_score([0, 1, 1], [0.5, 0.5, 0.6]),
+              skm.average_precision_score([0, 1, 1], [0.5, 0.5, 0.6]))
     assert average_precision_score([0, 1, 1], [0.5, 0.5, 0.6]) != 1.0
-    same(average_precision_score([0, 0, 1], [0.5, 0.5, 0.5]), 1 / 3)  # a constant score: the prevalence
+    same_bits(average_precision_score([0, 0, 1], [0.5, 0.5, 0.5]), 1 / 3)  # a constant score: the prevalence
     y_true, y_score = [0, 0, 1, 1, 1], [0, 0.5, 0.5, 1, 1]
-    same(average_precision_score(y_true, y_score), skm.average_precision_score(y_true, y_score))
+    same_bits(average_precision_score(y_true, y_score), skm.average_precision_score(y_true, y_score))
     assert math.isnan(average_precision_score([0, 0], [0.2, 0.3]))  # no positive: undefined
 
 
@@ -133,12 +122,12 @@ def test_binary_metrics_equal_scikit_learn_with_ties_and_weights(seed):
     y, s = random_scores(rng, n, levels=[None, 3, 10, 100][seed % 4])
     y[:2] = [0, 1]
     for weights, exact in ((None, True), (rng.integers(0, 4, n), True), (rng.random(n) * (rng.random(n) < 0.8), False)):
-        check = same if exact else (lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15))
-        check(roc_auc_score(y, s, weights), sk(skm.roc_auc_score, y, s, sample_weight=weights))
-        check(average_precision_score(y, s, weights), sk(skm.average_precision_score, y, s, sample_weight=weights))
+        check = same_bits if exact else (lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15))
+        check(roc_auc_score(y, s, weights), quietly(skm.roc_auc_score, y, s, sample_weight=weights))
+        check(average_precision_score(y, s, weights), quietly(skm.average_precision_score, y, s, sample_weight=weights))
         for max_fpr in (0.05, 0.3, 0.5, 1.0):
-            check(roc_auc_score(y, s, weights, max_fpr), sk(skm.roc_auc_score, y, s, sample_weight=weights,
-                                                             max_fpr=max_fpr))
+            check(roc_auc_score(y, s, weights, max_fpr), quietly(skm.roc_auc_score, y, s, sample_weight=weights,
+                                                                 max_fpr=max_fpr))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -152,16 +141,16 @@ def test_multiclass_and_multilabel_averages_equal_scikit_learn(seed):
     probabilities = scores / scores.sum(axis=1, keepdims=True) if (scores.sum(axis=1) > 0).all() else None
     if probabilities is not None:
         for average in ("macro", "weighted", "micro", None):
-            same(roc_auc_score(classes, probabilities, weights, multi_class="ovr", average=average),
-                 sk(skm.roc_auc_score, classes, probabilities, sample_weight=weights, multi_class="ovr",
-                    average=average))
+            same_bits(roc_auc_score(classes, probabilities, weights, multi_class="ovr", average=average),
+                      quietly(skm.roc_auc_score, classes, probabilities, sample_weight=weights, multi_class="ovr",
+                              average=average))
     indicator = (rng.random((n, k)) < 0.4).astype(int)
     indicator[:2] = [[0] * k, [1] * k]  # every label both true and false
     for average in ("macro", "weighted", "micro", None):
-        same(roc_auc_score(indicator, scores, weights, average=average),
-             sk(skm.roc_auc_score, indicator, scores, sample_weight=weights, average=average))
-        same(average_precision_score(indicator, scores, weights, average=average),
-             sk(skm.average_precision_score, indicator, scores, sample_weight=weights, average=average))
+        same_bits(roc_auc_score(indicator, scores, weights, average=average),
+                  quietly(skm.roc_auc_score, indicator, scores, sample_weight=weights, average=average))
+        same_bits(average_precision_score(indicator, scores, weights, average=average),
+                  quietly(skm.average_precision_score, indicator, scores, sample_weight=weights, average=average))
 
 
 @pytest.mark.parametrize("case", ["single class", "one case", "all weights zero", "zero-weight positives",
@@ -181,7 +170,7 @@ def test_edges(case):
                   roc_auc_above_sensitivity(y, s, 0.8, w)):
         assert math.isfinite(value) if defined else math.isnan(value)
     if case in ("single class", "constant scores"):  # positives present
-        same(average_precision_score(y, s, w), sk(skm.average_precision_score, y, s, sample_weight=w))
+        same_bits(average_precision_score(y, s, w), quietly(skm.average_precision_score, y, s, sample_weight=w))
 
 
 # ---- sensitivity at specificity and back, ISIC's AUC80 -----------------------------------------
@@ -246,7 +235,7 @@ def test_rows_of_weights_are_each_rows_value_bit_for_bit():
                             (roc_auc_above_sensitivity, {"sensitivity": 0.8})):
         many = function(y, s, sample_weight=rows, **extra)
         assert many.shape == (12,)
-        same(many, [function(y, s, sample_weight=row, **extra) for row in rows])
+        same_bits(many, [function(y, s, sample_weight=row, **extra) for row in rows])
 
 
 def test_roc_and_precision_recall_curves_are_scikit_learns():
@@ -256,11 +245,11 @@ def test_roc_and_precision_recall_curves_are_scikit_learns():
     for drop in (True, False):
         for ours, theirs in zip(roc_curve(y, s, w, drop), skm.roc_curve(y, s, sample_weight=w, drop_intermediate=drop),
                                 strict=True):
-            same(ours, theirs)
+            same_bits(ours, theirs)
     for weights in (None, w):
         for ours, theirs in zip(precision_recall_curve(y, s, weights),
                                 skm.precision_recall_curve(y, s, sample_weight=weights), strict=True):
-            same(ours, theirs)
+            same_bits(ours, theirs)
 
 
 # ---- bad arguments -----------------------------------------------------------------------------
@@ -279,7 +268,7 @@ def test_roc_and_precision_recall_curves_are_scikit_learns():
     (lambda: roc_auc_score([[0, 1], [1, 0]], [[0.1, 0.2], [0.3, 0.4]], average="samples"), "average must be one of"),
     (lambda: roc_auc_score([0, 1, 2], MULTICLASS_SCORES[:3]), "multi_class='ovr'"),
     (lambda: roc_auc_score([0, 1, 3], MULTICLASS_SCORES[:3], multi_class="ovr", labels=[0, 1, 2]),
-     "outside the labels"),
+     "outside the declared labels"),
     (lambda: roc_auc_score([0, 1, 1], MULTICLASS_SCORES[:3], multi_class="ovr"), "3 columns, one per class"),
     (lambda: average_precision_score([[0, 2], [1, 0]], [[0.1, 0.2], [0.3, 0.4]]), "only 0 and 1"),
     (lambda: sensitivity_at_specificity([0, 1], [0.1, 0.2], 1.5), r"specificity must lie in \[0, 1\]"),

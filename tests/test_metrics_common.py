@@ -7,11 +7,15 @@ without editing this file; a kind without inputs in tests/metric_kinds/ fails he
 - padding with background changes nothing;
 - spacing scaled by s scales the value by s, s², s^ndim or 1 as its unit says (with the
   parameters and the arrays in the spacing's units, e.g. a displacement field, scaled along);
-- a case of weight 2 equals that case twice (metrics taking sample_weight);
+- a case of weight 2 equals that case twice (metrics taking sample_weight), and a row of zero
+  weights is NaN, in every family (a mean over no weight is undefined), beside a valid row;
 - each declared empty case gives its declared default, and the value passed for it;
 - 2D and 3D (or the kind's dimensions) give finite numbers on typical inputs;
 - dtype and memory order do not change the result;
-- no input is mutated.
+- no input is mutated;
+- a switch (a parameter whose default is True or False), an empty policy's value and a length
+  in the spacing's units refuse a value of the wrong type (a truthy string would pick a variant
+  silently).
 """
 
 from __future__ import annotations
@@ -136,7 +140,7 @@ def test_spacing_scales_the_value(name, ndim):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if METRICS[n].weighted])
-def test_weight_two_is_the_case_twice(name):
+def test_weight_two_is_the_case_twice_and_zero_weights_are_undefined(name):
     metric = METRICS[name]
     kind = kind_of(metric)
     ndim = kind.ndims[0]
@@ -148,10 +152,13 @@ def test_weight_two_is_the_case_twice(name):
         weights = np.ones(n)
         weights[index] = 2
         assert_same(call(metric, args, ndim, sample_weight=weights), call(metric, repeated, ndim))
-        # rows of weights at once (a bootstrap): each row as if given alone
-        rows = np.stack([np.ones(n), weights])
+        # rows of weights at once (a bootstrap): each row as if given alone; a row of zero weights
+        # is a mean over nothing, NaN, in every family
+        rows = np.stack([np.ones(n), weights, np.zeros(n)])
         both = call(metric, args, ndim, sample_weight=rows)
         assert_same(both, [call(metric, args, ndim, sample_weight=row) for row in rows])
+        if metric.returns == "float":
+            assert math.isnan(call(metric, args, ndim, sample_weight=np.zeros(n)))
 
 
 def empty_cases():
@@ -210,3 +217,27 @@ def test_inputs_are_not_mutated(name, ndim):
         call(metric, tuple(frozen), ndim)
         for i, copy in zip(kind.arrays, copies, strict=True):
             assert np.array_equal(frozen[i], copy, equal_nan=True)
+
+
+def typed_parameters():
+    """(metric, parameter, values of the wrong type): every switch (a parameter whose default is
+    True or False), every empty policy's value and every length in the spacing's units."""
+    params = []
+    for name in NAMES:
+        metric = METRICS[name]
+        switches = [p for p, declared in metric.parameters.items() if isinstance(declared.default, bool)]
+        for parameter in switches:
+            params.append(pytest.param(name, parameter, ("no", 0, None), id=f"{name}-{parameter}"))
+        for parameter in (*metric.empty, *metric.scaled):
+            params.append(pytest.param(name, parameter, (True, "0.5", None), id=f"{name}-{parameter}"))
+    return params
+
+
+@pytest.mark.parametrize(("name", "parameter", "wrong_values"), typed_parameters())
+def test_switches_numbers_and_lengths_refuse_the_wrong_type(name, parameter, wrong_values):
+    metric = METRICS[name]
+    ndim = kind_of(metric).ndims[0]
+    args = cases(metric, ndim)[0]
+    for wrong in wrong_values:
+        with pytest.raises(ValueError, match=parameter):
+            call(metric, args, ndim, **{parameter: wrong})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.metrics.points import CPM_FP_RATES, cpm, match_points, point_froc, point_pairs
+from evaluation.metrics.points import CPM_FP_RATES, cpm, match_points, point_froc, point_hits, point_pairs
 
 RADIUS = 1.5
 
@@ -219,7 +219,13 @@ def test_empty_inputs():
         for assignment in ("hungarian", "greedy_by_truth", "greedy_by_score"):
             found = match_points(truth, prediction, 1.0, scores=np.ones(len(prediction)), assignment=assignment)
             assert (found.tp, found.fp, found.fn) == counts
-    assert match_points([], [], 1.0).f1 == 1.0 and np.isnan(match_points([], [], 1.0).precision)
+    # The library's empty rule: nothing to find and nothing found is the best value; one side
+    # empty is what the formula gives (recall 0 of points missed), NaN where it gives none (0/0).
+    nothing = match_points([], [], 1.0)
+    assert (nothing.f1, nothing.precision, nothing.recall) == (1.0, 1.0, 1.0)
+    missed, spurious = match_points(some, [], 1.0), match_points([], some, 1.0)
+    assert missed.recall == 0.0 and np.isnan(missed.precision) and missed.f1 == 0.0
+    assert spurious.precision == 0.0 and np.isnan(spurious.recall) and spurious.f1 == 0.0
     found = match_points([(0, 0), (5, 5)], [(0, 0.5), (9, 9), (5, 5)], 1.0)
     assert (found.precision, found.recall, found.f1) == (2 / 3, 1.0, 0.8)
 
@@ -310,6 +316,12 @@ def test_froc_hit_rule_duplicates_are_no_false_positives():
 
 
 # ---- bad arguments -----------------------------------------------------------------------------
+
+
+def test_an_image_of_no_area_is_refused():
+    """An area of 0 made the FP rate of the whole FROC inf and NaN, silently."""
+    with pytest.raises(ValueError, match="area"):
+        point_hits(np.ones((1, 2)), np.ones((1, 2)), [0.5], 1.0, area=0.0)
 
 
 @pytest.mark.parametrize(("call", "message"), [

@@ -215,7 +215,7 @@ def test_bad_arguments_raise_value_errors_naming_the_problem():
         sd_log_jacobian_determinant(field, border=0)
     with pytest.raises(ValueError, match="at least 7 voxels"):
         sd_log_jacobian_determinant(field, border=3)
-    with pytest.raises(ValueError, match="offset must be finite"):
+    with pytest.raises(ValueError, match="offset must be a finite number"):
         sd_log_jacobian_determinant(field, offset=np.inf)
     points = np.array([[1.0, 1.0, 1.0]])
     with pytest.raises(ValueError, match="one shape"):
@@ -232,5 +232,4 @@ def test_bad_arguments_raise_value_errors_naming_the_problem():
         target_registration_error(points, points, field, order=1.5)
     with pytest.raises(ValueError, match="moving_landmarks must be finite"):
         target_registration_error(points, points * np.nan, field)
-    with pytest.raises(ValueError, match="at least one case"):
-        target_registration_error(np.zeros((0, 3)), np.zeros((0, 3)), field)
+    assert np.isnan(target_registration_error(np.zeros((0, 3)), np.zeros((0, 3)), field))  # no landmark pair

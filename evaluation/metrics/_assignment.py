@@ -1,5 +1,6 @@
 """One-to-one assignment on sparse candidate pairs, shared by the instance and point matchings:
-the pairs whose matching has the least total cost, a pair costing `cost` (< 0: a benefit) and an
+whether the pairs are one to one already, the pairs taken greedily in a given order, and the
+pairs whose matching has the least total cost, a pair costing `cost` (< 0: a benefit) and an
 unmatched row or column nothing.
 
 The pairs fall into groups, the connected components of the graph of pairs, and each group is
@@ -17,6 +18,23 @@ from __future__ import annotations
 import numpy as np
 
 from evaluation.machine import load_scipy
+
+
+def is_one_to_one(rows: np.ndarray, columns: np.ndarray) -> bool:
+    """Whether no row and no column appears twice: the pairs are a matching already."""
+    return len(np.unique(rows)) == len(rows) and len(np.unique(columns)) == len(columns)
+
+
+def greedy_matching(order: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Positions (sorted) of the pairs taken in `order`, each when neither its row nor its column
+    is matched yet."""
+    used_rows, used_columns, taken = set(), set(), []
+    for k, row, column in zip(order.tolist(), rows[order].tolist(), columns[order].tolist(), strict=True):
+        if row not in used_rows and column not in used_columns:
+            used_rows.add(row)
+            used_columns.add(column)
+            taken.append(k)
+    return np.sort(np.asarray(taken, dtype=np.int64))
 
 
 def min_cost_matching(rows: np.ndarray, columns: np.ndarray, costs: np.ndarray, dense_cells: int) -> np.ndarray:

@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.validation import check_sample_weight
+from evaluation.metrics.resampling import numpy_lerp
+from evaluation.metrics.validation import check_integer, check_sample_weight, per_row
 
 PANDAS_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 
@@ -29,9 +30,7 @@ def _check_values(values, sample_weight, decimals):
     if values.ndim == 0:
         raise ValueError("values must have one value (or one row of values) per case")
     if decimals is not None:
-        if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
-            raise ValueError(f"decimals must be a whole number of decimals, got {decimals!r}")
-        values = np.round(values, int(decimals))
+        values = np.round(values, check_integer(decimals, "decimals"))
     weights, single = check_sample_weight(sample_weight, values.shape[0])
     return values, weights, single
 
@@ -48,7 +47,7 @@ def weighted_sum(values, sample_weight=None) -> np.ndarray:
     sums = weights @ values
     ones = (weights == 1).all(axis=1)
     if ones.any():
-        columns = values.reshape(values.shape[0], -1).T
+        columns = values.reshape(values.shape[0], math.prod(values.shape[1:])).T
         plain = np.array([math.fsum(column) for column in columns]).reshape(values.shape[1:])
         sums[ones] = plain
     return sums[0] if single else sums
@@ -70,13 +69,7 @@ def weighted_mean(values, sample_weight=None, decimals=None):
     total = total.reshape((-1,) + (1,) * (sums.ndim - 1))
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / total
-    return _single(means, single)
-
-
-def _single(rows: np.ndarray, single: bool):
-    if not single:
-        return rows
-    return float(rows[0]) if rows.ndim == 1 else rows[0]
+    return per_row(means, single)
 
 
 def _sorted_copies(values: np.ndarray, weights: np.ndarray):
@@ -102,12 +95,7 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, quantiles) -> n
     at, total = _sorted_copies(values, weights)
     virtual = np.maximum(0.0, (total - 1) * np.asarray(quantiles, dtype=np.float64))
     below = np.floor(virtual)
-    gamma = virtual - below
-    low, high = at(below), at(below + 1)
-    difference = high - low
-    result = low + difference * gamma
-    np.subtract(high, difference * (1 - gamma), out=result, where=gamma >= 0.5)  # numpy's _lerp
-    return result
+    return numpy_lerp(at(below), at(below + 1), virtual - below)
 
 
 @metric(kind="case_values", better=None,
@@ -129,7 +117,7 @@ def weighted_median(values, sample_weight=None, decimals=None):
             middle = max(0.0, (total - 1) / 2)
             # numpy's median: the middle copy, or the mean of the two middle ones
             medians[r] = np.mean([at(math.floor(middle)), at(math.ceil(middle))])
-    return _single(medians, single)
+    return per_row(medians, single)
 
 
 @metric(kind="case_values", better=None, returns="describe",

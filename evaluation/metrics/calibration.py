@@ -17,11 +17,12 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_binary,
     check_choice,
+    check_integer,
     check_same_length,
     check_sample_weight,
     check_values,
-    check_weight_totals,
     per_row,
+    weight_totals,
 )
 
 
@@ -66,8 +67,7 @@ def expected_calibration_error(y_true, y_prob, n_bins: int = 10, sample_weight=N
     class); `"top_label"`: confidence max(p, 1 − p), outcome [decision (p > 0.5) equals y].
     """
     truth, probability = _cases(y_true, y_prob)
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+    n_bins = check_integer(n_bins, "n_bins", low=1)
     check_choice(confidence, "confidence", tuple(CONFIDENCES))
     if confidence == "top_label":
         outcome = ((probability > 0.5) == truth.astype(bool)).astype(np.float64)
@@ -75,8 +75,10 @@ def expected_calibration_error(y_true, y_prob, n_bins: int = 10, sample_weight=N
     else:
         outcome = truth
     weights, single = check_sample_weight(sample_weight, len(truth))
-    totals = check_weight_totals(weights)
-    bins = bin_indices(probability, int(n_bins))
+    totals = weight_totals(weights)
+    if not len(truth):  # no case: no bin, an undefined mean
+        return per_row(np.full(len(weights), np.nan), single)
+    bins = bin_indices(probability, n_bins)
     order = np.argsort(bins, kind="stable")
     starts = np.flatnonzero(np.r_[True, bins[order][1:] != bins[order][:-1]])
     # W_b · |acc_b − conf_b| = |Σ_{i in b} w_i (outcome_i − confidence_i)|
@@ -94,4 +96,4 @@ def brier_score_loss(y_true, y_prob, sample_weight=None):
     """
     truth, probability = _cases(y_true, y_prob)
     weights, single = check_sample_weight(sample_weight, len(truth))
-    return per_row(weights @ (probability - truth) ** 2 / check_weight_totals(weights), single)
+    return per_row(weights @ (probability - truth) ** 2 / weight_totals(weights), single)

@@ -32,10 +32,13 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_binary,
     check_choice,
+    check_classes,
     check_finite,
     check_in_range,
     check_same_length,
     check_sample_weight,
+    check_values,
+    per_row,
 )
 
 SKLEARN = "scikit-learn 1.9 sklearn.metrics"
@@ -118,9 +121,7 @@ def score_order(y_true, y_score, item_weights=None, *, stable: bool = True) -> S
     `stable=False` leaves the cases within a run of equal scores in any order (a quicker sort): the
     same curve for whole-number weights, whose sums within a run are exact in any order."""
     positive = check_binary(y_true)
-    scores = check_finite(y_score, "y_score")
-    if scores.ndim != 1:
-        raise ValueError(f"y_score must be 1-D, got shape {scores.shape}")
+    scores = check_values(y_score, "y_score")
     check_same_length(y_true=positive, y_score=scores)
     if item_weights is not None:
         item_weights = np.array(item_weights, dtype=np.float64)  # a copy: the caller's may change
@@ -214,13 +215,13 @@ def _running_sums(weights: np.ndarray, through: np.ndarray) -> np.ndarray:
     return running[:, through]
 
 
-def curve_counts(order: ScoreOrder, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(tps, fps), each (rows, runs): per row of `weights` (rows, cases: checked, finite and >= 0)
+def curve_counts(order: ScoreOrder, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tps, fps), each (rows, runs): per row of `sample_weight` (rows, cases: checked, finite and >= 0)
     the cumulative weighted positives and negatives at the end of every run of equal scores, the
     sums of the curve of that row (ranking_curve), added in the same order. A run without weight
     in a row repeats the previous run's sums there (a point of zero width)."""
-    tps = _running_sums(_columns(weights, order.order[order.positive]), order.positives_through)
-    fps = _running_sums(_columns(weights, order.order[~order.positive]), order.negatives_through)
+    tps = _running_sums(_columns(sample_weight, order.order[order.positive]), order.positives_through)
+    fps = _running_sums(_columns(sample_weight, order.order[~order.positive]), order.negatives_through)
     return tps, fps
 
 
@@ -405,11 +406,7 @@ def _ppv_at_recall_of_counts(tps: np.ndarray, fps: np.ndarray, recall: float) ->
 
 def _check_scores(y_true, y_score, sample_weight):
     """(order, weights (rows, cases), single) of a binary scoring; ValueError naming the problem."""
-    y_true_array, y_score_array = np.asarray(y_true), np.asarray(y_score)
-    if y_true_array.ndim != 1 or y_score_array.ndim != 1:
-        raise ValueError(f"y_true and y_score must be 1-D (one value per case), got shapes {y_true_array.shape} "
-                         f"and {y_score_array.shape}")
-    order = score_order(y_true_array, y_score_array)
+    order = score_order(y_true, y_score)
     weights, single = check_sample_weight(sample_weight, len(order.order))
     return order, weights, single
 
@@ -417,7 +414,7 @@ def _check_scores(y_true, y_score, sample_weight):
 def _each_row(order: ScoreOrder, weights: np.ndarray, single: bool, of_curve) -> float | np.ndarray:
     """of_curve of each row's curve: a float for one weighting given as 1-D or None, else (rows,)."""
     values = np.array([of_curve(_curve_of_order(order, row)) for row in weights], dtype=np.float64)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, binary_metric):
@@ -436,12 +433,7 @@ def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, bin
         if multi_class == "raise":
             raise ValueError("y_true holds classes, not 0/1: multi-class scores need multi_class='ovr' (one class "
                              "against the rest)")
-        classes = np.unique(y_true) if labels is None else np.asarray(labels)
-        if classes.ndim != 1 or len(np.unique(classes)) != len(classes):
-            raise ValueError(f"labels must be a 1-D sequence of distinct classes, got {labels!r}")
-        outside = ~np.isin(y_true, classes)
-        if outside.any():
-            raise ValueError(f"y_true holds {y_true[outside][0].tolist()!r}, outside the labels {classes.tolist()}")
+        classes = np.unique(y_true) if labels is None else check_classes(labels, y_true=y_true)
         if len(classes) != k:
             raise ValueError(f"y_score has {k} columns, one per class: {len(classes)} classes expected")
         indicator = y_true[:, None] == classes[None, :]
@@ -456,10 +448,10 @@ def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, bin
     weights, single = check_sample_weight(sample_weight, n)
     if average == "micro":
         value = binary_metric(indicator.ravel(), y_score.ravel(), np.repeat(weights, k, axis=1))
-        return float(value[0]) if single else value
+        return per_row(value, single)
     scores = np.stack([binary_metric(indicator[:, c], y_score[:, c], weights) for c in range(k)], axis=-1)
     if average is None:
-        return scores[0] if single else scores
+        return per_row(scores, single)
     if average == "macro":
         averaged = scores.mean(axis=1)
     else:  # weighted by each label's weighted positives; a label without weight forced to 0
@@ -467,7 +459,7 @@ def _per_label(y_true, y_score, sample_weight, average, labels, multi_class, bin
         scores = np.where(support == 0, 0.0, scores)
         with np.errstate(invalid="ignore", divide="ignore"):
             averaged = (scores * support).sum(axis=1) / support.sum(axis=1)
-    return float(averaged[0]) if single else averaged
+    return per_row(averaged, single)
 
 
 def roc_auc_of_orders(orders, sample_weight) -> np.ndarray:
@@ -595,7 +587,7 @@ def roc_auc_score(y_true, y_score, sample_weight=None, max_fpr=None, *, average=
         return _per_label(y_true, y_score, sample_weight, average, labels, multi_class, binary)
     order, weights, single = _check_scores(y_true, y_score, sample_weight)
     values = _roc_auc_rows(order, weights, max_fpr)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 def _binary_average_precision(positive, scores, weights):
@@ -641,7 +633,7 @@ def ppv_at_recall(y_true, y_score, recall: float = 0.9, sample_weight=None):
         values = np.full(len(weights), np.nan)
     else:
         values = _ppv_at_recall_of_counts(*curve_counts(order, _weights_in_order(weights)), recall)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 @metric(kind="scores", better="higher", example={"specificity": 0.8},

@@ -25,18 +25,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.validation import check_choice, check_same_length, check_sample_weight
+from evaluation.metrics.validation import (
+    check_choice,
+    check_classes,
+    check_empty_value,
+    check_flag,
+    check_same_length,
+    check_sample_weight,
+    per_row,
+)
 
 SKLEARN = "scikit-learn 1.9 sklearn.metrics"
 AVERAGES = ("binary", None, "macro", "weighted", "micro")
 ZERO_DIVISION = {"zero_division": math.nan}  # the declared empty policy: a class never true nor predicted
-
-
-def check_zero_division(value) -> float:
-    """A number (NaN included): what a ratio with a zero denominator is."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"zero_division must be a number or NaN (e.g. 0.0, 1.0, nan), got {value!r}")
-    return float(value)
 
 
 def check_decisions(y_true, y_pred, labels=None, sample_weight=None):
@@ -52,17 +53,7 @@ def check_decisions(y_true, y_pred, labels=None, sample_weight=None):
             raise ValueError(f"{name} holds NaN, which is no class")
         if values.dtype.kind not in "biufUS":
             raise ValueError(f"{name} must hold classes (numbers, booleans or strings), got {values.dtype}")
-    if labels is None:
-        labels = np.union1d(y_true, y_pred)
-    else:
-        labels = np.asarray(labels)
-        if labels.ndim != 1 or len(np.unique(labels)) != len(labels):
-            raise ValueError(f"labels must be a 1-D sequence of distinct classes, got {labels!r}")
-        for name, values in (("y_true", y_true), ("y_pred", y_pred)):
-            outside = ~np.isin(values, labels)
-            if outside.any():
-                raise ValueError(f"{name} holds {values[outside][0].tolist()!r}, outside the declared labels "
-                                 f"{labels.tolist()}")
+    labels = np.union1d(y_true, y_pred) if labels is None else check_classes(labels, y_true=y_true, y_pred=y_pred)
     weights, single = check_sample_weight(sample_weight, len(y_true))
     return y_true, y_pred, labels, np.ascontiguousarray(weights), single
 
@@ -118,18 +109,50 @@ class ConfusionCounts:
         return _ratio(2 * self.tp, (2 * self.tp) + self.fp + self.fn, zero_division)
 
 
-def class_counts(y_true, y_pred, labels, weights: np.ndarray) -> ConfusionCounts:
+def class_counts(y_true, y_pred, labels, sample_weight: np.ndarray) -> ConfusionCounts:
     """ConfusionCounts of every class of `labels` against the rest, each (rows, classes), from
-    checked inputs (check_decisions)."""
+    checked inputs (check_decisions). Up to _LOOP_CLASSES classes, each count is its own pairwise
+    sum over every case (the ISIC reference's); more classes take one pass over the cases
+    (_class_counts_in_one_pass), not one per class."""
+    if len(labels) > _LOOP_CLASSES:
+        return _class_counts_in_one_pass(y_true, y_pred, labels, sample_weight)
     columns = []
     for label in labels:
         true, predicted = y_true == label, y_pred == label
-        columns.append([_sum(weights, true & predicted), _sum(weights, ~true & predicted),
-                        _sum(weights, true & ~predicted), _sum(weights, ~true & ~predicted)])
+        columns.append([_sum(sample_weight, true & predicted), _sum(sample_weight, ~true & predicted),
+                        _sum(sample_weight, true & ~predicted), _sum(sample_weight, ~true & ~predicted)])
     if not columns:
-        empty = np.zeros((len(weights), 0))
+        empty = np.zeros((len(sample_weight), 0))
         return ConfusionCounts(empty, empty, empty, empty)
     tp, fp, fn, tn = (np.stack([column[i] for column in columns], axis=1) for i in range(4))
+    return ConfusionCounts(tp, fp, fn, tn)
+
+
+# Classes whose counts are summed class by class (cases x classes work); more go through bincount.
+_LOOP_CLASSES = 16
+
+
+def _class_positions(values: np.ndarray, labels) -> np.ndarray:
+    """The position of each value in `labels`, len(labels) for a value not among them."""
+    labels = np.asarray(labels)
+    order = np.argsort(labels, kind="stable")
+    where = np.minimum(np.searchsorted(labels[order], values), len(labels) - 1)
+    return np.where(labels[order][where] == values, order[where], len(labels))
+
+
+def _class_counts_in_one_pass(y_true, y_pred, labels, sample_weight: np.ndarray) -> ConfusionCounts:
+    """class_counts by scikit-learn's multilabel_confusion_matrix arithmetic, in time cases +
+    classes per row: the weighted true, predicted and matched cases of every class by np.bincount
+    (sums in case order), then FP = predicted − TP, FN = true − TP, TN = total − TP − FP − FN."""
+    k = len(labels)
+    true, predicted = _class_positions(y_true, labels), _class_positions(y_pred, labels)
+    matched = np.where(true == predicted, true, k)
+    tp, fp, fn, tn = (np.zeros((len(sample_weight), k)) for _ in range(4))
+    for r, weights in enumerate(sample_weight):
+        tp[r] = np.bincount(matched, weights, minlength=k + 1)[:k]
+        fp[r] = np.bincount(predicted, weights, minlength=k + 1)[:k] - tp[r]
+        fn[r] = np.bincount(true, weights, minlength=k + 1)[:k] - tp[r]
+        tn[r] = weights.sum() - tp[r] - fp[r] - fn[r]
     return ConfusionCounts(tp, fp, fn, tn)
 
 
@@ -147,12 +170,19 @@ def confusion_matrix(y_true, y_pred, sample_weight=None, *, labels=None) -> np.n
     """The weighted confusion matrix, scikit-learn's: C[i, j] the weight of the cases of true
     class labels[i] predicted labels[j]; (classes, classes), or (rows, classes, classes)."""
     y_true, y_pred, labels, weights, single = check_decisions(y_true, y_pred, labels, sample_weight)
-    matrix = np.zeros((len(weights), len(labels), len(labels)))
+    k = len(labels)
+    if k > _LOOP_CLASSES:  # one pass: each case adds its weight to its cell, in case order
+        cells = _class_positions(y_true, labels) * k + _class_positions(y_pred, labels)
+        matrix = np.empty((len(weights), k, k))
+        for r, row in enumerate(weights):
+            matrix[r] = np.bincount(cells, row, minlength=k * k).reshape(k, k)
+        return per_row(matrix, single)
+    matrix = np.zeros((len(weights), k, k))
     for i, true in enumerate(labels):
         is_true = y_true == true
         for j, predicted in enumerate(labels):
             matrix[:, i, j] = _sum(weights, is_true & (y_pred == predicted))
-    return matrix[0] if single else matrix
+    return per_row(matrix, single)
 
 
 def _nan_average(values: np.ndarray, weights: np.ndarray | None = None, *, kept_only: bool = False) -> np.ndarray:
@@ -177,7 +207,7 @@ def _averaged_rate(y_true, y_pred, sample_weight, labels, pos_label, average, ze
     order), "macro" (mean of the defined), "weighted" (by each class's weighted true cases),
     "micro" (the counts summed over the classes first)."""
     check_choice(average, "average", AVERAGES)
-    zero_division = check_zero_division(zero_division)
+    zero_division = check_empty_value(zero_division, "zero_division")
     y_true, y_pred, labels, weights, single = check_decisions(y_true, y_pred, labels, sample_weight)
     if average == "binary":
         if len(labels) > 2:
@@ -194,14 +224,14 @@ def _averaged_rate(y_true, y_pred, sample_weight, labels, pos_label, average, ze
     else:
         per_class = np.asarray(rate(counts, zero_division), dtype=np.float64).reshape(len(weights), len(labels))
         if average is None:
-            return per_class[0] if single else per_class
+            return per_row(per_class, single)
         if average == "binary":
             values = per_class[:, 0]
         elif average == "macro":
             values = _nan_average(per_class)
         else:
             values = _nan_average(per_class, counts.tp + counts.fn)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 _AVERAGE_VARIANT = {"average": "'binary' (pos_label's, two classes), None (each class's), 'macro', 'weighted' "
@@ -295,7 +325,7 @@ def accuracy_score(y_true, y_pred, sample_weight=None, *, labels=None):
         values = np.asarray(counts.accuracy(), dtype=np.float64).reshape(len(weights))
     else:
         values = _ratio(_sum(weights, y_true == y_pred), np.sum(weights, axis=1), math.nan)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 @metric(kind="decisions", better="higher",
@@ -309,6 +339,7 @@ def balanced_accuracy_score(y_true, y_pred, sample_weight=None, *, labels=None, 
     is left out, as scikit-learn leaves it out. For two classes: (sensitivity + specificity) / 2.
     NaN without weight.
     """
+    adjusted = check_flag(adjusted, "adjusted")
     y_true, y_pred, labels, weights, single = check_decisions(y_true, y_pred, labels, sample_weight)
     counts = class_counts(y_true, y_pred, labels, weights)
     recall = np.asarray(counts.sensitivity(math.nan), dtype=np.float64).reshape(len(weights), len(labels))
@@ -316,7 +347,7 @@ def balanced_accuracy_score(y_true, y_pred, sample_weight=None, *, labels=None, 
     if adjusted:
         chance = 1 / (~np.isnan(recall)).sum(axis=1)
         values = (values - chance) / (1 - chance)
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 @metric(kind="decisions", better="higher", symmetric=True, empty={"replace_undefined_by": math.nan},
@@ -332,12 +363,12 @@ def cohen_kappa_score(y1, y2, sample_weight=None, *, labels=None, weights=None, 
     when there is no case or chance agreement is perfect (a denominator of zero).
     """
     check_choice(weights, "weights", (None, "linear", "quadratic"))
-    replace_undefined_by = check_zero_division(replace_undefined_by)
+    replace_undefined_by = check_empty_value(replace_undefined_by, "replace_undefined_by")
     matrices = confusion_matrix(y1, y2, sample_weight, labels=labels)
     single = matrices.ndim == 2
     values = np.array([_kappa(matrix, weights, replace_undefined_by)
                        for matrix in (matrices[None] if single else matrices)])
-    return float(values[0]) if single else values
+    return per_row(values, single)
 
 
 def _kappa(confusion: np.ndarray, weights: str | None, undefined: float) -> float:

@@ -29,18 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.resampling import whole_counts
+from evaluation.metrics.validation import check_choice, check_sample_weight, check_values
 
 FP_RATE_TARGETS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # FPs per slide: 1/4, 1/2, 1, 2, 4, 8
 THRESHOLD_RULES = ("2016", "corrected", "every_score")
-
-
-def _as_vector(values, name: str) -> np.ndarray:
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name} must be finite")
-    return array
 
 
 @dataclass(frozen=True)
@@ -60,8 +52,11 @@ class SlideHits:
 def slide_hits(hit_labels, confidences, itc) -> SlideHits:
     """Sort one tumor slide's detections, given the region label each falls on (0 background,
     k for region k) and `itc[k - 1]` saying whether region k is ITC."""
-    confidences = _as_vector(confidences, "confidences")
-    hit_labels = np.asarray(hit_labels, dtype=np.int64)
+    confidences = check_values(confidences, "confidences")
+    hit_labels = np.asarray(hit_labels)
+    if hit_labels.size and hit_labels.dtype.kind not in "iu":  # a cast would truncate 1.7 to region 1
+        raise ValueError(f"hit_labels must be integer region labels, got {hit_labels.dtype}")
+    hit_labels = hit_labels.astype(np.int64)
     itc = np.asarray(itc, dtype=bool)
     if hit_labels.shape != confidences.shape:
         raise ValueError("hit_labels and confidences must have the same length")
@@ -78,7 +73,7 @@ def slide_hits(hit_labels, confidences, itc) -> SlideHits:
 
 def normal_slide_hits(confidences) -> SlideHits:
     """A normal slide: every detection is a false positive."""
-    return SlideHits(_as_vector(confidences, "confidences"), np.zeros(0), 0)
+    return SlideHits(check_values(confidences, "confidences"), np.zeros(0), 0)
 
 
 @dataclass(frozen=True)
@@ -91,8 +86,7 @@ class FrocCurve:
 def froc_curve(slides: list[SlideHits], rule: str = "2016") -> FrocCurve:
     """The FROC points of a set of slides under the 2016, the corrected or the every_score
     threshold rule, in the scripts' order (thresholds increasing, the point (0, 0) last)."""
-    if rule not in THRESHOLD_RULES:
-        raise ValueError(f"rule must be one of {THRESHOLD_RULES}, got {rule!r}")
+    check_choice(rule, "rule", THRESHOLD_RULES)
     if not slides:
         raise ValueError("at least one slide is needed")
     lesions = sum(s.lesions for s in slides)
@@ -220,12 +214,8 @@ def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: st
       value whose FP rate is <= x (the FP count does not change between held values), then the
       nearest held values give the two points, and the slope is np.interp's expression.
     """
-    if rule not in THRESHOLD_RULES:
-        raise ValueError(f"rule must be one of {THRESHOLD_RULES}, got {rule!r}")
-    counts = np.asarray(sample_weight)
-    if counts.ndim != 2 or counts.shape[1] != len(slides):
-        raise ValueError(f"sample_weight must have shape (rows, {len(slides)}), got {counts.shape}")
-    counts = whole_counts(counts)
+    check_choice(rule, "rule", THRESHOLD_RULES)
+    counts = whole_counts(check_sample_weight(sample_weight, len(slides))[0])
     slot_type = np.float32 if rule == "2016" else np.float64
     # Every slide's values pooled, each array sorted within its slide (one sort for all slides).
     n = len(slides)

@@ -30,7 +30,9 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     as_bool,
     check_empty_value,
+    check_flag,
     check_in_range,
+    check_integer,
     check_nonnegative,
     check_numbers,
     check_same_shape,
@@ -171,6 +173,8 @@ def structural_similarity(prediction, truth, mask=None, *, data_range, win_size:
     voxel in the mask gives `empty_mask` (NaN by default).
     """
     empty_mask = check_empty_value(empty_mask, "empty_mask")
+    gaussian_weights = check_flag(gaussian_weights, "gaussian_weights")
+    use_sample_covariance = check_flag(use_sample_covariance, "use_sample_covariance")
     prediction, truth, mask = _images(prediction, truth, mask)
     peak = _data_range(data_range, truth)
     if gaussian_weights:
@@ -179,8 +183,9 @@ def structural_similarity(prediction, truth, mask=None, *, data_range, win_size:
         win_size = 2 * radius + 1 if win_size is None else win_size
     else:
         win_size = 7 if win_size is None else win_size
-    if isinstance(win_size, bool) or not isinstance(win_size, (int, np.integer)) or win_size < 3 or win_size % 2 == 0:
-        raise ValueError(f"win_size must be an odd integer >= 3, got {win_size!r}")
+    win_size = check_integer(win_size, "win_size", low=3)
+    if win_size % 2 == 0:
+        raise ValueError(f"win_size must be odd (a window centred on its voxel), got {win_size!r}")
     if not gaussian_weights:
         radius = (win_size - 1) // 2
     if any(n < win_size for n in prediction.shape):

@@ -7,7 +7,11 @@ every (true, predicted) pair that shares at least one voxel, from one joint hist
 voxels where both label maps are nonzero. Pairs that share no voxel have IoU, Dice and overlap
 0 and are never candidates, so the cost is one pass over the label maps plus work
 proportional to the foreground and to the overlapping pairs: never a true × predicted matrix,
-whatever the number of instances (a noise prediction of 10⁶ components is scored).
+whatever the number of instances (a noise prediction of 10⁶ components is scored). The lesion
+volumes and count difference read the connected components of the masks directly (one side's
+components suffice: labelling both to pair them would cost a second labelling for nothing).
+
+Empty maps follow the library's empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.machine import load_scipy
+from evaluation.metrics._assignment import greedy_matching, is_one_to_one, min_cost_matching
 from evaluation.metrics.overlap import dice_from_counts
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
@@ -24,7 +29,9 @@ from evaluation.metrics.validation import (
     check_choice,
     check_connectivity,
     check_empty_value,
+    check_flag,
     check_in_range,
+    check_label_maps,
     check_masks,
     check_nonnegative,
     check_spacing,
@@ -90,19 +97,6 @@ class InstanceOverlaps:
         return self.intersections.astype(np.float64)
 
 
-def check_instance_maps(truth_labels, prediction_labels) -> tuple[np.ndarray, np.ndarray]:
-    """Two instance label maps of one shape: integers >= 0 (booleans are one instance)."""
-    truth, prediction = np.asarray(truth_labels), np.asarray(prediction_labels)
-    if truth.shape != prediction.shape:
-        raise ValueError(f"truth and prediction label maps differ in shape: {truth.shape} and {prediction.shape}")
-    for name, labels in (("truth", truth), ("prediction", prediction)):
-        if labels.dtype.kind not in "biu":
-            raise ValueError(f"{name} must be a label map of integers (0 background), got {labels.dtype}")
-        if labels.dtype.kind == "i" and labels.size and labels.min() < 0:
-            raise ValueError(f"{name} holds negative labels; instance labels are >= 0 (0 background)")
-    return truth, prediction
-
-
 class _Labels:
     """The instances of one flattened label map: their labels, sizes, and a lookup from label to
     position, by np.bincount when the labels are small, else by np.unique of the nonzero voxels."""
@@ -143,7 +137,7 @@ def instance_overlaps(truth_labels, prediction_labels) -> InstanceOverlaps:
     Only voxels nonzero in the truth are paired, in slabs, so temporaries stay small even when a
     prediction is foreground almost everywhere; the joint histogram is sparse (one entry per
     overlapping pair)."""
-    truth, prediction = check_instance_maps(truth_labels, prediction_labels)
+    prediction, truth = check_label_maps(prediction_labels, truth_labels, nonnegative=True)
     flat_truth, flat_prediction = truth.reshape(-1), prediction.reshape(-1)
     true_instances, predicted_instances = _Labels(flat_truth), _Labels(flat_prediction)
     n_prediction = len(predicted_instances.ids)
@@ -169,21 +163,16 @@ def instance_overlaps(truth_labels, prediction_labels) -> InstanceOverlaps:
 
 
 @dataclass(frozen=True)
-class InstanceMatching:
-    """Detection counts of one image and the matched pairs.
-
-    tp: true instances found (matched); fp: predicted instances matched to none; fn: true
-    instances matched to none. One to one, tp is the number of pairs; many to one or many to
-    many, a true instance with several matched predictions counts once. The pairs (labels of
-    the true and predicted instance, and the criterion of the pair) are sorted by true, then
-    predicted label."""
+class DetectionCounts:
+    """TP, FP and FN of one image's matching, and the ratios read off them (the instance and the
+    point matchings' results both are such counts). Empty images follow the library's empty rule
+    (evaluation.metrics): nothing to find and nothing found (TP = FP = FN = 0) is 1.0 for all
+    three; otherwise a ratio is what its formula gives, NaN for 0/0 (precision when nothing was
+    predicted, recall when there was nothing to find)."""
 
     tp: int
     fp: int
     fn: int
-    truth_ids: np.ndarray
-    prediction_ids: np.ndarray
-    values: np.ndarray
 
     @property
     def f1(self) -> float:
@@ -192,13 +181,33 @@ class InstanceMatching:
 
     @property
     def precision(self) -> float:
-        """TP / (TP + FP); NaN when nothing was predicted."""
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
+        """TP / (TP + FP); 1.0 for an empty image, NaN when only the truth has instances."""
+        return self._ratio(self.tp, self.tp + self.fp)
 
     @property
     def recall(self) -> float:
-        """TP / (TP + FN); NaN when there is nothing to find."""
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
+        """TP / (TP + FN); 1.0 for an empty image, NaN when only the prediction has instances."""
+        return self._ratio(self.tp, self.tp + self.fn)
+
+    def _ratio(self, numerator: int, denominator: int) -> float:
+        if denominator:
+            return numerator / denominator
+        return 1.0 if self.tp + self.fp + self.fn == 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class InstanceMatching(DetectionCounts):
+    """Detection counts of one image and the matched pairs.
+
+    tp: true instances found (matched); fp: predicted instances matched to none; fn: true
+    instances matched to none. One to one, tp is the number of pairs; many to one or many to
+    many, a true instance with several matched predictions counts once. The pairs (labels of
+    the true and predicted instance, and the criterion of the pair) are sorted by true, then
+    predicted label."""
+
+    truth_ids: np.ndarray
+    prediction_ids: np.ndarray
+    values: np.ndarray
 
 
 def check_threshold(threshold, criterion: str) -> float:
@@ -246,11 +255,10 @@ def match_instances(truth_labels, prediction_labels, criterion: str = "iou", thr
     check_choice(criterion, "criterion", CRITERIA)
     threshold = check_threshold(threshold, criterion)
     check_choice(assignment, "assignment", ASSIGNMENTS)
-    if not isinstance(inclusive, (bool, np.bool_)):
-        raise ValueError(f"inclusive must be True or False, got {inclusive!r}")
+    inclusive = check_flag(inclusive, "inclusive")
     if assignment == "hungarian_most_matches" and criterion == "overlap":
         raise ValueError("assignment 'hungarian_most_matches' needs criterion 'iou' or 'dice' (values in [0, 1])")
-    return match_overlaps(instance_overlaps(truth_labels, prediction_labels), criterion, threshold, bool(inclusive),
+    return match_overlaps(instance_overlaps(truth_labels, prediction_labels), criterion, threshold, inclusive,
                           assignment)
 
 
@@ -267,10 +275,10 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
         first = np.ones(len(order), dtype=bool)
         first[1:] = prediction_index[order][1:] != prediction_index[order][:-1]
         chosen = np.sort(order[first])
-    elif assignment == "many_to_many" or _is_matching(truth_index, prediction_index):
+    elif assignment == "many_to_many" or is_one_to_one(truth_index, prediction_index):
         chosen = np.arange(len(candidates))
-    elif assignment == "greedy":
-        chosen = _greedy(truth_index, prediction_index, values)
+    elif assignment == "greedy":  # descending value, ties: lower true, then lower predicted label
+        chosen = greedy_matching(np.lexsort((prediction_index, truth_index, -values)), truth_index, prediction_index)
     else:
         weights = values + 1.0 if assignment == "hungarian_most_matches" else values
         chosen = _largest_total(truth_index, prediction_index, weights)
@@ -282,23 +290,6 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
                             overlaps.prediction_ids[prediction_index], values)
 
 
-def _is_matching(rows: np.ndarray, columns: np.ndarray) -> bool:
-    """Whether no row and no column appears twice: the pairs are already one to one."""
-    return len(np.unique(rows)) == len(rows) and len(np.unique(columns)) == len(columns)
-
-
-def _greedy(rows: np.ndarray, columns: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Positions of the pairs taken by descending value (ties: lower row, then lower column)."""
-    order = np.lexsort((columns, rows, -values))
-    used_rows, used_columns, taken = set(), set(), []
-    for k, row, column in zip(order.tolist(), rows[order].tolist(), columns[order].tolist(), strict=True):
-        if row not in used_rows and column not in used_columns:
-            used_rows.add(row)
-            used_columns.add(column)
-            taken.append(k)
-    return np.sort(np.asarray(taken, dtype=np.int64))
-
-
 def _largest_total(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Positions of the one-to-one pairs with the largest total weight (weights > 0): scipy's
     linear_sum_assignment on the dense matrix of the rows and columns present, or, above
@@ -307,8 +298,6 @@ def _largest_total(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray) -
     column_ids, column_of = np.unique(columns, return_inverse=True)
     n_rows, n_columns = len(row_ids), len(column_ids)
     if n_rows * n_columns > _DENSE_CELLS:
-        from evaluation.metrics._assignment import min_cost_matching
-
         return min_cost_matching(rows, columns, -weights, _DENSE_CELLS)
     load_scipy()  # SciPy's OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
     from scipy.optimize import linear_sum_assignment
@@ -410,8 +399,15 @@ def lesion_count_difference(prediction, truth, connectivity=None) -> float:
     return float(abs(connected_components(prediction, connectivity)[1] - connected_components(truth, connectivity)[1]))
 
 
-def _untouched_volume(components, other, spacing, connectivity, empty: float, both_empty: float) -> float:
-    """The volume of the components of `components` that share no voxel with `other`."""
+def _untouched_volume(prediction, truth, spacing, connectivity, both_empty, side: str, empty) -> float:
+    """The volume of the lesions of one side that share no voxel with the other: the prediction's
+    (side "prediction_empty", its value when only the prediction is empty) or the truth's
+    ("truth_empty")."""
+    prediction, truth = check_masks(prediction, truth)
+    spacing = check_spacing(spacing, prediction.ndim)
+    connectivity = check_connectivity(connectivity, prediction.ndim)
+    both_empty, empty = check_empty_value(both_empty, "both_empty"), check_empty_value(empty, side)
+    components, other = (prediction, truth) if side == "prediction_empty" else (truth, prediction)
     if not components.any():
         return both_empty if not other.any() else empty
     labels, count = connected_components(components, connectivity)
@@ -436,11 +432,7 @@ def false_positive_volume(prediction, truth, spacing=None, connectivity=18, both
     cubed). An empty truth makes every predicted lesion false. An empty prediction gives
     `prediction_empty` (truth not empty) or `both_empty` (both empty): 0 by default.
     """
-    prediction, truth = check_masks(prediction, truth)
-    spacing = check_spacing(spacing, prediction.ndim)
-    connectivity = check_connectivity(connectivity, prediction.ndim)
-    return _untouched_volume(prediction, truth, spacing, connectivity, check_empty_value(prediction_empty,
-                             "prediction_empty"), check_empty_value(both_empty, "both_empty"))
+    return _untouched_volume(prediction, truth, spacing, connectivity, both_empty, "prediction_empty", prediction_empty)
 
 
 @metric(kind="masks", better="lower", unit="volume", empty={"both_empty": 0.0, "truth_empty": 0.0},
@@ -457,8 +449,4 @@ def false_negative_volume(prediction, truth, spacing=None, connectivity=18, both
     true lesion. An empty truth gives `truth_empty` (prediction not empty) or `both_empty`: 0 by
     default (NaN leaves such a case out of a mean).
     """
-    prediction, truth = check_masks(prediction, truth)
-    spacing = check_spacing(spacing, prediction.ndim)
-    connectivity = check_connectivity(connectivity, prediction.ndim)
-    return _untouched_volume(truth, prediction, spacing, connectivity, check_empty_value(truth_empty, "truth_empty"),
-                             check_empty_value(both_empty, "both_empty"))
+    return _untouched_volume(prediction, truth, spacing, connectivity, both_empty, "truth_empty", truth_empty)

@@ -19,13 +19,14 @@ import numpy as np
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_finite,
+    check_flag,
     check_points,
     check_same_shape,
     check_sample_weight,
     check_spacing,
     check_values,
-    check_weight_totals,
     per_row,
+    weight_totals,
 )
 
 ISBI_2015 = "Wang et al., Medical Image Analysis 31, 2016 (ISBI 2015 cephalometric landmark challenge)"
@@ -59,7 +60,7 @@ def mean_radial_error(prediction, truth, spacing=None, sample_weight=None):
     """
     errors = _radial_errors(prediction, truth, spacing)
     weights, single = check_sample_weight(sample_weight, len(errors))
-    return per_row(weights @ errors / check_weight_totals(weights), single)
+    return per_row(weights @ errors / weight_totals(weights), single)
 
 
 @metric(kind="errors", better="higher", returns="array", example={"thresholds": (2.0, 2.5, 3.0, 4.0)},
@@ -79,12 +80,11 @@ def success_detection_rate(errors, thresholds, inclusive: bool = False, sample_w
     limits = check_finite(thresholds, "thresholds")
     if limits.ndim > 1 or (limits < 0).any():
         raise ValueError(f"thresholds must be one number or a 1-D sequence of numbers >= 0, got {thresholds!r}")
-    if not isinstance(inclusive, (bool, np.bool_)):
-        raise ValueError(f"inclusive must be True or False, got {inclusive!r}")
+    inclusive = check_flag(inclusive, "inclusive")
     weights, single = check_sample_weight(sample_weight, len(errors))
-    totals = check_weight_totals(weights)
+    totals = weight_totals(weights)
     within = errors[:, None] <= limits.ravel()[None, :] if inclusive else errors[:, None] < limits.ravel()[None, :]
     shares = weights @ within / totals[:, None]  # (rows, thresholds)
     if limits.ndim == 0:
         return per_row(shares[:, 0], single)
-    return shares[0] if single else shares
+    return per_row(shares, single)

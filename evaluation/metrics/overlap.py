@@ -6,13 +6,8 @@ box of the union so that surface metrics can crop (evaluation.metrics.surface). 
 (IoU), volume similarity and the absolute volume difference are ratios or products of those
 counts.
 
-Empty masks, one rule for the whole library: each empty case is a parameter, `both_empty`
-(neither mask has a voxel), `truth_empty` (only the prediction has voxels) and
-`prediction_empty` (only the truth has voxels). The defaults: both empty is the best value
-(nothing to find, nothing found: Dice 1, NSD 1, distances 0); one empty is the value the
-definition gives where it gives one (Dice 0, Jaccard 0, volume similarity 0, NSD 0) and NaN where
-it gives none (surface distances: there is no surface to measure to). Pass a number (a penalty),
-NaN, or for distances "diagonal" (the image's diagonal in the spacing's units).
+Empty masks follow the library's empty rule (evaluation.metrics): both empty is 1 for Dice,
+Jaccard and volume similarity, one empty what the formula gives (0); each a parameter.
 """
 
 from __future__ import annotations
@@ -53,19 +48,15 @@ def jaccard_from_counts(intersection, prediction_size, truth_size, both_empty: f
     return float(jaccard) if jaccard.ndim == 0 else jaccard
 
 
-def with_empty_policy(values, prediction_size, truth_size, both_empty, truth_empty, prediction_empty):
-    """`values` with each empty case replaced by its policy's value (sizes are counts or volumes)."""
+def with_empty_policy(values, prediction_size, truth_size, policy: dict):
+    """`values` with each empty case replaced by its value in `policy` (validation.check_empty_policy;
+    sizes are counts or volumes)."""
     values = np.asarray(values, dtype=np.float64)
     prediction_size, truth_size = np.asarray(prediction_size), np.asarray(truth_size)
-    result = np.where((prediction_size == 0) & (truth_size == 0), both_empty,
-                      np.where(truth_size == 0, truth_empty, np.where(prediction_size == 0, prediction_empty, values)))
+    result = np.where((prediction_size == 0) & (truth_size == 0), policy["both_empty"],
+                      np.where(truth_size == 0, policy["truth_empty"],
+                               np.where(prediction_size == 0, policy["prediction_empty"], values)))
     return float(result) if result.ndim == 0 else result
-
-
-def check_empty_policy(both_empty, truth_empty, prediction_empty, *, allow_diagonal: bool = False) -> tuple:
-    return tuple(validation.check_empty_value(value, name, allow_diagonal=allow_diagonal)
-                 for value, name in ((both_empty, "both_empty"), (truth_empty, "truth_empty"),
-                                     (prediction_empty, "prediction_empty")))
 
 
 def overlap_counts(prediction: np.ndarray, truth: np.ndarray) -> tuple[int, int, int]:
@@ -87,9 +78,9 @@ def dice(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0, tru
     identical masks, 0 for disjoint ones. Empty masks: `both_empty` (1.0), `truth_empty` and
     `prediction_empty` (0.0, what the formula gives).
     """
-    policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+    policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty)
     intersection, predicted, true = overlap_counts(prediction, truth)
-    return with_empty_policy(dice_from_counts(intersection, predicted, true), predicted, true, *policy)
+    return with_empty_policy(dice_from_counts(intersection, predicted, true), predicted, true, policy)
 
 
 @metric(kind="masks", better="higher", symmetric=True, empty=EMPTY_OVERLAP,
@@ -104,9 +95,9 @@ def jaccard(prediction: np.ndarray, truth: np.ndarray, both_empty: float = 1.0, 
     Dice coefficient D. Empty masks: `both_empty` (1.0), `truth_empty` and `prediction_empty`
     (0.0, what the formula gives).
     """
-    policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+    policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty)
     intersection, predicted, true = overlap_counts(prediction, truth)
-    return with_empty_policy(jaccard_from_counts(intersection, predicted, true), predicted, true, *policy)
+    return with_empty_policy(jaccard_from_counts(intersection, predicted, true), predicted, true, policy)
 
 
 @metric(kind="masks", better="higher", symmetric=True, empty=EMPTY_OVERLAP,
@@ -121,11 +112,11 @@ def volume_similarity(prediction: np.ndarray, truth: np.ndarray, both_empty: flo
     Empty masks: `both_empty` (1.0), `truth_empty` and `prediction_empty` (0.0, what the formula
     gives).
     """
-    policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+    policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty)
     _, predicted, true = overlap_counts(prediction, truth)
     total = predicted + true
     value = 1.0 - abs(predicted - true) / total if total else math.nan
-    return with_empty_policy(value, predicted, true, *policy)
+    return with_empty_policy(value, predicted, true, policy)
 
 
 @metric(kind="masks", better="lower", unit="volume", symmetric=True,
@@ -210,15 +201,15 @@ class LabelOverlapCounts:
 
     def dice(self, both_empty: float = 1.0, truth_empty: float = 0.0, prediction_empty: float = 0.0) -> np.ndarray:
         """Each label's Dice coefficient (overlap.dice), with the empty policy of `dice`."""
-        policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+        policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty)
         values = dice_from_counts(self.intersection, self.prediction_size, self.truth_size)
-        return np.atleast_1d(with_empty_policy(values, self.prediction_size, self.truth_size, *policy))
+        return np.atleast_1d(with_empty_policy(values, self.prediction_size, self.truth_size, policy))
 
     def jaccard(self, both_empty: float = 1.0, truth_empty: float = 0.0, prediction_empty: float = 0.0) -> np.ndarray:
         """Each label's Jaccard index (overlap.jaccard), with the empty policy of `jaccard`."""
-        policy = check_empty_policy(both_empty, truth_empty, prediction_empty)
+        policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty)
         values = jaccard_from_counts(self.intersection, self.prediction_size, self.truth_size)
-        return np.atleast_1d(with_empty_policy(values, self.prediction_size, self.truth_size, *policy))
+        return np.atleast_1d(with_empty_policy(values, self.prediction_size, self.truth_size, policy))
 
 
 @metric(kind="label_maps", better=None, returns="LabelOverlapCounts",
@@ -235,8 +226,6 @@ def label_overlap_counts(prediction: np.ndarray, truth: np.ndarray, labels) -> L
     map holding 65,535 labels costs what a map of one label costs.
     """
     prediction, truth = validation.check_label_maps(prediction, truth)
-    if prediction.ndim < 1:
-        raise ValueError("label maps must have at least 1 dimension, got 0")
     labels = validation.check_labels(labels)
     n_labels = len(labels)
     intersection = np.zeros(n_labels + 1, dtype=np.int64)
@@ -338,11 +327,9 @@ def label_confusion(truth: np.ndarray, prediction: np.ndarray,
     is one streaming read of both maps plus work proportional to the foreground. With
     `box_label`, also the bounding box (slices, numpy axis order) of the voxels having that label
     in either map, or None if neither has it."""
-    truth, prediction = np.asarray(truth), np.asarray(prediction)
+    prediction, truth = validation.check_label_maps(prediction, truth)
     if truth.dtype != np.uint8 or prediction.dtype != np.uint8:
         raise ValueError(f"label maps must be uint8, got {truth.dtype} and {prediction.dtype}")
-    if truth.shape != prediction.shape:
-        raise ValueError(f"label maps differ in shape: {truth.shape} and {prediction.shape}")
     counts = np.zeros(256 * 256, dtype=np.int64)
     low = np.full(truth.ndim, np.iinfo(np.int64).max)
     high = np.full(truth.ndim, -1)

@@ -8,16 +8,18 @@ never true × predicted. A distance is sqrt(Σ ((t_k − p_k) · spacing_k)²) i
 coordinates in the array's axis order (spacing None: 1 per axis, i.e. the coordinates' units).
 The matchings are derived from the pairs; the FROC from the hits of each image (a prediction
 within the radius of a true point hits it), the per-image intermediate CAMELYON16's FROC uses
-(evaluation.metrics.froc).
+(evaluation.metrics.froc). Empty point sets follow the library's empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from evaluation.machine import load_scipy
+from evaluation.metrics._assignment import greedy_matching, is_one_to_one, min_cost_matching
 from evaluation.metrics.froc import (
     FrocCurve,
     SlideHits,
@@ -25,14 +27,18 @@ from evaluation.metrics.froc import (
     mean_sensitivity,
     weighted_froc_sensitivities,
 )
-from evaluation.metrics.instances import f1_from_counts
+from evaluation.metrics.instances import DetectionCounts
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_choice,
     check_finite,
+    check_flag,
+    check_in_range,
     check_nonnegative,
+    check_points,
     check_sample_weight,
     check_spacing,
+    per_row,
 )
 
 ASSIGNMENTS = ("hungarian", "greedy_by_score", "greedy_by_truth")
@@ -42,21 +48,13 @@ _DENSE_CELLS = 1 << 20  # a group of pairs up to this many rows x columns is sol
 
 
 def _as_points(points, name: str) -> np.ndarray | None:
-    """Coordinates as an (n, ndim) float64 array; None for an empty input of unknown dimension."""
-    try:
-        array = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an (n, ndim) array of coordinates") from None
-    if array.size == 0 and array.ndim <= 1:
-        return None
-    if array.ndim != 2 or array.shape[1] == 0:
-        raise ValueError(f"{name} must be an (n, ndim) array of coordinates, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name} holds coordinates that are NaN or infinite")
-    return array
+    """Coordinates as an (n, ndim) float64 array; None for an empty input of unknown dimension
+    (an empty list: no point)."""
+    array = check_finite(points, name)
+    return None if array.size == 0 and array.ndim <= 1 else check_points(array, name)
 
 
-def check_points(truth, prediction, spacing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _checked_points(truth, prediction, spacing=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(truth, prediction, spacing): two (n, ndim) coordinate arrays of one dimension (an empty
     list is no point) and one spacing > 0 per coordinate."""
     truth_points, predicted_points = _as_points(truth, "truth"), _as_points(prediction, "prediction")
@@ -71,7 +69,7 @@ def check_points(truth, prediction, spacing=None) -> tuple[np.ndarray, np.ndarra
             predicted_points if predicted_points is not None else empty, spacing)
 
 
-def check_scores(scores, n: int, name: str = "scores") -> np.ndarray:
+def _checked_scores(scores, n: int, name: str = "scores") -> np.ndarray:
     scores = check_finite(scores, name)
     if scores.shape != (n,):
         raise ValueError(f"{name} must give one number per predicted point ({n}), got shape {scores.shape}")
@@ -81,15 +79,9 @@ def check_scores(scores, n: int, name: str = "scores") -> np.ndarray:
 def point_pairs(truth, prediction, radius, spacing=None, inclusive: bool = True):
     """(truth index, prediction index, distance) of every pair within `radius` (inclusive: <=,
     else <), sorted by truth, then prediction index."""
-    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    truth, prediction, spacing = _checked_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
-    return _pairs(truth, prediction, radius, spacing, _check_inclusive(inclusive))
-
-
-def _check_inclusive(inclusive) -> bool:
-    if not isinstance(inclusive, (bool, np.bool_)):
-        raise ValueError(f"inclusive must be True or False, got {inclusive!r}")
-    return bool(inclusive)
+    return _pairs(truth, prediction, radius, spacing, check_flag(inclusive, "inclusive"))
 
 
 def _pairs(truth: np.ndarray, prediction: np.ndarray, radius: float, spacing: np.ndarray, inclusive: bool):
@@ -113,31 +105,13 @@ def _pairs(truth: np.ndarray, prediction: np.ndarray, radius: float, spacing: np
 
 
 @dataclass(frozen=True)
-class PointMatching:
+class PointMatching(DetectionCounts):
     """Detection counts of one image and the matched pairs (indices into the truth and
     prediction arrays, sorted by truth index): one to one, so TP is the number of pairs, FP =
-    predictions − TP, FN = truths − TP."""
+    predictions − TP, FN = truths − TP; f1, precision and recall as DetectionCounts'."""
 
-    tp: int
-    fp: int
-    fn: int
     truth_index: np.ndarray
     prediction_index: np.ndarray
-
-    @property
-    def f1(self) -> float:
-        """2TP / (2TP + FP + FN); 1.0 when all three are 0 (nothing to find, nothing found)."""
-        return f1_from_counts(self.tp, self.fp, self.fn)
-
-    @property
-    def precision(self) -> float:
-        """TP / (TP + FP); NaN when nothing was predicted."""
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan")
-
-    @property
-    def recall(self) -> float:
-        """TP / (TP + FN); NaN when there is nothing to find."""
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
 
 
 @metric(kind="points", better=None, returns="PointMatching", scaled=("radius",),
@@ -175,44 +149,31 @@ def match_points(truth, prediction, radius, scores=None, spacing=None, inclusive
       version, not the lower index: on integer pixel coordinates, where such ties are common,
       its counts can differ from these (and between scikit-learn versions).
     F1, precision and recall are properties of the result; sum TP, FP and FN over images and
-    call f1_from_counts for a pooled F1.
+    call instances.f1_from_counts for a pooled F1.
     """
-    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    truth, prediction, spacing = _checked_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
-    inclusive = _check_inclusive(inclusive)
+    inclusive = check_flag(inclusive, "inclusive")
     check_choice(assignment, "assignment", ASSIGNMENTS)
     if scores is not None:
-        scores = check_scores(scores, len(prediction))
+        scores = _checked_scores(scores, len(prediction))
     elif assignment == "greedy_by_score":
         raise ValueError("assignment 'greedy_by_score' needs scores (one per predicted point)")
     truth_index, prediction_index, distances = _pairs(truth, prediction, radius, spacing, inclusive)
-    if _one_to_one(truth_index, prediction_index):
+    if is_one_to_one(truth_index, prediction_index):
         chosen = np.arange(len(truth_index))
     elif assignment == "greedy_by_truth":
-        chosen = _greedy(np.lexsort((prediction_index, distances, truth_index)), truth_index, prediction_index)
+        chosen = greedy_matching(np.lexsort((prediction_index, distances, truth_index)), truth_index,
+                                 prediction_index)
     elif assignment == "greedy_by_score":
         rank = np.empty(len(prediction), dtype=np.int64)
         rank[np.argsort(-scores, kind="stable")] = np.arange(len(prediction))
-        chosen = _greedy(np.lexsort((truth_index, distances, rank[prediction_index])), truth_index, prediction_index)
+        chosen = greedy_matching(np.lexsort((truth_index, distances, rank[prediction_index])), truth_index,
+                                 prediction_index)
     else:
         chosen = _maximum_matching(truth_index, prediction_index, distances)
     tp = len(chosen)
     return PointMatching(tp, len(prediction) - tp, len(truth) - tp, truth_index[chosen], prediction_index[chosen])
-
-
-def _one_to_one(rows: np.ndarray, columns: np.ndarray) -> bool:
-    return len(np.unique(rows)) == len(rows) and len(np.unique(columns)) == len(columns)
-
-
-def _greedy(order: np.ndarray, truth_index: np.ndarray, prediction_index: np.ndarray) -> np.ndarray:
-    """The pairs taken in `order`, each when neither point is matched yet."""
-    used_truth, used_prediction, taken = set(), set(), []
-    for k, t, p in zip(order.tolist(), truth_index[order].tolist(), prediction_index[order].tolist(), strict=True):
-        if t not in used_truth and p not in used_prediction:
-            used_truth.add(t)
-            used_prediction.add(p)
-            taken.append(k)
-    return np.sort(np.asarray(taken, dtype=np.int64))
 
 
 def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, distances: np.ndarray) -> np.ndarray:
@@ -220,8 +181,6 @@ def _maximum_matching(truth_index: np.ndarray, prediction_index: np.ndarray, dis
     group by group (evaluation/metrics/_assignment.py): a pair costs d − B with B above
     (pairs + 1) × the largest distance, so one more pair always lowers the total more than any
     distances can raise it."""
-    from evaluation.metrics._assignment import min_cost_matching
-
     most_pairs = min(len(np.unique(truth_index)), len(np.unique(prediction_index)))
     bonus = (most_pairs + 1) * (float(distances.max()) + 1.0)
     return min_cost_matching(truth_index, prediction_index, distances - bonus, _DENSE_CELLS)
@@ -237,11 +196,11 @@ def point_hits(truth, prediction, scores, radius, spacing=None, inclusive: bool 
     score of its hits, the others are no false positives); a prediction within the radius of no
     true point is a false positive. A missed true point's score is -inf. `area`: what the
     image adds to the FP rate's denominator (1: FPs per image)."""
-    truth, prediction, spacing = check_points(truth, prediction, spacing)
+    truth, prediction, spacing = _checked_points(truth, prediction, spacing)
     radius = check_nonnegative(radius, "radius")
-    scores = check_scores(scores, len(prediction))
-    area = check_nonnegative(area, "area")
-    truth_index, prediction_index, _ = _pairs(truth, prediction, radius, spacing, _check_inclusive(inclusive))
+    scores = _checked_scores(scores, len(prediction))
+    area = check_in_range(area, "area", 0.0, math.inf, low_open=True)
+    truth_index, prediction_index, _ = _pairs(truth, prediction, radius, spacing, check_flag(inclusive, "inclusive"))
     hit = np.zeros(len(prediction), dtype=bool)
     hit[prediction_index] = True
     best = np.full(len(truth), -np.inf)
@@ -294,7 +253,8 @@ def point_froc(truth, prediction, scores, radius, spacing=None, inclusive: bool 
 @metric(kind="point_sets", better="higher", scaled=("radius",),
         variants={"fp_rates": "the false-positive rates averaged over: LUNA16's 1/8 ... 8 by default; "
                               "CAMELYON16's score is 1/4 ... 8",
-                  "areas": "None: false positives per image; one area per image: false positives per unit area"},
+                  "areas": "None: false positives per image; one area per image: false positives per unit area",
+                  "inclusive": "True: a prediction hits a true point within distance <= radius; False: <"},
         equals=("LUNA16 CPM: mean sensitivity at 1/8 ... 8 FPs per scan, np.interp on the FROC",),
         citation="Niemeijer et al., IEEE TMI 30(2), 2011 (CPM); Setio et al., LUNA16, Medical Image Analysis 42, 2017",
         example={"radius": 2.0})
@@ -314,4 +274,4 @@ def cpm(truth, prediction, scores, radius, spacing=None, inclusive: bool = True,
         raise ValueError(f"fp_rates must be a non-empty sequence of numbers >= 0, got {fp_rates!r}")
     weights, single = check_sample_weight(sample_weight, len(hits))
     values = mean_sensitivity(weighted_froc_sensitivities(hits, weights, "every_score", rates))
-    return float(values[0]) if single else values
+    return per_row(values, single)

@@ -25,13 +25,15 @@ from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     as_bool,
     check_empty_value,
+    check_integer,
+    check_number,
     check_numbers,
     check_points,
     check_same_shape,
     check_sample_weight,
     check_spacing,
-    check_weight_totals,
     per_row,
+    weight_totals,
 )
 
 LEARN2REG = "Hering et al., IEEE Transactions on Medical Imaging 42(3), 2023 (Learn2Reg)"
@@ -49,12 +51,6 @@ def _field(displacement, mask, spacing) -> tuple[np.ndarray, np.ndarray | None, 
         mask = as_bool(mask, "mask")
         check_same_shape(mask=mask, **{"displacement's grid": field[0]})
     return field, mask, check_spacing(spacing, field.ndim - 1)
-
-
-def _check_border(border) -> int:
-    if isinstance(border, bool) or not isinstance(border, (int, np.integer)) or border < 1:
-        raise ValueError(f"border must be an integer >= 1 (central differences need one neighbour), got {border!r}")
-    return int(border)
 
 
 def _jacobian_determinants(field: np.ndarray, spacing: np.ndarray, rows: slice) -> np.ndarray:
@@ -132,14 +128,9 @@ def sd_log_jacobian_determinant(displacement, mask=None, spacing=None, border: i
     computes. No such voxel in the mask gives `empty_mask` (NaN by default).
     """
     field, mask, scale = _field(displacement, mask, spacing)
-    border = _check_border(border)
+    border = check_integer(border, "border", low=1)  # central differences need one neighbour
     empty_mask = check_empty_value(empty_mask, "empty_mask")
-    try:
-        offset = float(offset)
-    except (TypeError, ValueError):
-        raise ValueError(f"offset must be a number, got {offset!r}") from None
-    if not math.isfinite(offset):
-        raise ValueError(f"offset must be finite, got {offset!r}")
+    offset = check_number(offset, "offset")
     # Chan et al.'s pairwise merge of (count, mean, sum of squared deviations) over the slabs.
     count, mean, squares = 0, 0.0, 0.0
     for determinants in _selected_determinants(field, mask, scale, border):
@@ -170,7 +161,7 @@ def folding_fraction(displacement, mask=None, spacing=None, border: int = 1, emp
     such voxel in the mask gives `empty_mask` (NaN by default).
     """
     field, mask, scale = _field(displacement, mask, spacing)
-    border = _check_border(border)
+    border = check_integer(border, "border", low=1)
     empty_mask = check_empty_value(empty_mask, "empty_mask")
     folding, count = 0, 0
     for determinants in _selected_determinants(field, mask, scale, border):
@@ -187,8 +178,7 @@ def _registration_errors(fixed_landmarks, moving_landmarks, displacement, spacin
     field, _, scale = _field(displacement, None, spacing)
     if fixed.shape[1] != field.shape[0]:
         raise ValueError(f"landmarks have {fixed.shape[1]} coordinates, the displacement field {field.shape[0]} axes")
-    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or not 0 <= order <= 5:
-        raise ValueError(f"order must be a spline order 0 … 5 (1: linear), got {order!r}")
+    order = check_integer(order, "order", 0, 5)  # a spline order, 1: linear
     grid = np.asarray(field.shape[1:]) - 1
     if ((fixed < 0) | (fixed > grid)).any():
         raise ValueError(f"fixed_landmarks must lie within the displacement field's grid: [0, n − 1] per axis, "
@@ -234,4 +224,4 @@ def target_registration_error(fixed_landmarks, moving_landmarks, displacement, s
     """
     errors = _registration_errors(fixed_landmarks, moving_landmarks, displacement, spacing, order)
     weights, single = check_sample_weight(sample_weight, len(errors))
-    return per_row(weights @ errors / check_weight_totals(weights), single)
+    return per_row(weights @ errors / weight_totals(weights), single)

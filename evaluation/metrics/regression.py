@@ -27,8 +27,8 @@ from evaluation.metrics.validation import (
     check_same_length,
     check_sample_weight,
     check_values,
-    check_weight_totals,
     per_row,
+    weight_totals,
 )
 
 
@@ -42,7 +42,7 @@ def _cases(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
 def _weights(sample_weight, n: int) -> tuple[np.ndarray, bool, np.ndarray]:
     """(weights as (rows, n), whether one row was given, total weight of each row)."""
     weights, single = check_sample_weight(sample_weight, n)
-    return weights, single, check_weight_totals(weights)
+    return weights, single, weight_totals(weights)
 
 
 def _weighted_mean(values: np.ndarray, weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -58,7 +58,8 @@ def _constant(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per row of weights: whether the cases of positive weight all hold one value."""
     present = weights > 0
     values = np.broadcast_to(values, weights.shape)
-    return np.where(present, values, -np.inf).max(axis=1) == np.where(present, values, np.inf).min(axis=1)
+    largest = np.where(present, values, -np.inf).max(axis=1, initial=-np.inf)
+    return largest == np.where(present, values, np.inf).min(axis=1, initial=np.inf)  # no case: not constant
 
 
 @metric(kind="values", better="lower", symmetric=True,
@@ -145,17 +146,19 @@ def pearson_correlation(y_true, y_pred, sample_weight=None, constant_input: floa
     return per_row(_pearson(truth, prediction, weights, totals, constant, constant_input), single)
 
 
-def weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def weighted_ranks(values: np.ndarray, sample_weight: np.ndarray) -> np.ndarray:
     """Average ranks (1-based, ties sharing the mean of their positions) of values (n,) in each row
-    of weights (rows, n), a case of weight w standing for w copies of it: a group of tied values
+    of sample_weight (rows, n), a case of weight w standing for w copies of it: a group of tied values
     after cases of total weight C, itself of total weight W, ranks C + (W + 1) / 2 (scipy's
     `rankdata(method="average")` of the repeated values)."""
+    if not len(values):
+        return np.zeros(sample_weight.shape)
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     new_group = np.r_[True, ordered[1:] != ordered[:-1]]
-    group_weights = np.add.reduceat(weights[:, order], np.flatnonzero(new_group), axis=1)
+    group_weights = np.add.reduceat(sample_weight[:, order], np.flatnonzero(new_group), axis=1)
     before = np.cumsum(group_weights, axis=1) - group_weights
-    ranks = np.empty(weights.shape)
+    ranks = np.empty(sample_weight.shape)
     ranks[:, order] = (before + (group_weights + 1.0) / 2.0)[:, np.cumsum(new_group) - 1]
     return ranks
 

@@ -58,9 +58,13 @@ def linear_percentiles(values: np.ndarray, percents) -> np.ndarray:
     last = virtual >= len(ordered) - 1
     previous[last], following[last] = -1, -1
     previous, following = previous.astype(np.intp), following.astype(np.intp)
-    gamma = virtual - previous
-    below, above = ordered[previous], ordered[following]
+    return numpy_lerp(ordered[previous], ordered[following], virtual - previous)
+
+
+def numpy_lerp(below: np.ndarray, above: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """below + (above − below) · gamma as numpy's percentile computes it (its _lerp: from the
+    other end when gamma >= 0.5), so that a percentile computed here has numpy's bits."""
     difference = above - below
     result = below + difference * gamma
-    np.subtract(above, difference * (1 - gamma), out=result, where=gamma >= 0.5)  # numpy's _lerp
+    np.subtract(above, difference * (1 - gamma), out=result, where=gamma >= 0.5)
     return result

@@ -45,7 +45,7 @@ scipy's distance transform computes it: the same bits whichever way was taken. P
 `label_surface_distances` crops each label to its own box, all boxes from one pass over the
 label maps.
 
-Empty masks follow the library's rule (evaluation.metrics.overlap): both empty is the best value
+Empty masks follow the library's empty rule (evaluation.metrics): both empty is the best value
 (distances 0, NSD 1); one empty gives NaN for distances (nothing to measure to) and 0 for the
 NSD; each case is a parameter taking a number, NaN, or for distances "diagonal".
 """
@@ -61,7 +61,7 @@ import numpy as np
 
 from evaluation.machine import load_scipy
 from evaluation.metrics import validation
-from evaluation.metrics.overlap import check_empty_policy, label_overlap_counts
+from evaluation.metrics.overlap import label_overlap_counts
 from evaluation.metrics.registry import metric
 
 RELATIVE_TIE_TOLERANCE = 1e-9  # d is within τ when d² <= τ² (1 + 1e-9): a distance equal to τ counts
@@ -188,7 +188,9 @@ class SurfaceDistances:
             return "both_empty"
         return "truth_empty" if truth_empty else "prediction_empty" if prediction_empty else None
 
-    def _empty_value(self, policy: dict) -> float | None:
+    def _empty_value(self, both_empty, truth_empty, prediction_empty, allow_diagonal: bool) -> float | None:
+        """The policy's value of this empty case (checked), None when both masks have a surface."""
+        policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty, allow_diagonal=allow_diagonal)
         case = self.empty_case
         if case is None:
             return None
@@ -199,9 +201,7 @@ class SurfaceDistances:
         """The Hausdorff distance at `percentile` (see the function hausdorff_distance)."""
         percentile = validation.check_in_range(percentile, "percentile", 0, 100)
         validation.check_choice(combine, "combine", ("max", "pooled"))
-        policy = dict(zip(EMPTY_DISTANCE, check_empty_policy(both_empty, truth_empty, prediction_empty,
-                                                             allow_diagonal=True), strict=True))
-        empty = self._empty_value(policy)
+        empty = self._empty_value(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
         if empty is not None:
             return empty
         if combine == "pooled":
@@ -216,9 +216,7 @@ class SurfaceDistances:
                                  prediction_empty=math.nan) -> float:
         """The average surface distance (see the function average_surface_distance)."""
         validation.check_choice(combine, "combine", ("mean", "pooled"))
-        policy = dict(zip(EMPTY_DISTANCE, check_empty_policy(both_empty, truth_empty, prediction_empty,
-                                                             allow_diagonal=True), strict=True))
-        empty = self._empty_value(policy)
+        empty = self._empty_value(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
         if empty is not None:
             return empty
         sums = [_weighted_sum(self.prediction_to_truth, self.prediction_areas),
@@ -233,8 +231,7 @@ class SurfaceDistances:
                                 prediction_empty=0.0) -> float:
         """The normalized surface Dice at `tolerance` (see the function normalized_surface_dice)."""
         limit = squared_tolerance(tolerance)
-        policy = dict(zip(EMPTY_NSD, check_empty_policy(both_empty, truth_empty, prediction_empty), strict=True))
-        empty = self._empty_value(policy)
+        empty = self._empty_value(both_empty, truth_empty, prediction_empty, allow_diagonal=False)
         if empty is not None:
             return empty
         return _surface_dice(self.prediction_to_truth ** 2 <= limit, self.prediction_areas,
@@ -632,7 +629,7 @@ def hausdorff_distance(prediction: np.ndarray, truth: np.ndarray, spacing=None, 
         prediction, truth, spacing, boundary, connectivity)
     validation.check_in_range(percentile, "percentile", 0, 100)
     validation.check_choice(combine, "combine", ("max", "pooled"))
-    check_empty_policy(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
+    validation.check_empty_policy(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
     distances = surface_distances(prediction, truth, spacing, boundary, connectivity)
     return distances.hausdorff_distance(percentile, combine, both_empty, truth_empty, prediction_empty)
 
@@ -661,7 +658,7 @@ def average_surface_distance(prediction: np.ndarray, truth: np.ndarray, spacing=
     prediction, truth, spacing, boundary, connectivity = _check_surface_arguments(
         prediction, truth, spacing, boundary, connectivity)
     validation.check_choice(combine, "combine", ("mean", "pooled"))
-    check_empty_policy(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
+    validation.check_empty_policy(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
     distances = surface_distances(prediction, truth, spacing, boundary, connectivity)
     return distances.average_surface_distance(combine, both_empty, truth_empty, prediction_empty)
 
@@ -688,7 +685,7 @@ def normalized_surface_dice(prediction: np.ndarray, truth: np.ndarray, tolerance
     prediction, truth, spacing, boundary, connectivity = _check_surface_arguments(
         prediction, truth, spacing, boundary, connectivity)
     limit = squared_tolerance(tolerance)
-    policy = dict(zip(EMPTY_NSD, check_empty_policy(both_empty, truth_empty, prediction_empty), strict=True))
+    policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty)
     box = _union_box(prediction, truth)
     if box is None:
         return policy["both_empty"]

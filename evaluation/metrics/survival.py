@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.validation import check_finite, check_same_length, check_sample_weight
+from evaluation.metrics.validation import check_binary, check_same_length, check_sample_weight, check_values
 
 # Pair-matrix rows built at a time: temporaries near 32 MB whatever the number of patients.
 _PAIR_ELEMENTS = 1 << 22
@@ -34,16 +34,10 @@ _FLOAT32_EXACT_TOTAL = 1 << 22
 
 def check_survival(time, event, risk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """time and risk as finite float64, event as bool, all 1-D of one length; else ValueError."""
-    time = check_finite(time, "time")
-    risk = check_finite(risk, "risk")
-    event = np.asarray(event)
-    if time.ndim != 1 or risk.ndim != 1 or event.ndim != 1:
-        raise ValueError(f"time, event and risk must be 1-D (one value per case), got shapes {time.shape}, "
-                         f"{event.shape}, {risk.shape}")
+    time, risk = check_values(time, "time"), check_values(risk, "risk")
+    event = check_binary(event, "event")  # 1: an event, 0: censored
     check_same_length(time=time, event=event, risk=risk)
-    if event.size and not np.isin(event, (0, 1)).all():
-        raise ValueError("event must hold only 0 (censored) and 1 (event)")
-    return time, event.astype(bool), risk
+    return time, event, risk
 
 
 @metric(kind="survival", better="higher",

@@ -4,7 +4,7 @@ errors. Arrays in, numbers out; 2D and 3D.
 Both rest on scikit-image, as the challenges that use them do: `skeletonize` (Zhang's thinning
 in 2D, Lee's in 3D, by default) and `euler_number`. scikit-image is imported inside the
 functions: an evaluation image that uses these metrics needs it installed (requirements.txt),
-the others do not pay for it.
+the others do not pay for it. Empty masks follow the library's empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations
@@ -12,7 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.validation import as_bool, check_choice, check_connectivity, check_empty_value, check_masks
+from evaluation.metrics.validation import (
+    as_bool,
+    check_choice,
+    check_connectivity,
+    check_empty_policy,
+    check_empty_value,
+    check_masks,
+)
 
 SKELETON_METHODS = (None, "zhang", "lee")
 # Betti numbers need a foreground connectivity whose complement (the background's) is defined
@@ -61,9 +68,8 @@ def cldice(prediction, truth, both_empty: float = 1.0, truth_empty: float = 0.0,
     entirely), and `skeleton_empty` is the value then (NaN, as the peers' 0/0, by default).
     """
     prediction, truth = check_masks(prediction, truth)
-    values = {name: check_empty_value(value, name) for name, value in
-              (("both_empty", both_empty), ("truth_empty", truth_empty), ("prediction_empty", prediction_empty),
-               ("skeleton_empty", skeleton_empty))}
+    values = {**check_empty_policy(both_empty, truth_empty, prediction_empty),
+              "skeleton_empty": check_empty_value(skeleton_empty, "skeleton_empty")}
     predicted, true = prediction.any(), truth.any()
     if not (predicted and true):
         return values["prediction_empty" if true else "truth_empty" if predicted else "both_empty"]

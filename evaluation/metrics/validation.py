@@ -49,14 +49,20 @@ def as_bool(mask, name: str = "mask") -> np.ndarray:
     return mask != 0
 
 
-def check_label_maps(prediction, truth) -> tuple[np.ndarray, np.ndarray]:
-    """Two integer label maps of one shape (booleans are labels 0 and 1)."""
+def check_label_maps(prediction, truth, *, nonnegative: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Two integer label maps of one shape, at least 1-D (booleans are labels 0 and 1); with
+    `nonnegative`, no label below 0 (instance maps: 0 is the background, every other label one
+    instance)."""
     prediction, truth = np.asarray(prediction), np.asarray(truth)
     if prediction.shape != truth.shape:
         raise ValueError(f"prediction and truth differ in shape: {prediction.shape} and {truth.shape}")
+    if prediction.ndim < 1:
+        raise ValueError("label maps must have at least 1 dimension, got 0")
     for name, labels in (("prediction", prediction), ("truth", truth)):
         if labels.dtype.kind not in "biu":
             raise ValueError(f"{name} must be a label map of integers, got {labels.dtype}")
+        if nonnegative and labels.dtype.kind == "i" and labels.size and labels.min() < 0:
+            raise ValueError(f"{name} holds negative labels; labels are >= 0 (0 background)")
     return prediction, truth
 
 
@@ -68,6 +74,20 @@ def check_labels(labels, name: str = "labels") -> np.ndarray:
     if len(np.unique(array)) != len(array):
         raise ValueError(f"{name} must be distinct, got {labels!r}")
     return array.astype(np.int64)
+
+
+def check_classes(labels, **values) -> np.ndarray:
+    """`labels`, the declared classes (numbers, booleans or strings), as a 1-D array of distinct
+    values; each array of `values` (y_true=..., y_pred=...) holding only classes among them."""
+    classes = np.asarray(labels)
+    if classes.ndim != 1 or len(np.unique(classes)) != len(classes):
+        raise ValueError(f"labels must be a 1-D sequence of distinct classes, got {labels!r}")
+    for name, array in values.items():
+        outside = ~np.isin(array, classes)
+        if outside.any():
+            raise ValueError(f"{name} holds {np.asarray(array)[outside][0].tolist()!r}, outside the declared labels "
+                             f"{classes.tolist()}")
+    return classes
 
 
 def check_spacing(spacing, ndim: int) -> np.ndarray:
@@ -89,24 +109,53 @@ def _numeric(value) -> bool:
         return False
 
 
-def check_nonnegative(value, name: str) -> float:
-    """A finite number >= 0 (a tolerance, a radius, a distance threshold)."""
+def _as_number(value, name: str) -> float:
+    """A number as a float (booleans and strings refused: True is no tolerance)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
+
+
+def check_number(value, name: str) -> float:
+    """A finite number (an offset, a shift)."""
+    number = _as_number(value, name)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return number
+
+
+def check_nonnegative(value, name: str) -> float:
+    """A finite number >= 0 (a tolerance, a radius, a distance threshold)."""
+    number = _as_number(value, name)
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return number
 
 
+def check_integer(value, name: str, low: int | None = None, high: int | None = None) -> int:
+    """A whole number of an integer type (not a boolean, not a float) in [low, high]."""
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not whole or (low is not None and value < low) or (high is not None and value > high):
+        bounds = (f" in [{low}, {high}]" if low is not None and high is not None else
+                  f" >= {low}" if low is not None else f" <= {high}" if high is not None else "")
+        raise ValueError(f"{name} must be an integer{bounds}, got {value!r}")
+    return int(value)
+
+
+def check_flag(value, name: str) -> bool:
+    """True or False (a truthy string or number would choose a variant silently)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_in_range(value, name: str, low: float, high: float, *, low_open: bool = False,
                    high_open: bool = False) -> float:
     """A finite number in [low, high] (either end open when asked)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    number = _as_number(value, name)
     below = number <= low if low_open else number < low
     above = number >= high if high_open else number > high
     if not math.isfinite(number) or below or above:
@@ -122,24 +171,28 @@ def check_choice(value, name: str, choices: Sequence) -> object:
 
 
 def check_empty_value(value, name: str, *, allow_diagonal: bool = False) -> float | str:
-    """An empty policy's value: a number (NaN allowed: undefined), or "diagonal" where offered."""
-    if allow_diagonal and value == DIAGONAL:
+    """An empty policy's value (or any value for an undefined case: zero_division...): a number
+    (NaN allowed: undefined), or "diagonal" where offered; booleans and other strings refused."""
+    if allow_diagonal and isinstance(value, str) and value == DIAGONAL:
         return DIAGONAL
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        return _as_number(value, name)
+    except ValueError:
         allowed = "a number, NaN" + (' or "diagonal"' if allow_diagonal else "")
         raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
+
+
+def check_empty_policy(both_empty, truth_empty, prediction_empty, *, allow_diagonal: bool = False) -> dict:
+    """The three values of the library's empty rule (evaluation.metrics), checked, by case:
+    {"both_empty": ..., "truth_empty": ..., "prediction_empty": ...}."""
+    return {name: check_empty_value(value, name, allow_diagonal=allow_diagonal)
+            for name, value in (("both_empty", both_empty), ("truth_empty", truth_empty),
+                                ("prediction_empty", prediction_empty))}
 
 
 def diagonal(shape: Sequence[int], spacing: np.ndarray) -> float:
     """The image's diagonal in the spacing's units: sqrt(Σ (shape_i · spacing_i)²)."""
     return float(math.sqrt(sum((n * s) ** 2 for n, s in zip(shape, spacing, strict=True))))
-
-
-def empty_result(value: float | str, shape: Sequence[int], spacing: np.ndarray) -> float:
-    """The number an empty policy's value stands for on an image of this shape and spacing."""
-    return diagonal(shape, spacing) if value == DIAGONAL else float(value)
 
 
 def check_same_length(**arrays) -> int:
@@ -189,21 +242,21 @@ def check_sample_weight(sample_weight, n: int) -> tuple[np.ndarray, bool]:
     return weights, single
 
 
-def check_weight_totals(weights: np.ndarray) -> np.ndarray:
-    """The total weight of each row of a (rows, cases) weight array, each > 0: a weighted mean
-    over no weight is not a number, so a row of zeros (or no case at all) is refused."""
-    if weights.shape[1] == 0:
-        raise ValueError("at least one case is needed (the arrays are empty)")
-    totals = weights.sum(axis=1)
-    if not (totals > 0).all():
-        raise ValueError("sample_weight must give a positive total weight in every row (a case of weight > 0)")
-    return totals
+def weight_totals(sample_weight: np.ndarray) -> np.ndarray:
+    """The total weight of each row of a checked (rows, cases) weight array, NaN where it is 0
+    (a row of zeros, or no case at all): a weighted mean over no weight is undefined, NaN in
+    every family, and dividing by this total gives that NaN without a warning."""
+    totals = sample_weight.sum(axis=1)
+    return np.where(totals > 0, totals, np.nan)
 
 
 def per_row(values: np.ndarray, single: bool):
-    """A metric's values, one per row of sample_weight, as the caller gave the weights: a float for
-    one row (1-D weights or None), the array of rows otherwise."""
-    return float(values[0]) if single else values
+    """A metric's values, one per row of sample_weight (rows, ...), as the caller gave the
+    weights: for one row (1-D weights or None) a float, or that row's array when each row holds
+    several values; the array of rows otherwise."""
+    if not single:
+        return values
+    return float(values[0]) if np.ndim(values) == 1 else values[0]
 
 
 def check_values(values, name: str, *, ndim: int = 1) -> np.ndarray:

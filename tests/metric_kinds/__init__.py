@@ -18,6 +18,9 @@ A kind module defines:
   without it holds none (coordinates are voxel indices);
 - `arrays`: the positions of the array arguments (for dtype, memory order and mutation checks);
 - `dtypes`: the dtypes the array arguments may be given in without changing the result.
+
+The pieces kinds share (per-case repeats and counts, padding images, no empty case...) are in
+_per_case.py, which is no kind.
 """
 
 from __future__ import annotations

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import count_cases, no_padding, repeat_case, swap_first_two
+
 ndims = (1,)
 arrays = (0, 1)
 dtypes = (np.int64, np.int32, np.int8, np.float64, bool)
+swap = swap_first_two
+pad = no_padding
+repeat = repeat_case()
+n_cases = count_cases
 
 
 def examples(rng, ndim):
@@ -21,23 +27,7 @@ def examples(rng, ndim):
     return cases
 
 
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
-def pad(args):
-    return None
-
-
 def empties(ndim):
     # No case at all: every count is zero, every ratio's denominator too.
     nothing = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     return {"zero_division": nothing, "replace_undefined_by": nothing}
-
-
-def repeat(args, index):
-    return tuple(np.insert(np.asarray(a), index, np.asarray(a)[index]) for a in args)
-
-
-def n_cases(args):
-    return len(args[0])

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import keep_order, no_repeat, one_case
+
 ndims = (2, 3)
 arrays = (0, 1)
 # Displacements in 16ths of the spacing's unit: float32 holds them exactly.
 dtypes = (np.float32, np.float64)
 INSET = 2
+swap = keep_order
+repeat = no_repeat
+n_cases = one_case
 
 
 def _shape(ndim):
@@ -38,10 +43,6 @@ def examples(rng, ndim):
     return [(_smooth(rng, shape, 3.0), _mask(rng, shape)), (_smooth(rng, shape, 12.0), _mask(rng, shape))]
 
 
-def swap(args):
-    return args
-
-
 def pad(args):
     ndim = np.ndim(args[1])
     return (np.pad(args[0], [(0, 0)] + [(2, 3)] * ndim), np.pad(args[1], [(2, 3)] * ndim), *args[2:])
@@ -55,11 +56,3 @@ def scale(args, factor):
 def empties(ndim):
     shape = _shape(ndim)
     return {"empty_mask": (_smooth(np.random.default_rng(3), shape, 3.0), np.zeros(shape, dtype=bool))}
-
-
-def repeat(args, index):
-    return None
-
-
-def n_cases(args):
-    return 1

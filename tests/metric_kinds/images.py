@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import no_repeat, one_case, swap_first_two
+
 ndims = (2, 3)
 arrays = (0, 1, 2)
 # Whole Hounsfield units in [-1024, 3071]: every dtype holds them exactly.
 dtypes = (np.int16, np.int32, np.float32, np.float64)
 INSET = 5
+swap = swap_first_two
+repeat = no_repeat
+n_cases = one_case
 
 
 def _shape(ndim):
@@ -44,10 +49,6 @@ def examples(rng, ndim):
             (_ct(rng, shape), truth, _mask(rng, shape))]
 
 
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
 def pad(args):
     width = [(2, 3)] * np.ndim(args[0])
     return (np.pad(args[0], width, constant_values=-1024), np.pad(args[1], width, constant_values=-1024),
@@ -60,11 +61,3 @@ def empties(ndim):
     truth = _ct(rng, shape)
     return {"empty_mask": (truth + 10, truth, np.zeros(shape, dtype=bool)),
             "identical": (truth.copy(), truth, _mask(rng, shape))}
-
-
-def repeat(args, index):
-    return None
-
-
-def n_cases(args):
-    return 1

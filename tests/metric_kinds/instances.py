@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import no_repeat, one_case, pad_images, swap_first_two
+
 ndims = (2, 3)
 arrays = (0, 1)
 dtypes = (np.uint16, np.int32, np.int64, np.uint32)
+swap = swap_first_two
+pad = pad_images
+repeat = no_repeat
+n_cases = one_case
 
 
 def _instances(rng, shape, n, first_label):
@@ -42,26 +48,9 @@ def examples(rng, ndim):
     return cases
 
 
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
-def pad(args):
-    width = [(2, 3)] * np.ndim(args[0])
-    return (np.pad(args[0], width), np.pad(args[1], width), *args[2:])
-
-
 def empties(ndim):
     shape = (9, 8) if ndim == 2 else (7, 6, 5)
     empty = np.zeros(shape, dtype=np.int64)
     full = empty.copy()
     full[(slice(2, 5),) * ndim] = 3
     return {"both_empty": (empty, empty.copy()), "truth_empty": (empty, full), "prediction_empty": (full, empty)}
-
-
-def repeat(args, index):
-    return None
-
-
-def n_cases(args):
-    return 1

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import no_empties, no_repeat, one_case, pad_images, swap_first_two
+
 ndims = (2, 3)
 arrays = (0, 1)
 dtypes = (np.uint8, np.uint16, np.int32, np.int64)
+swap = swap_first_two
+pad = pad_images
+empties = no_empties
+repeat = no_repeat
+n_cases = one_case
 
 
 def _label_map(rng, shape):
@@ -33,24 +40,3 @@ def examples(rng, ndim):
     edge[(slice(0, 4),) * ndim] = 2  # touching the image border
     cases.append((edge, _label_map(rng, shape), [2, 1]))
     return cases
-
-
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
-def pad(args):
-    width = [(2, 3)] * np.ndim(args[0])
-    return (np.pad(args[0], width), np.pad(args[1], width), *args[2:])
-
-
-def empties(ndim):
-    return {}
-
-
-def repeat(args, index):
-    return None
-
-
-def n_cases(args):
-    return 1

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import count_cases, no_empties, repeat_case, swap_first_two
+
 ndims = (2, 3)
 arrays = (0, 1)
 # Whole voxel coordinates: every dtype holds them exactly.
 dtypes = (np.int32, np.int64, np.float32, np.float64)
+swap = swap_first_two
+empties = no_empties
+repeat = repeat_case(2)
+n_cases = count_cases
 
 
 def examples(rng, ndim):
@@ -20,23 +26,7 @@ def examples(rng, ndim):
     return [(near, truth), (exact, truth), (one + 4, one)]
 
 
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
 def pad(args):
     # Padding an image by k voxels before its first index moves every landmark by k.
     offset = np.arange(2, 2 + np.shape(args[0])[1])
     return (np.asarray(args[0]) + offset, np.asarray(args[1]) + offset, *args[2:])
-
-
-def empties(ndim):
-    return {}
-
-
-def repeat(args, index):
-    return tuple(np.insert(np.asarray(a), index, np.asarray(a)[index], axis=0) for a in args[:2]) + tuple(args[2:])
-
-
-def n_cases(args):
-    return len(args[0])

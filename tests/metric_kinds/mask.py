@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from tests.metric_kinds import masks
+from tests.metric_kinds._per_case import no_repeat, one_case, pad_images
 
 ndims = masks.ndims
 arrays = (0,)
 dtypes = masks.dtypes
+repeat = no_repeat
+n_cases = one_case
 
 
 def examples(rng, ndim):
@@ -21,16 +24,8 @@ def swap(args):
 
 
 def pad(args):
-    return (np.pad(args[0], [(2, 3)] * np.ndim(args[0])), *args[1:])
+    return pad_images(args, count=1)
 
 
 def empties(ndim):
     return {"empty": (np.zeros((9, 8) if ndim == 2 else (7, 6, 5), dtype=bool),)}
-
-
-def repeat(args, index):
-    return None
-
-
-def n_cases(args):
-    return 1

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import no_repeat, one_case, pad_images, swap_first_two
+
 ndims = (2, 3)
 arrays = (0, 1)
 dtypes = (bool, np.uint8, np.int32, np.float32, np.float64)
+swap = swap_first_two
+pad = pad_images
+repeat = no_repeat
+n_cases = one_case
 
 
 def _blob(rng, shape):
@@ -36,26 +42,9 @@ def examples(rng, ndim):
     return cases
 
 
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
-def pad(args):
-    width = [(2, 3)] * np.ndim(args[0])
-    return (np.pad(args[0], width), np.pad(args[1], width), *args[2:])
-
-
 def empties(ndim):
     shape = (9, 8) if ndim == 2 else (7, 6, 5)
     empty = np.zeros(shape, dtype=bool)
     full = empty.copy()
     full[(slice(2, 5),) * ndim] = True
     return {"both_empty": (empty, empty.copy()), "truth_empty": (full, empty), "prediction_empty": (empty, full)}
-
-
-def repeat(args, index):
-    return None
-
-
-def n_cases(args):
-    return 1

@@ -8,10 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from tests.metric_kinds import points
+from tests.metric_kinds._per_case import count_cases, no_empties, repeat_case
 
 ndims = (2, 3)
 arrays = ()
 dtypes = ()
+empties = no_empties
+repeat = repeat_case(3)
+n_cases = count_cases
 
 
 def _image(rng, ndim, n, m):
@@ -37,15 +41,3 @@ def swap(args):
 def pad(args):
     offset = np.arange(2, 2 + np.shape(args[0][0])[1], dtype=np.float64)
     return ([t + offset for t in args[0]], [p + offset for p in args[1]], args[2], *args[3:])
-
-
-def empties(ndim):
-    return {}
-
-
-def repeat(args, index):
-    return tuple(list(items[:index + 1]) + [items[index]] + list(items[index + 1:]) for items in args[:3]) + args[3:]
-
-
-def n_cases(args):
-    return len(args[0])

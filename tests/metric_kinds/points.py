@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import no_repeat, one_case, swap_first_two
+
 ndims = (2, 3)
 arrays = (0, 1)
 dtypes = (np.float32, np.float64)
+swap = swap_first_two
+repeat = no_repeat
+n_cases = one_case
 
 
 def _points(rng, n, ndim, extent=12.0):
@@ -26,10 +31,6 @@ def examples(rng, ndim):
     return cases
 
 
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
 def pad(args):
     """Points of the same image with background added before it: every coordinate shifted."""
     offset = np.arange(2, 2 + np.shape(args[0])[1], dtype=np.float64)
@@ -39,11 +40,3 @@ def pad(args):
 def empties(ndim):
     empty, some = np.zeros((0, ndim)), np.ones((3, ndim))
     return {"both_empty": (empty, empty.copy()), "truth_empty": (empty, some), "prediction_empty": (some, empty)}
-
-
-def repeat(args, index):
-    return None
-
-
-def n_cases(args):
-    return 1

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import count_cases, keep_order, no_empties, no_padding, repeat_case
+
 ndims = (1,)
 arrays = (0, 1)
 # Probabilities in 64ths and 0/1 truths: float32 holds them exactly.
 dtypes = (np.float32, np.float64)
+swap = keep_order
+pad = no_padding
+empties = no_empties
+repeat = repeat_case(2)
+n_cases = count_cases
 
 
 def examples(rng, ndim):
@@ -20,23 +27,3 @@ def examples(rng, ndim):
         (np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]), edges),
         (np.array([1.0, 1.0, 1.0]), np.array([0.75, 0.75, 0.25])),  # a single class present, ties
     ]
-
-
-def swap(args):
-    return args
-
-
-def pad(args):
-    return None
-
-
-def empties(ndim):
-    return {}
-
-
-def repeat(args, index):
-    return tuple(np.insert(np.asarray(a), index, np.asarray(a)[index]) for a in args[:2]) + tuple(args[2:])
-
-
-def n_cases(args):
-    return len(args[0])

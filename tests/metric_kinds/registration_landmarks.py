@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import count_cases, keep_order, no_empties, repeat_case
+
 ndims = (2, 3)
 arrays = (0, 1, 2)
 # Coordinates and displacements in 8ths: float32 holds them exactly.
 dtypes = (np.float32, np.float64)
+swap = keep_order
+empties = no_empties
+repeat = repeat_case(2)
+n_cases = count_cases
 
 
 def examples(rng, ndim):
@@ -25,10 +31,6 @@ def examples(rng, ndim):
     return cases
 
 
-def swap(args):
-    return args
-
-
 def pad(args):
     # Padding both images by k voxels before index 0 moves every landmark by k; the field gets
     # zero displacement around it.
@@ -41,17 +43,3 @@ def pad(args):
 def scale(args, factor):
     """The field in a unit `factor` times smaller: its displacements, lengths, times `factor`."""
     return (args[0], args[1], np.asarray(args[2]) * factor, *args[3:])
-
-
-def empties(ndim):
-    return {}
-
-
-def repeat(args, index):
-    fixed, moving = (np.asarray(a) for a in args[:2])
-    return (np.insert(fixed, index, fixed[index], axis=0), np.insert(moving, index, moving[index], axis=0),
-            *args[2:])
-
-
-def n_cases(args):
-    return len(args[0])

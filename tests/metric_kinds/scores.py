@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import count_cases, keep_order, no_empties, no_padding, repeat_case
+
 ndims = (1,)
 arrays = (0, 1)
 dtypes = (np.float64, np.float32)  # the scores are multiples of 1/64: exact in float32
+swap = keep_order
+pad = no_padding
+empties = no_empties
+repeat = repeat_case()
+n_cases = count_cases
 
 
 def examples(rng, ndim):
@@ -18,23 +25,3 @@ def examples(rng, ndim):
         y_score = np.round(y_score * 64) / 64
         cases.append((y_true, y_score))
     return cases
-
-
-def swap(args):
-    return args
-
-
-def pad(args):
-    return None
-
-
-def empties(ndim):
-    return {}
-
-
-def repeat(args, index):
-    return tuple(np.insert(np.asarray(a), index, np.asarray(a)[index]) for a in args)
-
-
-def n_cases(args):
-    return len(args[0])

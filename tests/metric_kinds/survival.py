@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import count_cases, keep_order, no_empties, no_padding, repeat_case
+
 ndims = (1,)
 arrays = (0, 1, 2)
 dtypes = (np.float64, np.float32)  # whole times, events 0/1 and risks in halves: exact in float32
+swap = keep_order
+pad = no_padding
+empties = no_empties
+repeat = repeat_case()
+n_cases = count_cases
 
 
 def examples(rng, ndim):
@@ -19,23 +26,3 @@ def examples(rng, ndim):
         risk = rng.integers(0, risks, n) / 2.0
         cases.append((time, event, risk))
     return cases
-
-
-def swap(args):
-    return args
-
-
-def pad(args):
-    return None
-
-
-def empties(ndim):
-    return {}
-
-
-def repeat(args, index):
-    return tuple(np.insert(np.asarray(a), index, np.asarray(a)[index]) for a in args)
-
-
-def n_cases(args):
-    return len(args[0])

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.metric_kinds._per_case import count_cases, no_padding, repeat_case, swap_first_two
+
 ndims = (1,)
 arrays = (0, 1)
 # Whole numbers: every dtype holds them exactly, so a conversion cannot change the result.
 dtypes = (np.int32, np.int64, np.float32, np.float64)
+swap = swap_first_two
+pad = no_padding
+repeat = repeat_case(2)
+n_cases = count_cases
 
 
 def examples(rng, ndim):
@@ -23,14 +29,6 @@ def examples(rng, ndim):
     ]
 
 
-def swap(args):
-    return (args[1], args[0], *args[2:])
-
-
-def pad(args):
-    return None
-
-
 def empties(ndim):
     constant = (np.array([3.0, 3.0, 3.0]), np.array([1.0, 2.0, 4.0]))
     return {
@@ -39,11 +37,3 @@ def empties(ndim):
         "constant_truth": constant,
         "constant_input": constant,
     }
-
-
-def repeat(args, index):
-    return tuple(np.insert(np.asarray(a), index, np.asarray(a)[index]) for a in args[:2]) + tuple(args[2:])
-
-
-def n_cases(args):
-    return len(args[0])
