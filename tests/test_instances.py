@@ -1,5 +1,6 @@
 """evaluation.metrics.instances against its peers: panoptica (matching, panoptic quality, its
-own test cases), picai_eval (lesion matching and its lesion FROC counts), scipy.ndimage.label
+own test cases), picai_eval (lesion matching and its lesion FROC counts), CoNIC's get_pq rule
+(assignment over every overlapping pair, then the threshold), scipy.ndimage.label
 (components), and brute force (FP/FN lesion volume as autoPET loops over components, lesion
 counts); the edges (empty maps, structures on the border, one-voxel-thick instances, values
 exactly at the threshold); bad arguments."""
@@ -296,6 +297,150 @@ def test_matching_and_lesion_froc_equal_picai_eval():
         assert curve.fp_rates[at[0]] * len(cases) == pytest.approx(fp)
 
 
+# ---- CoNIC's get_pq: the assignment over every overlapping pair, then the threshold ----------------
+
+
+def conic_pq_counts(truth, prediction, match_iou, criterion="iou"):
+    """CoNIC's get_pq (TissueImageAnalytics/CoNIC, metrics/stats_utils.py), written from its
+    description: the IoU of every (true, predicted) instance pair, one by one from their masks,
+    in a dense matrix with a row and a column per label of the maps, the background's a row and a
+    column of zeros; match_iou >= 0.5: every pair above it; below: scipy's linear_sum_assignment
+    of the largest total IoU over the whole matrix, then the pairs above match_iou kept.
+    (tp, fp, fn, iou_sum). The same rule on Dice or on voxels shared (`criterion`) where asked."""
+    from scipy.optimize import linear_sum_assignment
+
+    true_labels = [int(v) for v in np.unique(truth) if v]
+    predicted_labels = [int(v) for v in np.unique(prediction) if v]
+    iou = np.zeros((len(true_labels) + 1, len(predicted_labels) + 1))
+    for row, t in enumerate(true_labels):
+        for column, p in enumerate(predicted_labels):
+            shared = int(((truth == t) & (prediction == p)).sum())
+            sizes = int((truth == t).sum()) + int((prediction == p).sum())
+            if shared:
+                iou[row, column] = {"iou": shared / (sizes - shared), "dice": 2 * shared / sizes,
+                                    "overlap": shared}[criterion]
+    if match_iou >= 0.5 and criterion == "iou":
+        rows, columns = np.nonzero(iou > match_iou)
+    else:
+        rows, columns = linear_sum_assignment(-iou)
+        above = iou[rows, columns] > match_iou
+        rows, columns = rows[above], columns[above]
+    tp = len(rows)
+    return tp, len(predicted_labels) - tp, len(true_labels) - tp, float(iou[rows, columns].sum())
+
+
+def tessellation(rng, seeds, shape):
+    """Every voxel labelled by its nearest seed (1, 2, ...): instances packed side by side, as
+    nuclei in a histology tile."""
+    grid = np.indices(shape).reshape(len(shape), -1).T
+    return (((grid[:, None, :] - seeds[None]) ** 2).sum(axis=2).argmin(axis=1) + 1).reshape(shape)
+
+
+def crowded_pair(rng, ndim):
+    """Packed true instances and a prediction from their seeds moved, some dropped, some added,
+    with holes in both: each instance overlaps several, IoUs spread over (0, 1)."""
+    shape = (24, 24) if ndim == 2 else (10, 10, 10)
+    seeds = rng.uniform(0, shape[0], (int(rng.integers(3, 16)), ndim))
+    moved = seeds + rng.normal(0, 2.0, seeds.shape)
+    predicted = np.concatenate([moved[rng.random(len(seeds)) < 0.85],
+                                rng.uniform(0, shape[0], (int(rng.integers(1, 5)), ndim))])
+    truth = tessellation(rng, seeds, shape).astype(np.int32)
+    prediction = tessellation(rng, predicted, shape).astype(np.int32) * 3 + 1  # other labels, gaps between
+    truth[rng.random(shape) < 0.15] = 0
+    prediction[rng.random(shape) < 0.15] = 0
+    return truth, prediction
+
+
+def test_hungarian_then_threshold_equals_conic_get_pq():
+    """TP, FP, FN and the IoU sum of CoNIC's rule below 0.5, bit for bit, on packed instances and
+    on the sparse ones of random_pair; the rule differs from "hungarian" on some of them."""
+    rng = np.random.default_rng(28)
+    differs_from_hungarian = 0
+    for case in range(240):
+        ndim = 2 + case % 2
+        truth, prediction = crowded_pair(rng, ndim) if case % 3 else random_pair(rng, ndim)
+        threshold = float(rng.choice([0.0, 0.1, 0.25, 0.3, 0.4, 0.45]))
+        ours = match_instances(truth, prediction, "iou", threshold, False, "hungarian_then_threshold")
+        tp, fp, fn, iou_sum = conic_pq_counts(truth, prediction, threshold)
+        assert (ours.tp, ours.fp, ours.fn) == (tp, fp, fn), case
+        assert float(np.sum(ours.values)) == iou_sum, case
+        quality = panoptic_quality(truth, prediction, threshold, assignment="hungarian_then_threshold")
+        assert (quality.tp, quality.fp, quality.fn, quality.iou_sum) == (tp, fp, fn, iou_sum)
+        # CoNIC's dq and sq add 1e-6 to their denominators: its PQ is ours to about 1e-6
+        conic_pq = tp / (tp + 0.5 * fp + 0.5 * fn + 1e-6) * iou_sum / (tp + 1e-6)
+        assert quality.pq == pytest.approx(conic_pq, abs=2e-6) or tp + fp + fn == 0
+        hungarian = match_instances(truth, prediction, "iou", threshold, False, "hungarian")
+        differs_from_hungarian += (hungarian.tp, float(np.sum(hungarian.values))) != (tp, iou_sum)
+    assert differs_from_hungarian >= 5
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_panoptic_quality_at_or_above_one_half_equals_conic_get_pq(ndim):
+    """CoNIC's get_pq at match_iou >= 0.5 takes every pair above it: assignment None."""
+    rng = np.random.default_rng(40 + ndim)
+    for case in range(40):
+        truth, prediction = crowded_pair(rng, ndim) if case % 2 else random_pair(rng, ndim)
+        threshold = float(rng.choice([0.5, 0.6, 0.75]))
+        quality = panoptic_quality(truth, prediction, threshold)
+        assert (quality.tp, quality.fp, quality.fn, quality.iou_sum) == conic_pq_counts(truth, prediction, threshold)
+
+
+def test_hungarian_then_threshold_two_weak_pairs_outweigh_a_strong_one():
+    """True A = [0, 100), B = [100, 133); predicted X = [33, 133), Y = [0, 33): IoU(A, X) = 67/133
+    (above 0.5), IoU(A, Y) = IoU(B, X) = 0.33. The assignment over every pair takes A-Y and B-X
+    (0.66 > 0.504); at 0.4 the threshold then drops both, where "hungarian" (over the candidates)
+    keeps A-X. At 0.5, PQ's unique matches keep A-X; "hungarian_then_threshold" does not."""
+    truth, prediction = np.zeros((1, 140), dtype=np.int32), np.zeros((1, 140), dtype=np.int32)
+    truth[0, :100], truth[0, 100:133] = 1, 2
+    prediction[0, 33:133], prediction[0, :33] = 7, 9
+    then = match_instances(truth, prediction, "iou", 0.4, False, "hungarian_then_threshold")
+    assert (then.tp, then.fp, then.fn) == (0, 2, 2) == conic_pq_counts(truth, prediction, 0.4)[:3]
+    assert (lambda m: (m.tp, m.truth_ids.tolist(), m.prediction_ids.tolist()))(
+        match_instances(truth, prediction, "iou", 0.4, False, "hungarian")) == (1, [1], [7])
+    kept = match_instances(truth, prediction, "iou", 0.3, False, "hungarian_then_threshold")
+    assert list(zip(kept.truth_ids.tolist(), kept.prediction_ids.tolist(), strict=True)) == [(1, 9), (2, 7)]
+    assert kept.values.tolist() == [0.33, 0.33]
+    assert panoptic_quality(truth, prediction, 0.5).tp == 1 == conic_pq_counts(truth, prediction, 0.5)[0]
+    assert panoptic_quality(truth, prediction, 0.5, assignment="hungarian_then_threshold").tp == 0
+    # the threshold after the assignment: strict, or inclusive at exactly 0.33
+    assert match_instances(truth, prediction, "iou", 0.33, False, "hungarian_then_threshold").tp == 0
+    assert match_instances(truth, prediction, "iou", 0.33, True, "hungarian_then_threshold").tp == 2
+
+
+def test_hungarian_then_threshold_edges():
+    """Empty maps; a threshold of 0 (every assigned pair that shares a voxel); the rule on Dice and
+    on voxels shared, against the same brute force."""
+    empty, one = np.zeros((5, 5), dtype=np.int32), np.zeros((5, 5), dtype=np.int32)
+    one[1:3, 1:3] = 4
+    for truth, prediction, counts in ((empty, empty, (0, 0, 0)), (one, empty, (0, 0, 1)), (empty, one, (0, 1, 0))):
+        found = match_instances(truth, prediction, "iou", 0.2, False, "hungarian_then_threshold")
+        assert (found.tp, found.fp, found.fn) == counts
+    assert panoptic_quality(empty, empty, 0.2, assignment="hungarian_then_threshold").pq == 1.0
+    rng = np.random.default_rng(6)
+    for case in range(30):
+        truth, prediction = crowded_pair(rng, 2 + case % 2)
+        for criterion, threshold in (("iou", 0.0), ("dice", 0.0), ("dice", 0.45), ("overlap", 0), ("overlap", 6)):
+            found = match_instances(truth, prediction, criterion, threshold, False, "hungarian_then_threshold")
+            expected = conic_pq_counts(truth, prediction, threshold, criterion)
+            assert (found.tp, found.fp, found.fn) == expected[:3], (case, criterion)
+            assert float(np.sum(found.values)) == pytest.approx(expected[3], rel=1e-12)
+
+
+def test_hungarian_then_threshold_sparse_solver_reaches_the_same_optimum(monkeypatch):
+    rng = np.random.default_rng(13)
+    for case in range(25):
+        truth, prediction = crowded_pair(rng, 2)
+        overlaps = instance_overlaps(truth, prediction)
+        values = overlaps.values("iou")
+        dense = instances._largest_total(overlaps.truth_index, overlaps.prediction_index, values)
+        with monkeypatch.context() as patch:
+            patch.setattr(instances, "_DENSE_CELLS", 0)
+            sparse = instances._largest_total(overlaps.truth_index, overlaps.prediction_index, values)
+            grouped = match_instances(truth, prediction, "iou", 0.25, False, "hungarian_then_threshold")
+        assert values[sparse].sum() == pytest.approx(values[dense].sum(), abs=1e-12), case
+        assert grouped.tp == len(np.flatnonzero(values[sparse] > 0.25))
+
+
 # ---- panoptic quality -------------------------------------------------------------------------
 
 
@@ -444,7 +589,12 @@ def test_f1_from_counts():
     (lambda: match_instances(np.zeros((3, 3), int), np.zeros((3, 3), int), inclusive="yes"), "inclusive"),
     (lambda: match_instances(np.zeros((3, 3), int), np.zeros((3, 3), int), "overlap",
                              assignment="hungarian_most_matches"), "criterion"),
-    (lambda: panoptic_quality(np.zeros((3, 3), int), np.zeros((3, 3), int), threshold=0.3), "threshold"),
+    (lambda: panoptic_quality(np.zeros((3, 3), int), np.zeros((3, 3), int), threshold=0.3),
+     "threshold 0.3 is below 0.5, where matches are not unique: name the assignment"),
+    (lambda: panoptic_quality(np.zeros((3, 3), int), np.zeros((3, 3), int), 0.3, assignment="many_to_one"),
+     "assignment must be one of"),
+    (lambda: panoptic_quality(np.zeros((3, 3), int), np.zeros((3, 3), int), -0.1, assignment="hungarian"),
+     "threshold"),
     (lambda: connected_components(np.zeros((3, 3)), 6), "connectivity"),
     (lambda: connected_components(np.zeros((3, 3, 3)), 8), "connectivity"),
     (lambda: connected_components(np.zeros(5), None), "2D or 3D"),

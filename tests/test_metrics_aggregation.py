@@ -1,8 +1,10 @@
 """evaluation.metrics.aggregation against numpy and pandas on the materialised samples (each value
 repeated as often as its weight says): weighted sums and means (CSV 2026's one aggregate is built
-of them), the weighted median, pandas' describe, rounding before aggregating, the mean over labels."""
+of them), the weighted median, pandas' describe, describe's quartiles against Python's
+statistics.quantiles (ULS23's), rounding before aggregating, the mean over labels."""
 
 import math
+import statistics
 
 import numpy as np
 import pandas as pd
@@ -82,6 +84,58 @@ def test_describe_is_pandas_describe_of_the_materialised_sample(seed):
     assert describe(values) == rows[0]
 
 
+@pytest.mark.parametrize("method", ["exclusive", "inclusive"])
+@pytest.mark.parametrize("seed", range(12))
+def test_describe_quartiles_are_statistics_quantiles_of_the_materialised_sample(seed, method):
+    """Bit for bit: statistics.quantiles(n=4, method=...) of the values repeated as often as each
+    row of whole-number weights says, samples of 2 and 3 copies (where 'exclusive' extrapolates)
+    and ties included; the rest of the summary is the linear method's."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(1, 25))
+    values = np.round(rng.normal(0.5, 0.3, n), int(rng.integers(1, 4)))
+    values[rng.random(n) < 0.1] = np.nan
+    counts = rng.integers(0, 4, (10, n))
+    counts[0] = 1
+    counts[1] = 0
+    counts[1, :2] = 1  # two cases, or one
+    counts[2] = 0
+    counts[2, 0] = 3  # one case three times
+    rows = describe(values, counts, quantile_method=method)
+    linear = describe(values, counts)
+    compared = 0
+    for summary, plain, weights in zip(rows, linear, counts, strict=True):
+        copies = [float(v) for v in np.repeat(values, weights) if not math.isnan(v)]
+        quartiles = [summary["25%"], summary["50%"], summary["75%"]]
+        if len(copies) >= 2:
+            assert quartiles == statistics.quantiles(copies, n=4, method=method)
+            compared += 1
+        elif len(copies) == 1:  # Python 3.13's rule (3.11 raises): the one value
+            assert quartiles == copies * 3
+        else:
+            assert all(math.isnan(q) for q in quartiles)
+        np.testing.assert_equal({k: v for k, v in summary.items() if k not in ("25%", "50%", "75%")},
+                                {k: v for k, v in plain.items() if k not in ("25%", "50%", "75%")})  # NaN == NaN
+    assert compared >= 2
+    np.testing.assert_equal(describe(values, quantile_method=method), rows[0])
+
+
+def test_statistics_quantile_methods_on_small_samples():
+    """'exclusive' extrapolates beyond the extremes on few points, 'inclusive' stays within and
+    equals the linear rule; the median is the same under all three."""
+    two = np.array([1.0, 2.0])
+    exclusive = describe(two, quantile_method="exclusive")
+    assert [exclusive[k] for k in ("25%", "50%", "75%")] == [0.75, 1.5, 2.25] == statistics.quantiles([1.0, 2.0])
+    inclusive = describe(two, quantile_method="inclusive")
+    assert [inclusive[k] for k in ("25%", "50%", "75%")] == [1.25, 1.5, 1.75] == list(np.percentile(two, [25, 50, 75]))
+    ties = np.array([3.0, 3.0, 3.0, 7.0])
+    for method in ("exclusive", "inclusive", "linear"):
+        assert describe(ties, quantile_method=method)["50%"] == 3.0
+    # a case of weight 2 is its value twice
+    assert describe(np.array([1.0, 4.0]), [2, 1], quantile_method="exclusive") == \
+        describe(np.array([1.0, 1.0, 4.0]), quantile_method="exclusive")
+    assert describe(np.array([5.0]), quantile_method="exclusive")["75%"] == 5.0
+
+
 def test_fractional_weights_describe_the_weighted_sample():
     values = np.array([1.0, 2.0, 4.0])
     summary = describe(values, [0.5, 1.5, 2.0])
@@ -114,6 +168,10 @@ def test_mean_over_labels_fixed_or_present():
     (lambda: weighted_mean(np.ones(3), decimals=1.5), "decimals must be an integer"),
     (lambda: weighted_median(np.ones((3, 2))), "must be 1-D"),
     (lambda: mean_over_labels(np.ones((2, 3)), np.ones((2, 2), dtype=bool)), "present must be a boolean array"),
+    (lambda: describe(np.ones(3), quantile_method="nearest"), "quantile_method must be one of"),
+    (lambda: describe(np.ones(3), quantile_method=None), "quantile_method must be one of"),
+    (lambda: describe(np.ones(3), [0.5, 1, 1], quantile_method="exclusive"), "sample_weight must hold whole numbers"),
+    (lambda: describe(np.ones(3), [[1, 1, 1], [1, 2.5, 0]], quantile_method="inclusive"), "whole numbers"),
 ])
 def test_bad_arguments_are_refused_naming_the_problem(call, message):
     with pytest.raises(ValueError, match=message):

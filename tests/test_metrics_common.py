@@ -13,6 +13,7 @@ without editing this file; a kind without inputs in tests/metric_kinds/ fails he
 - 2D and 3D (or the kind's dimensions) give finite numbers on typical inputs;
 - dtype and memory order do not change the result;
 - no input is mutated;
+- all of the above for each variant a metric declares in checked_variants, too;
 - a switch (a parameter whose default is True or False), an empty policy's value and a length
   in the spacing's units refuse a value of the wrong type (a truthy string would pick a variant
   silently).
@@ -29,7 +30,20 @@ import pytest
 from evaluation.metrics.registry import KINDS, UNITS, all_metrics
 from tests.metric_kinds import kind_modules
 
-METRICS = all_metrics()
+
+def declared_calls(metrics) -> dict:
+    """Each metric called as its example says, and as each of its checked_variants says (merged
+    over the example), under an id that names the variant: "describe(quantile_method='exclusive')"."""
+    calls = {}
+    for name, metric in metrics.items():
+        calls[name] = metric
+        for keywords in metric.checked_variants:
+            described = ", ".join(f"{key}={value!r}" for key, value in keywords.items())
+            calls[f"{name}({described})"] = dataclasses.replace(metric, example={**metric.example, **keywords})
+    return calls
+
+
+METRICS = declared_calls(all_metrics())
 KIND_INPUTS = kind_modules()
 NAMES = sorted(METRICS)
 SPACINGS = {1: (1.0,), 2: (0.7, 1.3), 3: (0.7, 1.3, 2.1)}

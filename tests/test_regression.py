@@ -149,6 +149,66 @@ def test_constant_truth_and_inputs_are_the_declared_values():
     assert math.isnan(both[0]) and both[1] == pytest.approx(skm.r2_score([1.0, 1.0, 5.0], [1.0, 2.0, 3.0]))
 
 
+def constant_truth_cases(seed):
+    """Whole numbers (their means are exact, as scikit-learn's constant test needs): a constant
+    truth half the time, an exact prediction half the time, down to a single case."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([1, 2, 3, 5, 17]))
+    truth = np.full(n, float(rng.integers(-5, 40))) if rng.random() < 0.5 else rng.integers(-5, 40, n).astype(float)
+    prediction = truth.copy() if rng.random() < 0.5 else truth + rng.integers(-3, 4, n)
+    return truth, prediction
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_constant_truth_sklearn_is_scikit_learns_force_finite_rule(seed):
+    """constant_truth="sklearn" against scikit-learn's r2_score with its default force_finite=True,
+    constant and non-constant truths, exact and inexact predictions, one case (scikit-learn warns
+    and gives NaN), whole-number weights >= 1 on two cases or more (scikit-learn counts rows, we
+    count weight: one case of weight 2 is two cases here)."""
+    truth, prediction = constant_truth_cases(seed)
+    weights = np.random.default_rng(seed + 500).integers(1, 4, len(truth)).astype(float)
+    for sample_weight in (None, weights) if len(truth) > 1 else (None,):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scikit-learn's UndefinedMetricWarning for one sample
+            expected = skm.r2_score(truth, prediction, sample_weight=sample_weight)
+        ours = r.r2_score(truth, prediction, sample_weight=sample_weight, constant_truth="sklearn")
+        assert ours == pytest.approx(expected, rel=TOLERANCE, abs=1e-14, nan_ok=True), (truth, prediction)
+
+
+def test_constant_truth_sklearn_rows_of_counts_are_their_resamples():
+    """A bootstrap row equals scikit-learn on the materialised resample, constant resamples and a
+    single case drawn once (NaN) or twice (two samples: 1.0 or 0.0) included."""
+    truth, prediction = np.array([4.0, 4.0, 9.0, 4.0]), np.array([4.0, 5.0, 9.0, 4.0])
+    rows = np.array([[1, 1, 1, 1], [2, 0, 0, 1], [0, 3, 0, 0], [1, 0, 0, 0], [0, 0, 2, 0], [0, 0, 0, 0],
+                     [2, 1, 0, 0], [0, 1, 1, 0]])
+    values = r.r2_score(truth, prediction, sample_weight=rows, constant_truth="sklearn")
+    for row, value in zip(rows, values, strict=True):
+        drawn = np.repeat(np.arange(4), row)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = skm.r2_score(truth[drawn], prediction[drawn]) if len(drawn) else math.nan
+        assert value == pytest.approx(expected, rel=TOLERANCE, nan_ok=True), row
+    assert values[1:6].tolist()[:2] == [1.0, 0.0] and math.isnan(values[3]) and values[4] == 1.0
+
+
+def test_constant_truth_sklearn_differs_where_documented():
+    """Rows given with a total weight below 2: scikit-learn counts two samples, we one case. A
+    constant truth whose mean rounds: scikit-learn divides by a total sum of squares of ~6e-34."""
+    assert skm.r2_score([3.0, 5.0], [3.0, 4.0], sample_weight=[1.0, 0.0]) == 1.0
+    assert math.isnan(r.r2_score([3.0, 5.0], [3.0, 4.0], sample_weight=[1.0, 0.0], constant_truth="sklearn"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert math.isnan(skm.r2_score([3.0], [4.0], sample_weight=[2.0]))
+    assert r.r2_score([3.0], [4.0], sample_weight=[2.0], constant_truth="sklearn") == 0.0
+    tenths = np.array([0.1, 0.1, 0.1])
+    assert skm.r2_score(tenths, [0.1, 0.1, 0.2]) < -1e30
+    assert r.r2_score(tenths, [0.1, 0.1, 0.2], constant_truth="sklearn") == 0.0
+    assert r.r2_score(tenths, tenths, constant_truth="sklearn") == 1.0 == skm.r2_score(tenths, tenths)
+    # the default stays NaN, and a number stays that number
+    assert math.isnan(r.r2_score(tenths, [0.1, 0.1, 0.2]))
+    assert r.r2_score(tenths, tenths, constant_truth=0.5) == 0.5
+
+
 def test_perfect_and_anti_correlation_stay_within_one():
     x = np.linspace(0.1, 0.3, 7) * 1e-3
     shifted = 4 * x + 1e6  # the shift costs digits of the deviations: scipy loses the same
@@ -233,6 +293,9 @@ def test_bad_policy_arguments():
         r.mean_absolute_percentage_error(good, good, zero_truth="skip")
     with pytest.raises(ValueError, match="constant_truth must be a number"):
         r.r2_score(good, good, constant_truth=None)
+    for wrong in ("force_finite", "Sklearn", True):
+        with pytest.raises(ValueError, match='constant_truth must be a number, NaN or "sklearn"'):
+            r.r2_score(good, good, constant_truth=wrong)
 
 
 def test_a_case_of_weight_zero_is_absent_whatever_its_error():

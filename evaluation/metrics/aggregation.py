@@ -15,10 +15,18 @@ import math
 import numpy as np
 
 from evaluation.metrics.registry import metric
-from evaluation.metrics.resampling import numpy_lerp
-from evaluation.metrics.validation import check_integer, check_sample_weight, per_row
+from evaluation.metrics.resampling import numpy_lerp, whole_counts
+from evaluation.metrics.validation import check_choice, check_integer, check_sample_weight, per_row
 
 PANDAS_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
+QUANTILE_METHODS = {
+    "linear": "numpy's default and pandas' describe: position q (N − 1) of the sorted values (0-based), "
+              "read between its neighbours",
+    "exclusive": "Python's statistics.quantiles default (method='exclusive'): position q (N + 1) (1-based), "
+                 "clamped to the 1st ... (N − 1)th gap, so that small samples extrapolate beyond min and max",
+    "inclusive": "Python's statistics.quantiles(method='inclusive'): position q (N − 1) (0-based), as 'linear', "
+                 "but computed as Python does ((a (n − δ) + b δ) / n): its bits",
+}
 
 
 def _check_values(values, sample_weight, decimals):
@@ -98,8 +106,33 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, quantiles) -> n
     return numpy_lerp(at(below), at(below + 1), virtual - below)
 
 
+def _statistics_quartiles(values: np.ndarray, weights: np.ndarray, method: str) -> list[float]:
+    """The quartiles of Python's statistics.quantiles(n=4, method=method) of 1-D values each
+    repeated as often as its (whole) weight says, with its integer arithmetic: of N copies, the
+    i-th quartile lies at the j-th copy and δ/4 of the way to the next (j, δ from i × m with m =
+    N − 1, inclusive, or N + 1, exclusive, clamped there to the 1st ... (N − 1)th gap), read as
+    (a (4 − δ) + b δ) / 4. One copy: its value (Python 3.13 returns it; 3.11 and 3.12 raise)."""
+    at, total = _sorted_copies(values, weights)
+    copies, n = int(total), 4
+    if copies == 1:
+        return [float(at(0))] * (n - 1)
+    quartiles = []
+    for i in range(1, n):
+        if method == "inclusive":
+            j, delta = divmod(i * (copies - 1), n)
+            below, above = at(j), at(j + 1)
+        else:
+            j = min(max(i * (copies + 1) // n, 1), copies - 1)
+            delta = i * (copies + 1) - j * n  # beyond [0, n] where clamped: extrapolation, as Python
+            below, above = at(j - 1), at(j)
+        quartiles.append(float((below * (n - delta) + above * delta) / n))
+    return quartiles
+
+
 @metric(kind="case_values", better=None,
-        equals=("numpy.median of the values each repeated as often as its weight says",),
+        equals=("numpy.median of the values each repeated as often as its weight says",
+                "statistics.median and the middle of statistics.quantiles(n=4), either method (one rule for "
+                "the median)"),
         citation="the weighted median (the median of the repeated sample)")
 def weighted_median(values, sample_weight=None, decimals=None):
     """Median of per-case values, each case counted as often as its weight says.
@@ -121,19 +154,34 @@ def weighted_median(values, sample_weight=None, decimals=None):
 
 
 @metric(kind="case_values", better=None, returns="describe",
+        variants={"quantile_method": QUANTILE_METHODS},
         equals=("pandas.Series.describe() of the values each repeated as often as its weight says "
-                "(mean and std to rounding: pandas sums pairwise)", "evalutils' aggregates in metrics.json"),
-        citation="pandas 2 Series.describe")
-def describe(values, sample_weight=None, decimals=None) -> dict | list[dict]:
+                "(mean and std to rounding: pandas sums pairwise)", "evalutils' aggregates in metrics.json",
+                "statistics.quantiles(n=4, method=...) of the repeated values for the quartiles "
+                "(quantile_method 'exclusive' or 'inclusive'; ULS23's aggregates use 'exclusive'), bit for bit"),
+        citation="pandas 2 Series.describe; Python statistics.quantiles (Hyndman and Fan, The American "
+                 "Statistician 50(4), 1996: exclusive is their method 6, inclusive and linear their method 7)",
+        checked_variants=({"quantile_method": "exclusive"}, {"quantile_method": "inclusive"}))
+def describe(values, sample_weight=None, decimals=None, quantile_method: str = "linear") -> dict | list[dict]:
     """count, mean, std, min, 25%, 50%, 75%, max of per-case values, as pandas' describe.
 
     The values each counted as often as its weight says, NaN values left out as pandas leaves
-    them out; std with ddof 1 (NaN for a count of 1 or less), quartiles by linear interpolation.
-    A dict of floats; for rows of weights, a list of such dicts, one per row.
+    them out; std with ddof 1 (NaN for a count of 1 or less). The quartiles by
+    `quantile_method`: "linear" (pandas', numpy's default), or Python's statistics.quantiles
+    rule, "exclusive" (its default) or "inclusive", computed as it computes them. Python's rules
+    count data points, so with them a weight must be a whole number (a case of weight k is k
+    copies of its value; ValueError otherwise); "linear" also reads fractional weights (a case
+    covers the positions from its predecessors' total weight to its own). The median (50%) is
+    the middle of the copies under every method. A single copy has its value as every quartile
+    (Python 3.13's statistics.quantiles; 3.11 and 3.12 raise there). A dict of floats; for rows
+    of weights, a list of such dicts, one per row.
     """
+    check_choice(quantile_method, "quantile_method", tuple(QUANTILE_METHODS))
     values, weights, single = _check_values(values, sample_weight, decimals)
     if values.ndim != 1:
         raise ValueError(f"values must be 1-D (one value per case), got shape {values.shape}")
+    if quantile_method != "linear":
+        whole_counts(weights, "a case")  # statistics.quantiles counts data points
     defined = ~np.isnan(values)
     values, weights = values[defined], np.ascontiguousarray(weights[:, defined])
     rows = len(weights)
@@ -149,7 +197,11 @@ def describe(values, sample_weight=None, decimals=None) -> dict | list[dict]:
             summary["std"][r] = math.sqrt(float(np.sum(row * (values - mean) ** 2)) / (summary["count"][r] - 1))
         present = values[row > 0]
         summary["min"][r], summary["max"][r] = present.min(), present.max()
-        summary["25%"][r], summary["50%"][r], summary["75%"][r] = _weighted_quantiles(values, row, [0.25, 0.5, 0.75])
+        if quantile_method == "linear":
+            quartiles = _weighted_quantiles(values, row, [0.25, 0.5, 0.75])
+        else:
+            quartiles = _statistics_quartiles(values, row, quantile_method)
+        summary["25%"][r], summary["50%"][r], summary["75%"][r] = quartiles
     rows_of = [{key: float(value[r]) for key, value in summary.items()} for r in range(rows)]
     return rows_of[0] if single else rows_of
 

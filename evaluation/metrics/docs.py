@@ -72,6 +72,8 @@ def entry(metric: Metric) -> str:
         traits.append("takes `sample_weight` (one weight per case, or rows of them: a bootstrap)")
     facts.append(f"- **Value**: {'; '.join(traits)}.")
     for parameter, text in metric.variants.items():
+        if isinstance(text, dict):  # value -> what it selects
+            text = "; ".join(f"{_value(value)}: {meaning}" for value, meaning in text.items())
         facts.append(f"- **Variant** `{parameter}`: {text}")
     if metric.empty:
         facts.append("- **Empty inputs**: " + "; ".join(f"`{key}` = {_value(value)}"

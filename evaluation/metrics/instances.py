@@ -39,14 +39,18 @@ from evaluation.metrics.validation import (
 
 CRITERIA = ("iou", "dice", "overlap")
 # one to one: "hungarian" (largest total criterion), "hungarian_most_matches" (picai_eval's: most
-# pairs, then the largest total), "greedy" (best pairs first); then the many-to-* rules
-ASSIGNMENTS = ("hungarian", "greedy", "many_to_one", "many_to_many", "hungarian_most_matches")
+# pairs, then the largest total), "greedy" (best pairs first), "hungarian_then_threshold" (CoNIC's:
+# the largest total over every overlapping pair, the threshold after); then the many-to-* rules
+ASSIGNMENTS = ("hungarian", "greedy", "many_to_one", "many_to_many", "hungarian_most_matches",
+               "hungarian_then_threshold")
+ONE_TO_ONE = ("hungarian", "greedy", "hungarian_most_matches", "hungarian_then_threshold")
 _SLAB = 1 << 22  # voxels of the label maps handled at a time
 _DENSE_LABELS = 1 << 22  # label maps whose largest label is below this are counted by np.bincount
 _DENSE_CELLS = 1 << 22  # one-to-one problems up to this many rows x columns are solved on a dense matrix
 
 PEERS_PANOPTICA = "panoptica 2.1.7"
 PEERS_PICAI = "picai_eval 1.4.13 evaluate_case"
+PEERS_CONIC = "CoNIC (TissueImageAnalytics/CoNIC) metrics/stats_utils.py get_pq"
 
 
 def connected_components(mask, connectivity) -> tuple[np.ndarray, int]:
@@ -219,16 +223,24 @@ def check_threshold(threshold, criterion: str) -> float:
 @metric(kind="instances", better=None, returns="InstanceMatching",
         variants={"criterion": "'iou' |A∩B|/|A∪B|, 'dice' 2|A∩B|/(|A|+|B|), 'overlap' |A∩B| in voxels",
                   "inclusive": "False: a pair is a candidate when its criterion is > threshold; True: >=",
-                  "assignment": "'hungarian': one to one, the largest total criterion; 'hungarian_most_matches': "
-                                "one to one, the largest total of 1 + criterion (picai_eval); 'greedy': one to one, "
-                                "pairs by descending criterion; 'many_to_one': each prediction to its best true "
-                                "instance; 'many_to_many': every candidate pair"},
+                  "assignment": "'hungarian': one to one, the largest total criterion among the candidates; "
+                                "'hungarian_most_matches': one to one, the largest total of 1 + criterion "
+                                "(picai_eval); 'greedy': one to one, pairs by descending criterion; "
+                                "'hungarian_then_threshold': one to one, the largest total criterion over every "
+                                "overlapping pair, then the pairs not above the threshold dropped (CoNIC, HoVer-Net); "
+                                "'many_to_one': each prediction to its best true instance; 'many_to_many': every "
+                                "candidate pair"},
         equals=(f"{PEERS_PANOPTICA} NaiveThresholdMatching (assignment='greedy'; allow_many_to_one: 'many_to_one')",
                 f"{PEERS_PANOPTICA} MaxBipartiteMatching (assignment='hungarian')",
                 f"{PEERS_PICAI} with allow_unmatched_candidates_with_minimal_overlap=False "
-                "(assignment='hungarian_most_matches', inclusive=True)"),
-        citation="Maier-Hein et al., Metrics reloaded, Nature Methods 21, 2024 (localization and assignment)",
-        example={"criterion": "iou", "threshold": 0.3, "assignment": "greedy"})
+                "(assignment='hungarian_most_matches', inclusive=True)",
+                f"{PEERS_CONIC} for match_iou < 0.5 (assignment='hungarian_then_threshold', criterion='iou', "
+                "inclusive=False: TP, FP, FN and the IoUs of the pairs, where the largest total IoU is reached "
+                "by one assignment only)"),
+        citation="Maier-Hein et al., Metrics reloaded, Nature Methods 21, 2024 (localization and assignment); "
+                 "Graham et al., CoNIC challenge, Medical Image Analysis 92, 2024",
+        example={"criterion": "iou", "threshold": 0.3, "assignment": "greedy"},
+        checked_variants=({"assignment": "hungarian_then_threshold"},))
 def match_instances(truth_labels, prediction_labels, criterion: str = "iou", threshold: float = 0.5,
                     inclusive: bool = False, assignment: str = "hungarian") -> InstanceMatching:
     """Instances of two label maps matched by overlap: TP, FP, FN and the matched pairs.
@@ -244,13 +256,21 @@ def match_instances(truth_labels, prediction_labels, criterion: str = "iou", thr
       first, then the larger total (picai_eval's lesion matching; criterion "iou" or "dice");
     - "greedy": one to one, candidate pairs by descending criterion (ties: lower true, then lower
       predicted label first), each taken when neither instance is matched yet;
+    - "hungarian_then_threshold": one to one, the pairs with the largest total criterion among
+      every pair that shares a voxel, whatever its criterion (solved as "hungarian"), then the
+      pairs not above the threshold (not at or above, `inclusive`) dropped: CoNIC's and
+      HoVer-Net's get_pq below an IoU of 0.5. It is no maximum over the candidates: two pairs
+      under the threshold can outweigh one above it and take its instances (IoU 0.3 + 0.3 beat
+      0.5, and the threshold then drops both). Where several assignments reach the same largest
+      total, which one is kept is scipy's choice on the matrix solved (here the instances that
+      share a voxel with another; CoNIC's holds every instance), so the counts can differ;
     - "many_to_one": each prediction matches its best true instance (ties: lower label); a true
       instance may be matched by several predictions;
     - "many_to_many": every candidate pair: a true instance is found when any prediction is a
       candidate with it, a prediction is false when it is a candidate with none (one prediction
       over two lesions finds both).
-    When no true or predicted instance shares a voxel with two candidates, every rule gives the
-    same pairs (e.g. IoU > 0.5).
+    When no true or predicted instance shares a voxel with two candidates, every rule but
+    "hungarian_then_threshold" gives the same pairs (e.g. IoU > 0.5).
     """
     check_choice(criterion, "criterion", CRITERIA)
     threshold = check_threshold(threshold, criterion)
@@ -266,7 +286,15 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
                    assignment: str) -> InstanceMatching:
     """match_instances on the intermediate (arguments already checked)."""
     values = overlaps.values(criterion)
-    candidates = np.flatnonzero(values >= threshold if inclusive else values > threshold)
+    if assignment == "hungarian_then_threshold":
+        # CoNIC's get_pq: the assignment over every overlapping pair (criterion > 0), the threshold after
+        truth_index, prediction_index = overlaps.truth_index, overlaps.prediction_index
+        assigned = (np.arange(len(values)) if is_one_to_one(truth_index, prediction_index)
+                    else _largest_total(truth_index, prediction_index, values))
+        kept = values[assigned] >= threshold if inclusive else values[assigned] > threshold
+        candidates = assigned[kept]
+    else:
+        candidates = np.flatnonzero(values >= threshold if inclusive else values > threshold)
     truth_index, prediction_index = overlaps.truth_index[candidates], overlaps.prediction_index[candidates]
     values = values[candidates]
     if assignment == "many_to_one":
@@ -275,8 +303,8 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
         first = np.ones(len(order), dtype=bool)
         first[1:] = prediction_index[order][1:] != prediction_index[order][:-1]
         chosen = np.sort(order[first])
-    elif assignment == "many_to_many" or is_one_to_one(truth_index, prediction_index):
-        chosen = np.arange(len(candidates))
+    elif assignment in ("many_to_many", "hungarian_then_threshold") or is_one_to_one(truth_index, prediction_index):
+        chosen = np.arange(len(candidates))  # (hungarian_then_threshold: one to one already)
     elif assignment == "greedy":  # descending value, ties: lower true, then lower predicted label
         chosen = greedy_matching(np.lexsort((prediction_index, truth_index, -values)), truth_index, prediction_index)
     else:
@@ -359,23 +387,41 @@ def panoptic_quality_from_counts(tp, fp, fn, iou_sum, both_empty: float = 1.0) -
 
 
 @metric(kind="instances", better=None, returns="PanopticQuality",
-        equals=(f"{PEERS_PANOPTICA} pq, sq, rq, tp, fp, fn (matching_threshold=0.5 strict, IoU)",),
-        citation="Kirillov et al., Panoptic segmentation, CVPR 2019")
-def panoptic_quality(truth_instances, prediction_instances, threshold: float = 0.5,
-                     both_empty: float = 1.0) -> PanopticQuality:
+        variants={"assignment": "None: a threshold >= 0.5, where matches are unique; a one-to-one rule of "
+                                "match_instances ('hungarian_then_threshold' is CoNIC's below 0.5) for any threshold"},
+        equals=(f"{PEERS_PANOPTICA} pq, sq, rq, tp, fp, fn (matching_threshold=0.5 strict, IoU)",
+                f"{PEERS_CONIC}: tp, fp, fn and the IoU sum (match_iou >= 0.5: assignment=None; below: "
+                "'hungarian_then_threshold'; its dq and sq add 1e-6 to their denominators, ours do not)"),
+        citation="Kirillov et al., Panoptic segmentation, CVPR 2019; Graham et al., CoNIC challenge, Medical "
+                 "Image Analysis 92, 2024",
+        checked_variants=({"threshold": 0.3, "assignment": "hungarian_then_threshold"},))
+def panoptic_quality(truth_instances, prediction_instances, threshold: float = 0.5, both_empty: float = 1.0,
+                     assignment: str | None = None) -> PanopticQuality:
     """Panoptic quality of one image's instances: PQ, SQ, RQ and the counts TP, FP, FN, iou_sum.
 
-    A true and a predicted instance match when their IoU is strictly above `threshold` (>= 0.5:
-    such matches are unique, so no assignment rule is involved). SQ is the mean IoU of the
-    matches (0 without a match, as panopticapi), RQ = TP / (TP + FP/2 + FN/2), PQ = SQ × RQ =
-    iou_sum / (TP + FP/2 + FN/2). An image without any instance in either map has PQ, SQ and RQ
-    `both_empty`. A PQ pooled over images (or per class) comes from the summed counts:
-    panoptic_quality_from_counts.
+    A true and a predicted instance match when their IoU is strictly above `threshold`. With
+    `assignment` None the threshold must be >= 0.5, where such matches are unique, so no
+    assignment rule is involved. Below 0.5 a true instance can have several candidates: name a
+    one-to-one rule of match_instances ("hungarian", "greedy", "hungarian_most_matches" or
+    "hungarian_then_threshold", CoNIC's get_pq below 0.5), which then applies at any threshold
+    (at >= 0.5 the first three give the unique matches; "hungarian_then_threshold" need not,
+    as its assignment runs over every overlapping pair). SQ is the mean IoU of the matches (0
+    without a match, as panopticapi), RQ = TP / (TP + FP/2 + FN/2), PQ = SQ × RQ = iou_sum / (TP
+    + FP/2 + FN/2). An image without any instance in either map has PQ, SQ and RQ `both_empty`.
+    A PQ pooled over images (or per class, as CoNIC's multi-class PQ) comes from the summed
+    counts: panoptic_quality_from_counts.
     """
-    threshold = check_in_range(threshold, "threshold", 0.5, 1.0)
+    threshold = check_in_range(threshold, "threshold", 0.0, 1.0)
+    if assignment is None:
+        if threshold < 0.5:
+            raise ValueError(f"threshold {threshold:g} is below 0.5, where matches are not unique: name the "
+                             f"assignment, one of {ONE_TO_ONE}")
+        assignment = "greedy"  # at >= 0.5 the candidates are one to one: every rule keeps them all
+    else:
+        check_choice(assignment, "assignment", ONE_TO_ONE)
     both_empty = check_empty_value(both_empty, "both_empty")
     matched = match_overlaps(instance_overlaps(truth_instances, prediction_instances), "iou", threshold, False,
-                             "greedy")
+                             assignment)
     return panoptic_quality_from_counts(matched.tp, matched.fp, matched.fn, float(np.sum(matched.values)),
                                         both_empty)
 

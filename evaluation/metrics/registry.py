@@ -71,6 +71,9 @@ class Metric:
     scaled: tuple = ()  # parameters in the spacing's units (a tolerance, a radius): scaled with it
     example: dict = field(default_factory=dict)  # keyword arguments of the documented (and tested) call
     returns: str = "float"  # "float", or the name of a result object with named fields
+    # further keyword arguments, each merged over `example`, that the common tests also call it with:
+    # variants whose own rule the common checks (weights, padding, dtype...) must hold for too
+    checked_variants: tuple = ()
 
     @property
     def parameters(self) -> dict[str, inspect.Parameter]:
@@ -86,7 +89,8 @@ METRICS: dict[str, Metric] = {}
 
 def metric(*, kind: str, better: str | None, unit: str = "none", symmetric: bool = False, empty: dict | None = None,
            variants: dict | None = None, equals: tuple | list = (), citation: str = "", returns: str = "float",
-           scaled: tuple | list = (), example: dict | None = None, name: str | None = None):
+           scaled: tuple | list = (), example: dict | None = None, name: str | None = None,
+           checked_variants: tuple | list = ()):
     """Declare the decorated function a public metric (see the module docstring); ValueError on a
     declaration the tests could not act on."""
     if kind not in KINDS:
@@ -103,7 +107,8 @@ def metric(*, kind: str, better: str | None, unit: str = "none", symmetric: bool
         summary, _, rest = doc.partition("\n\n")
         key = name or function.__name__
         parameters = inspect.signature(function).parameters
-        for parameter in (*(empty or {}), *(variants or {}), *scaled, *(example or {})):
+        checked = [parameter for keywords in checked_variants for parameter in keywords]
+        for parameter in (*(empty or {}), *(variants or {}), *scaled, *(example or {}), *checked):
             if parameter not in parameters:
                 raise ValueError(f"{key}: declares {parameter!r}, which is not one of its parameters")
         if key in METRICS and METRICS[key].function is not function:
@@ -114,7 +119,8 @@ def metric(*, kind: str, better: str | None, unit: str = "none", symmetric: bool
             summary=" ".join(summary.split()), definition=rest.strip(), better=better, unit=unit,
             symmetric=symmetric, empty=dict(empty or {}), variants=dict(variants or {}), equals=tuple(equals),
             citation=citation, weighted="sample_weight" in parameters, scaled=tuple(scaled),
-            example=dict(example or {}), returns=returns)
+            example=dict(example or {}), returns=returns,
+            checked_variants=tuple(dict(keywords) for keywords in checked_variants))
         return function
 
     return declare

@@ -91,26 +91,51 @@ def root_mean_squared_error(y_true, y_pred, sample_weight=None):
     return per_row(np.sqrt(_weighted_mean((prediction - truth) ** 2, weights, totals)), single)
 
 
+SKLEARN_CONSTANT_TRUTH = "sklearn"  # r2_score's constant_truth: scikit-learn's force_finite=True rule
+
+
 @metric(kind="values", better="higher", empty={"constant_truth": math.nan},
-        equals=("sklearn.metrics.r2_score (force_finite=False where the truth is not constant)",),
+        variants={"constant_truth": "a number (NaN by default) for every constant truth; 'sklearn': scikit-learn's "
+                                    "force_finite=True rule, 1.0 for a perfect prediction, 0.0 otherwise, NaN for "
+                                    "fewer than two cases"},
+        equals=("sklearn.metrics.r2_score (force_finite=False where the truth is not constant)",
+                "sklearn.metrics.r2_score with its default force_finite=True (constant_truth='sklearn'; where a "
+                "constant truth's mean is exact, e.g. whole numbers, and without sample_weight)"),
         citation="Draper and Smith, Applied Regression Analysis, 3rd ed., Wiley, 1998")
-def r2_score(y_true, y_pred, sample_weight=None, constant_truth: float = math.nan):
+def r2_score(y_true, y_pred, sample_weight=None, constant_truth: float | str = math.nan):
     """Coefficient of determination R² of predicted values: 1 − residual sum of squares / total
     sum of squares.
 
     1 − Σ w_i (y_i − ŷ_i)² / Σ w_i (y_i − ȳ)², ȳ the weighted mean of the truth; 1 is perfect,
     0 is as good as predicting ȳ, and it is negative when worse. As scikit-learn's `r2_score`.
-    Undefined when the truth is constant (a total sum of squares of 0, a single case included):
-    then `constant_truth` (NaN by default; scikit-learn's default `force_finite=True` gives 1.0
-    for a perfect prediction and 0.0 otherwise, `force_finite=False` NaN or −inf).
+    Undefined when the truth is constant (one value on every case of positive weight, a single
+    case included): then `constant_truth`, a number (NaN by default; scikit-learn's
+    `force_finite=False` gives NaN or −inf), or "sklearn", scikit-learn's default
+    `force_finite=True` rule: 1.0 when the prediction is exact (a weighted residual sum of 0),
+    0.0 otherwise, and NaN for fewer than two cases, as scikit-learn warns and returns NaN for
+    fewer than two samples. Cases are counted by weight here (a case of weight w is w cases, so
+    a bootstrap row equals its resample), where scikit-learn counts the rows given: they differ
+    only where the two counts fall on either side of 2 (weights [1, 0]: NaN here, 1.0 or 0.0
+    there; one case of weight 2: the reverse). scikit-learn calls a truth constant when its total
+    sum of squares is 0 in floats, which a constant truth whose mean rounds misses (0.1 three
+    times has mean 0.10000000000000002: its R² is 1 − residual / 6e-34); here a truth is
+    constant when its values are equal.
     """
     truth, prediction = _cases(y_true, y_pred)
-    constant_truth = check_empty_value(constant_truth, "constant_truth")
+    sklearn_rule = isinstance(constant_truth, str) and constant_truth == SKLEARN_CONSTANT_TRUTH
+    if not sklearn_rule:
+        try:
+            constant_truth = check_empty_value(constant_truth, "constant_truth")
+        except ValueError:
+            raise ValueError(f'constant_truth must be a number, NaN or "{SKLEARN_CONSTANT_TRUTH}", got '
+                             f"{constant_truth!r}") from None
     weights, single, totals = _weights(sample_weight, len(truth))
     mean = weights @ truth / totals
     residual = weights @ (truth - prediction) ** 2
     total = (weights * (truth[None, :] - mean[:, None]) ** 2).sum(axis=1)
     constant = _constant(truth, weights)
+    if sklearn_rule:  # force_finite=True: exact is 1, anything else 0; under two cases NaN (sklearn's warning)
+        constant_truth = np.where(weights.sum(axis=1) < 2, math.nan, np.where(residual == 0, 1.0, 0.0))
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(constant, constant_truth, 1.0 - residual / np.where(constant, 1.0, total))
     return per_row(score, single)

@@ -135,6 +135,36 @@ def check_nonnegative(value, name: str) -> float:
     return number
 
 
+def check_nonnegative_each(value, name: str, n: int, items: str) -> float | np.ndarray:
+    """One finite number >= 0 for all `n` items, as a float, or one per item (`items` names them:
+    "true point"), as a float64 (n,) array: a radius per true point. Booleans and strings refused."""
+    if np.ndim(value) == 0:
+        return check_nonnegative(value, name)
+    array = np.asarray(value)
+    if array.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be one number or one number per {items}, got {array.dtype} values")
+    if array.shape != (n,):
+        raise ValueError(f"{name} must be one number or one per {items} ({n}), got shape {array.shape}")
+    array = array.astype(np.float64)
+    if not (np.isfinite(array).all() and (array >= 0).all()):
+        raise ValueError(f"{name} must be finite and >= 0 for every {items}")
+    return array
+
+
+def check_flag_each(value, name: str, n: int, items: str) -> np.ndarray:
+    """One True or False per item (`items` names them), as a boolean (n,) array; None is False for
+    every item. Numbers and strings refused (a 0/1 list would choose silently); an empty sequence
+    only for no item."""
+    if value is None:
+        return np.zeros(n, dtype=bool)
+    array = np.asarray(value)
+    if array.shape != (n,):
+        raise ValueError(f"{name} must be one True or False per {items} ({n}), got shape {array.shape}")
+    if array.size and array.dtype != bool:  # [] is float64 to numpy: no value to refuse
+        raise ValueError(f"{name} must be one True or False per {items}, got {array.dtype} values")
+    return array.astype(bool)
+
+
 def check_integer(value, name: str, low: int | None = None, high: int | None = None) -> int:
     """A whole number of an integer type (not a boolean, not a float) in [low, high]."""
     whole = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
