@@ -659,7 +659,7 @@ def test_an_image_of_no_area_is_refused():
     (lambda: match_points([(0, 0)], [(0, 0)], 1.0, ignore=[1]), "ignore must be one True or False .* got int"),
     (lambda: match_points([(0, 0)], [(0, 0)], 1.0, ignore=["yes"]), "ignore must be one True or False"),
     (lambda: match_points([(0, 0)], [(0, 0)], 1.0, ignore=True), "ignore must be one True or False"),
-    (lambda: match_points([(0, 0)], [(0, 0)], 1.0, ignore=[]), "ignore must be one True or False .* got shape \\(0,\\)"),
+    (lambda: match_points([(0, 0)], [(0, 0)], 1.0, ignore=[]), r"ignore must be one True or False .* got shape \(0,\)"),
     (lambda: cpm([np.ones((1, 2))], [np.ones((1, 2))], [np.ones(1)], [1.0, 2.0]),
      "radius must give one entry per image"),
     (lambda: cpm([np.ones((2, 2))], [np.ones((1, 2))], [np.ones(1)], [[1.0]]), "radius must be one number or one per"),
