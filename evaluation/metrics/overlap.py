@@ -13,6 +13,7 @@ Jaccard and volume similarity, one empty what the formula gives (0); each a para
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,10 +25,18 @@ from evaluation.metrics.registry import metric
 EMPTY_OVERLAP = {"both_empty": 1.0, "truth_empty": 0.0, "prediction_empty": 0.0}
 
 
+def _all_numbers(*values) -> bool:
+    """Whether every value is one real number (a Python or NumPy scalar), not an array."""
+    return all(isinstance(value, numbers.Real) for value in values)
+
+
 def dice_from_counts(intersection, prediction_size, truth_size, both_empty: float = 1.0):
     """2|P∩G| / (|P| + |G|); `both_empty` when neither mask has a voxel (the usual convention is
     1.0: nothing to find, nothing found). Sizes may be weighted (e.g. by voxel volume), and arrays
     (one Dice per element, e.g. per bootstrap row); numbers in, a float out."""
+    if _all_numbers(intersection, prediction_size, truth_size):  # one image: Python floats, the same bits
+        intersection, total = float(intersection), float(prediction_size) + float(truth_size)
+        return 2.0 * intersection / total if total != 0 else float(both_empty)
     intersection, prediction_size, truth_size = (np.asarray(size, dtype=np.float64)
                                                  for size in (intersection, prediction_size, truth_size))
     total = prediction_size + truth_size
@@ -51,6 +60,10 @@ def jaccard_from_counts(intersection, prediction_size, truth_size, both_empty: f
 def with_empty_policy(values, prediction_size, truth_size, policy: dict):
     """`values` with each empty case replaced by its value in `policy` (validation.check_empty_policy;
     sizes are counts or volumes)."""
+    if _all_numbers(values, prediction_size, truth_size):  # one image: no arrays to build
+        if truth_size == 0:
+            return float(policy["both_empty" if prediction_size == 0 else "truth_empty"])
+        return float(policy["prediction_empty"] if prediction_size == 0 else values)
     values = np.asarray(values, dtype=np.float64)
     prediction_size, truth_size = np.asarray(prediction_size), np.asarray(truth_size)
     result = np.where((prediction_size == 0) & (truth_size == 0), policy["both_empty"],

@@ -277,11 +277,13 @@ def _percentile(distances: np.ndarray, areas: np.ndarray | None, percentile: flo
 # ---- surfaces ------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=16)
-def _neighbour_offsets(ndim: int, connectivity: int) -> tuple[tuple[int, ...], ...]:
-    """The neighbours of a voxel at scipy's connectivity: offsets in {-1, 0, 1}^ndim with 1 to
-    `connectivity` nonzero components."""
-    return tuple(offset for offset in itertools.product((-1, 0, 1), repeat=ndim)
+@lru_cache(maxsize=4096)  # one entry per mask shape: a few hundred bytes each
+def _neighbour_views(shape: tuple[int, ...], connectivity: int) -> tuple[tuple[slice, ...], ...]:
+    """For each neighbour of a voxel at scipy's `connectivity` (offsets in {-1, 0, 1}^ndim with 1
+    to `connectivity` nonzero components), the slices that shift the image's inner part (one voxel
+    in from every edge) onto that neighbour."""
+    return tuple(tuple(slice(1 + o, n - 1 + o) for o, n in zip(offset, shape, strict=True))
+                 for offset in itertools.product((-1, 0, 1), repeat=len(shape))
                  if 0 < sum(map(abs, offset)) <= connectivity)
 
 
@@ -289,15 +291,16 @@ def border_voxels(mask: np.ndarray, connectivity: int = 1) -> np.ndarray:
     """The voxels of a boolean mask with a neighbour (at scipy's `connectivity`) outside the mask
     or outside the image: mask minus its binary erosion with background outside the image."""
     # Voxels on the image's edge have a neighbour outside: never interior. The others are
-    # interior when all their neighbours are in the mask.
+    # interior when all their neighbours are in the mask (and themselves: the mask's copy below
+    # keeps only voxels of the mask, so the voxel itself needs no term).
     result = mask.copy()
     if min(mask.shape) < 3:
         return result
-    inner = tuple(slice(1, n - 1) for n in mask.shape)
-    interior = mask[inner].copy()
-    for offset in _neighbour_offsets(mask.ndim, connectivity):
-        interior &= mask[tuple(slice(1 + o, n - 1 + o) for o, n in zip(offset, mask.shape, strict=True))]
-    result[inner] &= ~interior
+    first, second, *others = _neighbour_views(mask.shape, connectivity)
+    interior = mask[first] & mask[second]
+    for view in others:
+        interior &= mask[view]
+    result[tuple(slice(1, n - 1) for n in mask.shape)] &= np.logical_not(interior, out=interior)
     return result
 
 
@@ -481,7 +484,7 @@ def _distances_by_transform(elements: np.ndarray, target: np.ndarray, spacing: n
 
 def _distances_of_crops(prediction: np.ndarray, truth: np.ndarray, spacing: np.ndarray, boundary: str,
                         connectivity: int, image_diagonal: float, method: str = "auto") -> SurfaceDistances:
-    key = tuple(float(s) for s in spacing)
+    key = tuple(spacing.tolist())  # floats: the kernel cache's key
     prediction_surface, prediction_areas = _surface(prediction, boundary, connectivity, key)
     truth_surface, truth_areas = _surface(truth, boundary, connectivity, key)
     to_truth, to_prediction = _nearest_distances(prediction_surface, truth_surface, spacing, method)
@@ -512,6 +515,17 @@ def _union_box(prediction: np.ndarray, truth: np.ndarray) -> tuple[slice, ...] |
     """The bounding box of the voxels nonzero in either mask, None if there is none: slab by slab
     along the first axis (bounded temporaries), the rows holding foreground and the projection of
     the slab onto the other axes, whose own box is read at the end."""
+    if prediction.size <= _SLAB_VOXELS:  # one slab: each axis's extent read off the union directly
+        either = _nonzero(prediction) | _nonzero(truth)
+        rows = np.flatnonzero(either.reshape(len(either), -1).any(axis=1)) if either.size else []
+        if len(rows) == 0:
+            return None
+        box = [slice(int(rows[0]), int(rows[-1]) + 1)]
+        within = either[box[0]]  # the other axes' extents, read within the rows that hold any
+        for axis in range(1, either.ndim):
+            along = np.flatnonzero(within.any(axis=tuple(a for a in range(either.ndim) if a != axis)))
+            box.append(slice(int(along[0]), int(along[-1]) + 1))
+        return tuple(box)
     rows: list[int] = []
     projection = np.zeros(prediction.shape[1:], dtype=bool)
     rows_per_slab = max(1, _SLAB_VOXELS // max(1, math.prod(prediction.shape[1:])))
@@ -690,9 +704,9 @@ def normalized_surface_dice(prediction: np.ndarray, truth: np.ndarray, tolerance
     if box is None:
         return policy["both_empty"]
     prediction, truth = validation.as_bool(prediction[box]), validation.as_bool(truth[box])
-    key = tuple(float(s) for s in spacing)
+    key = tuple(spacing.tolist())  # floats: the kernel cache's key
     kernel = _disk(key, limit) if prediction.ndim == 2 else None
-    if kernel is None or np.count_nonzero(kernel) > LARGEST_DILATION:
+    if kernel is None:
         distances = _distances_of_crops(prediction, truth, spacing, boundary, connectivity, math.nan)
         return distances.normalized_surface_dice(tolerance, both_empty, truth_empty, prediction_empty)
     prediction_surface, prediction_areas = _surface(prediction, boundary, connectivity, key)
@@ -710,13 +724,23 @@ def normalized_surface_dice(prediction: np.ndarray, truth: np.ndarray, tolerance
 @lru_cache(maxsize=16)
 def _disk(spacing: tuple[float, float], limit: float) -> np.ndarray | None:
     """The 2D offsets whose length (as `_lengths` computes it) is within τ (d² <= limit), as a
-    uint8 kernel centred on offset 0 (read-only: it is shared); None when it would be huge."""
-    radii = [int(math.sqrt(limit) / s) + 1 for s in spacing]  # one more than needed: zero rows cost nothing
+    uint8 kernel centred on offset 0 (read-only: it is shared); None when it has more than
+    LARGEST_DILATION cells in the disk (the distances are then cheaper than the dilation)."""
+    radii = [int(math.sqrt(limit) / s) + 1 for s in spacing]  # one more than needed, trimmed below
     if math.prod(2 * r + 1 for r in radii) > 16 * LARGEST_DILATION:
         return None
     offsets = np.indices([2 * r + 1 for r in radii]).reshape(2, -1).T - radii
     lengths = _lengths(offsets, np.asarray(spacing))
     kernel = (lengths * lengths <= limit).astype(np.uint8).reshape([2 * r + 1 for r in radii])
+    # The disk is symmetric: its zero rows and columns come in pairs at the ends, and trimming
+    # them keeps it centred. OpenCV's dilation pays for every cell of the kernel, zero or not.
+    for axis, radius in enumerate(radii):
+        used = np.flatnonzero(kernel.any(axis=1 - axis)) - radius
+        reach = int(np.abs(used).max())
+        kernel = kernel[(slice(None),) * axis + (slice(radius - reach, radius + reach + 1),)]
+    if np.count_nonzero(kernel) > LARGEST_DILATION:
+        return None
+    kernel = np.ascontiguousarray(kernel)
     kernel.flags.writeable = False
     return kernel
 

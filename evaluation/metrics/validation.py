@@ -111,6 +111,8 @@ def _numeric(value) -> bool:
 
 def _as_number(value, name: str) -> float:
     """A number as a float (booleans and strings refused: True is no tolerance)."""
+    if type(value) is float:  # the common case, decided at once
+        return value
     if isinstance(value, (bool, np.bool_, str, bytes)):
         raise ValueError(f"{name} must be a number, got {value!r}")
     try:
