@@ -115,7 +115,7 @@ def scratch_folder(parent: Path | None = None, prefix: str = "tmp") -> Iterator[
         remove_tree(folder)
 
 
-def copy_tree(source: Path, target: Path, symlinks: bool = False, dirs_exist_ok: bool = False) -> None:
+def copy_tree(source: Path, target: Path, symlinks: bool = False, dirs_exist_ok: bool = False, ignore=None) -> None:
     """shutil.copytree, raising the first OSError of a file's copy itself: shutil.Error, which
     gathers them, has no errno, and no space left would look like a bug."""
     failures: list[OSError] = []
@@ -128,7 +128,8 @@ def copy_tree(source: Path, target: Path, symlinks: bool = False, dirs_exist_ok:
             raise
 
     try:
-        shutil.copytree(source, target, symlinks=symlinks, copy_function=copy, dirs_exist_ok=dirs_exist_ok)
+        shutil.copytree(source, target, symlinks=symlinks, ignore=ignore, copy_function=copy,
+                        dirs_exist_ok=dirs_exist_ok)
     except shutil.Error:
         if failures:
             raise failures[0] from None

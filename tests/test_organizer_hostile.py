@@ -521,6 +521,43 @@ def test_new_on_a_full_disk_writes_nothing(leave_kib, tmp_path, repository):
     no_process_left(report)
 
 
+@needs_namespace
+def test_new_with_the_repository_on_a_full_disk_writes_nothing(tmp_path, repository):
+    """The whole repository on a full file system (64 KiB left): the copy of the evaluation
+    package into the scratch folder fails first (shutil.copytree's shutil.Error carries no errno:
+    it was exit 4, a bug): exit 3, one line, the repository as it was, no process."""
+    name = "acmefullrepo"
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounts = (f"mount -t tmpfs -o size=256m tmpfs {disk}\ncp -a {repository}/. {disk}/\n" + fill(str(disk), 64)
+              + f"mount --bind {disk} {repository}\ncd {repository}\n")
+    report = scaffold(tmp_path, repository, name, mounts=mounts, trees=(repository,))
+    line = one_line(report, 3)
+    assert line.startswith(f"The challenge {name} could not be written into {repository}: No space left on device")
+    assert report["after"][str(repository)] == report["before"][str(repository)]
+    no_process_left(report)
+
+
+def test_a_machine_limit_while_writing_an_example_is_the_machines(tmp_path):
+    """Out of memory or of file descriptors while writing an example is the machine's limit
+    (exit 3 and its line), not "a bug of evaluation/examples" (exit 4)."""
+    import errno
+
+    from evaluation.examples.organizer import generated
+    from evaluation.launch import failure
+
+    def fails(error):
+        def make():
+            raise error
+        return make
+
+    for error in (MemoryError(), OSError(errno.EMFILE, "Too many open files")):
+        with pytest.raises(type(error)) as raised:
+            generated(fails(error), "Writing the valid submission")
+        code, line = failure(raised.value, "The example could not be made:", "the organizer")
+        assert code == 3 and "machine's limit" in line, line
+
+
 @pytest.mark.slow
 def test_sigterm_while_the_scaffold_runs_an_evaluation_then_a_rerun_works(tmp_path, repository):
     """SIGTERM once the scaffold's build process runs an evaluation (two levels below it): exit

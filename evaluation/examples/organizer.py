@@ -59,6 +59,7 @@ from evaluation.errors import (
     InternalError,
     SetupError,
     UsageError,
+    machine_limit,
 )
 from evaluation.interruption import copy_tree, held, install, machine_error, remove_tree, run_child, scratch_folder
 
@@ -375,9 +376,6 @@ def build(challenge: str, ground_truth: Path, scratch: Path, write_submission: C
     say(f"Wrote {files} file(s) in {time.perf_counter() - started:.1f} s; evaluating it "
         f"(python -m evaluation {challenge}) ...")
     run = run_evaluation(challenge, input_dir, ground_truth)
-    if run.code == EXIT_SETUP:
-        raise GroundTruthError(f"The evaluation of the generated submission stopped on the ground truth: "
-                               f"{run.last_error_line}")
     if run.code != 0 or run.metrics is None:
         raise InternalError(f"The evaluation refused the generated submission (exit {run.code}), a bug of "
                           f"evaluation/examples: {run.last_error_line}")
@@ -407,15 +405,14 @@ def generated(make: Callable[[], Any], what: str) -> Any:
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             return make()
-    except OSError as error:
-        if not machine_error(error):  # no space left, say: the machine's (exit 3), not a bug
-            raise_as_bug(error, printed, what)
-        raise
     except EvaluationError as error:
         if printed.getvalue().strip():
             say(printed.getvalue().rstrip())
         raise GroundTruthError(f"{what} stopped on the ground truth: {error.message}") from None
     except Exception as error:
+        # No space left, out of memory or of file descriptors: the machine's (exit 3), not a bug.
+        if machine_error(error) or machine_limit(error):
+            raise
         raise_as_bug(error, printed, what)
 
 
@@ -488,7 +485,11 @@ def run_evaluation(challenge: str, input_dir: Path, ground_truth: Path) -> Run:
             raise NotWritten(f"The evaluation of a generated submission was killed ({how}) before it ended, "
                              f"by the machine or another program (its memory limit?); nothing was changed.")
         metrics = out / "metrics.json"
-        return Run(done.returncode, done.stdout, done.stderr, metrics.read_bytes() if metrics.is_file() else None)
+        run = Run(done.returncode, done.stdout, done.stderr, metrics.read_bytes() if metrics.is_file() else None)
+    if run.code == EXIT_SETUP:  # the ground truth, or the machine's limits: never a generated file's fault
+        raise GroundTruthError(f"The evaluation of a generated submission ({input_dir.name}) stopped on the ground "
+                               f"truth or the machine: {run.last_error_line}")
+    return run
 
 
 def show_ranked_values(document: dict, ranked_paths: tuple[str, ...]) -> None:

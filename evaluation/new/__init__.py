@@ -46,6 +46,7 @@ from pathlib import Path
 from evaluation.challenges import challenge_folders
 from evaluation.errors import InternalError, SetupError, UsageError
 from evaluation.interruption import (
+    copy_tree,
     install,
     machine_error,
     move,
@@ -220,7 +221,7 @@ def build_in(root: Path, scratch: Path, name: str, template: str, folder: str, f
     """The new challenge's folder, page and data, in `scratch`: a copy of the evaluation package
     with the new folder in it, whose own commands (evaluation.new.build, run in a process of its
     own) write ground-truth/NAME and test/NAME there."""
-    shutil.copytree(root / "evaluation", scratch / "evaluation", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    copy_tree(root / "evaluation", scratch / "evaluation", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     package = scratch / "evaluation" / "challenges" / folder
     shutil.rmtree(package, ignore_errors=True)  # a stale cache's folder, copied empty
     package.mkdir()
