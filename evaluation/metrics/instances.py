@@ -22,7 +22,7 @@ import numpy as np
 
 from evaluation.machine import load_scipy
 from evaluation.metrics._assignment import greedy_matching, is_one_to_one, min_cost_matching
-from evaluation.metrics.overlap import dice_from_counts
+from evaluation.metrics.overlap import dice_from_counts, union_box
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     as_bool,
@@ -442,6 +442,10 @@ def lesion_count_difference(prediction, truth, connectivity=None) -> float:
     """
     prediction, truth = check_masks(prediction, truth)
     connectivity = check_connectivity(connectivity, prediction.ndim)
+    box = union_box(prediction, truth)  # every lesion of either lies inside
+    if box is None:
+        return 0.0
+    prediction, truth = prediction[box], truth[box]
     return float(abs(connected_components(prediction, connectivity)[1] - connected_components(truth, connectivity)[1]))
 
 
@@ -456,6 +460,8 @@ def _untouched_volume(prediction, truth, spacing, connectivity, both_empty, side
     components, other = (prediction, truth) if side == "prediction_empty" else (truth, prediction)
     if not components.any():
         return both_empty if not other.any() else empty
+    box = union_box(components, other)  # every lesion of either lies inside
+    components, other = components[box], other[box]
     labels, count = connected_components(components, connectivity)
     touched = np.zeros(count + 1, dtype=bool)
     touched[labels[other]] = True

@@ -22,6 +22,8 @@ import numpy as np
 from evaluation.metrics import validation
 from evaluation.metrics.registry import metric
 
+_SLAB_VOXELS = 1 << 23  # voxels per slab when scanning whole masks: bounded temporaries
+
 EMPTY_OVERLAP = {"both_empty": 1.0, "truth_empty": 0.0, "prediction_empty": 0.0}
 
 
@@ -70,6 +72,56 @@ def with_empty_policy(values, prediction_size, truth_size, policy: dict):
                       np.where(truth_size == 0, policy["truth_empty"],
                                np.where(prediction_size == 0, policy["prediction_empty"], values)))
     return float(result) if result.ndim == 0 else result
+
+
+def union_box(prediction: np.ndarray, truth: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
+    """The bounding box of the voxels nonzero in either of two masks of one shape (any dtype),
+    widened by `margin` voxels on every side within the image; None if there is none. Outside it
+    both masks are background: a metric that sees a whole mask's neighbourhoods (a skeleton, an
+    Euler number) gets those of the whole image from a margin of 1, at the cost of the box."""
+    box = _tight_box(prediction, truth)
+    if box is None or margin == 0:
+        return box
+    return tuple(slice(max(0, s.start - margin), min(n, s.stop + margin)) for s, n in zip(box, prediction.shape,
+                                                                                            strict=True))
+
+
+def _tight_box(prediction: np.ndarray, truth: np.ndarray) -> tuple[slice, ...] | None:
+    """union_box without margin: slab by slab along the first axis (bounded temporaries), the
+    rows holding foreground and the projection of the slab onto the other axes, whose own box is
+    read at the end."""
+    if prediction.size <= _SLAB_VOXELS:  # one slab: each axis's extent read off the union directly
+        either = _nonzero(prediction) | _nonzero(truth)
+        rows = np.flatnonzero(either.reshape(len(either), -1).any(axis=1)) if either.size else []
+        if len(rows) == 0:
+            return None
+        box = [slice(int(rows[0]), int(rows[-1]) + 1)]
+        within = either[box[0]]  # the other axes' extents, read within the rows that hold any
+        for axis in range(1, either.ndim):
+            along = np.flatnonzero(within.any(axis=tuple(a for a in range(either.ndim) if a != axis)))
+            box.append(slice(int(along[0]), int(along[-1]) + 1))
+        return tuple(box)
+    rows: list[int] = []
+    projection = np.zeros(prediction.shape[1:], dtype=bool)
+    rows_per_slab = max(1, _SLAB_VOXELS // max(1, math.prod(prediction.shape[1:])))
+    for first in range(0, prediction.shape[0], rows_per_slab):
+        either = _nonzero(prediction[first:first + rows_per_slab]) | _nonzero(truth[first:first + rows_per_slab])
+        flat = either.reshape(len(either), -1)
+        occupied = np.flatnonzero(flat.any(axis=1)) if flat.size else np.zeros(0, dtype=np.int64)
+        if occupied.size:
+            rows += [first + int(occupied[0]), first + int(occupied[-1])]
+            projection |= either.any(axis=0)
+    if not rows:
+        return None
+    box = [slice(min(rows), max(rows) + 1)]
+    for axis in range(projection.ndim):
+        along = np.flatnonzero(projection.any(axis=tuple(a for a in range(projection.ndim) if a != axis)))
+        box.append(slice(int(along[0]), int(along[-1]) + 1))
+    return tuple(box)
+
+
+def _nonzero(array: np.ndarray) -> np.ndarray:
+    return array if array.dtype == bool else array != 0
 
 
 def overlap_counts(prediction: np.ndarray, truth: np.ndarray) -> tuple[int, int, int]:

@@ -61,7 +61,7 @@ import numpy as np
 
 from evaluation.machine import load_scipy
 from evaluation.metrics import validation
-from evaluation.metrics.overlap import label_overlap_counts
+from evaluation.metrics.overlap import label_overlap_counts, union_box
 from evaluation.metrics.registry import metric
 
 RELATIVE_TIE_TOLERANCE = 1e-9  # d is within τ when d² <= τ² (1 + 1e-9): a distance equal to τ counts
@@ -82,7 +82,6 @@ KD_TREE_SHARE = 1 / 16
 # 2D NSD: within τ is membership in the other surface dilated by the disk of offsets within τ
 # (OpenCV, much faster than nearest distances for small disks), up to this many offsets.
 LARGEST_DILATION = 41 * 41
-_SLAB_VOXELS = 1 << 23  # voxels per slab when scanning whole masks: bounded temporaries
 
 # The marching-cubes surface of a 2×2×2 neighbourhood, as triangles. Each code (bit 2^(7 − (4a +
 # 2b + c)) set when the voxel at corner offset (a, b, c) is in the mask, DeepMind's encoding)
@@ -511,44 +510,6 @@ def _check_geometry(ndim: int, spacing, boundary, connectivity) -> tuple[np.ndar
     return spacing, boundary, int(connectivity)
 
 
-def _union_box(prediction: np.ndarray, truth: np.ndarray) -> tuple[slice, ...] | None:
-    """The bounding box of the voxels nonzero in either mask, None if there is none: slab by slab
-    along the first axis (bounded temporaries), the rows holding foreground and the projection of
-    the slab onto the other axes, whose own box is read at the end."""
-    if prediction.size <= _SLAB_VOXELS:  # one slab: each axis's extent read off the union directly
-        either = _nonzero(prediction) | _nonzero(truth)
-        rows = np.flatnonzero(either.reshape(len(either), -1).any(axis=1)) if either.size else []
-        if len(rows) == 0:
-            return None
-        box = [slice(int(rows[0]), int(rows[-1]) + 1)]
-        within = either[box[0]]  # the other axes' extents, read within the rows that hold any
-        for axis in range(1, either.ndim):
-            along = np.flatnonzero(within.any(axis=tuple(a for a in range(either.ndim) if a != axis)))
-            box.append(slice(int(along[0]), int(along[-1]) + 1))
-        return tuple(box)
-    rows: list[int] = []
-    projection = np.zeros(prediction.shape[1:], dtype=bool)
-    rows_per_slab = max(1, _SLAB_VOXELS // max(1, math.prod(prediction.shape[1:])))
-    for first in range(0, prediction.shape[0], rows_per_slab):
-        either = _nonzero(prediction[first:first + rows_per_slab]) | _nonzero(truth[first:first + rows_per_slab])
-        flat = either.reshape(len(either), -1)
-        occupied = np.flatnonzero(flat.any(axis=1)) if flat.size else np.zeros(0, dtype=np.int64)
-        if occupied.size:
-            rows += [first + int(occupied[0]), first + int(occupied[-1])]
-            projection |= either.any(axis=0)
-    if not rows:
-        return None
-    box = [slice(min(rows), max(rows) + 1)]
-    for axis in range(projection.ndim):
-        along = np.flatnonzero(projection.any(axis=tuple(a for a in range(projection.ndim) if a != axis)))
-        box.append(slice(int(along[0]), int(along[-1]) + 1))
-    return tuple(box)
-
-
-def _nonzero(array: np.ndarray) -> np.ndarray:
-    return array if array.dtype == bool else array != 0
-
-
 def _no_surfaces(boundary: str, image_diagonal: float) -> SurfaceDistances:
     areas = np.zeros(0) if boundary == "surfels" else None
     return SurfaceDistances(np.zeros(0), np.zeros(0), areas, areas, image_diagonal)
@@ -583,7 +544,7 @@ def surface_distances(prediction: np.ndarray, truth: np.ndarray, spacing=None, b
     prediction, truth, spacing, boundary, connectivity = _check_surface_arguments(
         prediction, truth, spacing, boundary, connectivity)
     image_diagonal = validation.diagonal(prediction.shape, spacing)
-    box = _union_box(prediction, truth)
+    box = union_box(prediction, truth)
     if box is None:
         return _no_surfaces(boundary, image_diagonal)
     return _distances_of_crops(validation.as_bool(prediction[box], "prediction"),
@@ -700,7 +661,7 @@ def normalized_surface_dice(prediction: np.ndarray, truth: np.ndarray, tolerance
         prediction, truth, spacing, boundary, connectivity)
     limit = squared_tolerance(tolerance)
     policy = validation.check_empty_policy(both_empty, truth_empty, prediction_empty)
-    box = _union_box(prediction, truth)
+    box = union_box(prediction, truth)
     if box is None:
         return policy["both_empty"]
     prediction, truth = validation.as_bool(prediction[box]), validation.as_bool(truth[box])

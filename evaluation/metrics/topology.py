@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evaluation.metrics.overlap import union_box
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     as_bool,
@@ -73,6 +74,8 @@ def cldice(prediction, truth, both_empty: float = 1.0, truth_empty: float = 0.0,
     predicted, true = prediction.any(), truth.any()
     if not (predicted and true):
         return values["prediction_empty" if true else "truth_empty" if predicted else "both_empty"]
+    box = union_box(prediction, truth, margin=1)  # the whole masks' skeletons, at the cost of the box
+    prediction, truth = prediction[box], truth[box]
     predicted_skeleton, true_skeleton = skeleton(prediction, method), skeleton(truth, method)
     if not (predicted_skeleton.any() and true_skeleton.any()):
         return values["skeleton_empty"]
@@ -89,6 +92,8 @@ def _betti(mask: np.ndarray, connectivity: int) -> tuple[int, ...]:
     from evaluation.metrics.instances import connected_components
 
     full = {2: 8, 3: 26}[mask.ndim]
+    box = union_box(mask, mask, margin=1)  # with background around it: the whole mask's numbers
+    mask = mask if box is None else mask[box]
     components = connected_components(mask, connectivity)[1]
     euler = int(euler_number(mask, connectivity=1 if connectivity in (4, 6) else mask.ndim))
     if mask.ndim == 2:
