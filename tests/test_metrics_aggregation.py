@@ -176,3 +176,22 @@ def test_mean_over_labels_fixed_or_present():
 def test_bad_arguments_are_refused_naming_the_problem(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_case_of_weight_zero_is_absent_even_when_its_value_is_not_finite():
+    """Weight 0 is no copy at all: a NaN or infinite value there leaves the weighted sum and mean
+    those of the other cases (0 × NaN would make them NaN), as numpy's mean of the repeated
+    values, the weighted median and describe have them."""
+    from evaluation.metrics.aggregation import describe, weighted_mean, weighted_sum
+
+    values = np.array([1.0, 2.0, np.nan, np.inf, 4.0])
+    weights = np.array([[1, 2, 0, 0, 1], [0, 1, 0, 0, 3], [1, 1, 1, 0, 1], [1, 0, 0, 1, 0]])
+    for row in weights:
+        repeated = np.repeat(values, row)
+        with np.errstate(invalid="ignore"):
+            assert weighted_sum(values, row) == pytest.approx(np.sum(repeated), nan_ok=True)
+            assert weighted_mean(values, row) == pytest.approx(np.mean(repeated), nan_ok=True)
+    rows = weighted_mean(values, weights)
+    assert rows[0] == pytest.approx(2.25) and rows[1] == pytest.approx(3.5)
+    assert np.isnan(rows[2]) and rows[3] == np.inf
+    assert describe(values, weights[1])["mean"] == pytest.approx(3.5)

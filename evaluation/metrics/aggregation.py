@@ -16,7 +16,7 @@ import numpy as np
 
 from evaluation.metrics.registry import metric
 from evaluation.metrics.resampling import numpy_lerp, whole_counts
-from evaluation.metrics.validation import check_choice, check_integer, check_sample_weight, per_row
+from evaluation.metrics.validation import check_choice, check_integer, check_sample_weight, per_row, weight_totals
 
 PANDAS_DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 QUANTILE_METHODS = {
@@ -52,13 +52,28 @@ def weighted_sum(values, sample_weight=None) -> np.ndarray:
     matrix product (BLAS), as the bootstrap has always computed it; the two agree to the last
     bits (a few ulp), not bit for bit."""
     values, weights, single = _check_values(values, sample_weight, None)
-    sums = weights @ values
+    if np.isfinite(values).all():
+        sums = weights @ values
+    else:  # a case of weight 0 is absent: its NaN or infinity must not reach the sum (0 × NaN is NaN)
+        with np.errstate(invalid="ignore"):  # inf − inf: NaN, as the plain sum gives
+            sums = np.stack([row[kept] @ values[kept] for row, kept in zip(weights, weights > 0, strict=True)])
     ones = (weights == 1).all(axis=1)
     if ones.any():
         columns = values.reshape(values.shape[0], math.prod(values.shape[1:])).T
         plain = np.array([math.fsum(column) for column in columns]).reshape(values.shape[1:])
         sums[ones] = plain
     return sums[0] if single else sums
+
+
+def row_means(values: np.ndarray, weights: np.ndarray, totals: np.ndarray | None = None) -> np.ndarray:
+    """Σ_j w[r, j] x[j] / Σ_j w[r, j] for each row r of checked weights (rows, n) and values (n,),
+    one matrix product (BLAS): a case of weight 0 is absent, its value (NaN or infinity included)
+    not counted; NaN for a row of zero weights. `totals`: the rows' weight_totals, if known."""
+    totals = weight_totals(weights) if totals is None else totals
+    if not np.isfinite(values).all():
+        with np.errstate(invalid="ignore"):  # 0 × inf, left out by the where
+            return np.where(weights > 0, weights * values, 0.0).sum(axis=1) / totals
+    return weights @ values / totals
 
 
 @metric(kind="case_values", better=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evaluation.metrics.aggregation import row_means
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_binary,
@@ -96,4 +97,4 @@ def brier_score_loss(y_true, y_prob, sample_weight=None):
     """
     truth, probability = _cases(y_true, y_prob)
     weights, single = check_sample_weight(sample_weight, len(truth))
-    return per_row(weights @ (probability - truth) ** 2 / weight_totals(weights), single)
+    return per_row(row_means((probability - truth) ** 2, weights), single)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evaluation.metrics.aggregation import row_means
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_finite,
@@ -60,7 +61,7 @@ def mean_radial_error(prediction, truth, spacing=None, sample_weight=None):
     """
     errors = _radial_errors(prediction, truth, spacing)
     weights, single = check_sample_weight(sample_weight, len(errors))
-    return per_row(weights @ errors / weight_totals(weights), single)
+    return per_row(row_means(errors, weights), single)
 
 
 @metric(kind="errors", better="higher", returns="array", example={"thresholds": (2.0, 2.5, 3.0, 4.0)},

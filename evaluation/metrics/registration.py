@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from evaluation.metrics.aggregation import row_means
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     as_bool,
@@ -33,7 +34,6 @@ from evaluation.metrics.validation import (
     check_sample_weight,
     check_spacing,
     per_row,
-    weight_totals,
 )
 
 LEARN2REG = "Hering et al., IEEE Transactions on Medical Imaging 42(3), 2023 (Learn2Reg)"
@@ -224,4 +224,4 @@ def target_registration_error(fixed_landmarks, moving_landmarks, displacement, s
     """
     errors = _registration_errors(fixed_landmarks, moving_landmarks, displacement, spacing, order)
     weights, single = check_sample_weight(sample_weight, len(errors))
-    return per_row(weights @ errors / weight_totals(weights), single)
+    return per_row(row_means(errors, weights), single)

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from evaluation.metrics.aggregation import row_means
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
     check_choice,
@@ -45,15 +46,6 @@ def _weights(sample_weight, n: int) -> tuple[np.ndarray, bool, np.ndarray]:
     return weights, single, weight_totals(weights)
 
 
-def _weighted_mean(values: np.ndarray, weights: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """The weighted mean of per-case values (n,) in each row of weights; a case of weight 0 is
-    absent, so its value (NaN or infinity included) does not count."""
-    if not np.isfinite(values).all():
-        with np.errstate(invalid="ignore"):  # 0 × inf, left out by the where
-            return np.where(weights > 0, weights * values, 0.0).sum(axis=1) / totals
-    return weights @ values / totals
-
-
 def _constant(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per row of weights: whether the cases of positive weight all hold one value."""
     present = weights > 0
@@ -73,7 +65,7 @@ def mean_absolute_error(y_true, y_pred, sample_weight=None):
     """
     truth, prediction = _cases(y_true, y_pred)
     weights, single, totals = _weights(sample_weight, len(truth))
-    return per_row(_weighted_mean(np.abs(prediction - truth), weights, totals), single)
+    return per_row(row_means(np.abs(prediction - truth), weights, totals), single)
 
 
 @metric(kind="values", better="lower", symmetric=True,
@@ -88,7 +80,7 @@ def root_mean_squared_error(y_true, y_pred, sample_weight=None):
     """
     truth, prediction = _cases(y_true, y_pred)
     weights, single, totals = _weights(sample_weight, len(truth))
-    return per_row(np.sqrt(_weighted_mean((prediction - truth) ** 2, weights, totals)), single)
+    return per_row(np.sqrt(row_means((prediction - truth) ** 2, weights, totals)), single)
 
 
 SKLEARN_CONSTANT_TRUTH = "sklearn"  # r2_score's constant_truth: scikit-learn's force_finite=True rule
@@ -242,7 +234,7 @@ def mean_absolute_percentage_error(y_true, y_pred, sample_weight=None, zero_trut
     zero_truth = check_empty_value(zero_truth, "zero_truth")
     weights, single, totals = _weights(sample_weight, len(truth))
     errors = _ratio(np.abs(prediction - truth), np.abs(truth), truth == 0, zero_truth)
-    return per_row(_weighted_mean(errors, weights, totals), single)
+    return per_row(row_means(errors, weights, totals), single)
 
 
 SYMMETRIC_DENOMINATORS = {
@@ -292,7 +284,7 @@ def symmetric_mean_absolute_percentage_error(y_true, y_pred, sample_weight=None,
     truth, prediction = _cases(y_true, y_pred)
     weights, single, totals = _weights(sample_weight, len(truth))
     errors = _symmetric_errors(truth, prediction, denominator, both_zero)
-    return per_row(_weighted_mean(errors, weights, totals), single)
+    return per_row(row_means(errors, weights, totals), single)
 
 
 def _normalized_errors(truth, prediction, both_zero):
@@ -327,4 +319,4 @@ def mean_normalized_absolute_error(y_true, y_pred, sample_weight=None, both_zero
     """
     truth, prediction = _cases(y_true, y_pred)
     weights, single, totals = _weights(sample_weight, len(truth))
-    return per_row(_weighted_mean(_normalized_errors(truth, prediction, both_zero), weights, totals), single)
+    return per_row(row_means(_normalized_errors(truth, prediction, both_zero), weights, totals), single)
