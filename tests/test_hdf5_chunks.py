@@ -1,5 +1,5 @@
 """evaluation.reading.hdf5 reads a deflate-only chunked 2D dataset chunk by chunk (each distinct
-stored chunk inflated once, the chunks read in one span of the file): whatever it returns must be
+stored chunk inflated once, each chunk found by the library's own lookup): whatever it returns must be
 what h5py's own reader returns for the same file, and anything unusual must go to that reader,
 after every stored chunk is checked to give the library at least its size from the file (the
 library leaves heap memory where a chunk unpacks short, unpacks a bomb whole, and keeps the first
@@ -401,6 +401,45 @@ def test_a_chunk_stored_outside_the_dataset_is_refused(tmp_path):
         ours(path, "mask")
     assert str(refused.value) == ("Case 0001, mask: mask in 0001_pred.h5 is corrupt: it stores a chunk at (144, 0), "
                                   "outside its shape 96x128 or off its grid of 48x128 chunks.")
+
+
+def swap_version1_chunk_records(path, first, second):
+    """Two records of the dataset's version 1 B-tree chunk index (h5py's default format) swapped:
+    the listing (chunk_iter) still lists every chunk, the library's lookup, which relies on the
+    records' order, no longer finds some of them."""
+    content = bytearray(path.read_bytes())
+    at = content.index(b"TREE")
+    while content[at + 4] != 1:  # node type 1: raw data chunks
+        at = content.index(b"TREE", at + 1)
+    used = struct.unpack("<H", content[at + 6:at + 8])[0]
+    entries, size = at + 8 + 16 + 8, 32 + 8  # after the siblings, the first key; then pointer + key
+    records = [bytes(content[entries + k * size - 32:entries + k * size + 8]) for k in range(used)]
+    records[first], records[second] = records[second], records[first]
+    for k, record in enumerate(records):
+        content[entries + k * size - 32:entries + k * size + 8] = record
+    path.write_bytes(bytes(content))
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_a_chunk_listed_but_not_found_by_the_library_is_refused(tmp_path, compression):
+    """A chunk index whose listing and lookup disagree: the library reads no bytes of the file for
+    the chunk it cannot find (zeros, or nothing at all with fill time "never"), while the file's
+    bytes at the listed offset were taken for it (from one read of the span, compressed), or the
+    dataset was counted as wholly written and read once. Refused now."""
+    path = tmp_path / "0001_pred.h5"
+    values = (np.arange(128 * 128).reshape(128, 128) % 5 + 1).astype(np.uint8)
+    with h5py.File(path, "w") as handle:
+        handle.create_dataset("mask", data=values, chunks=(64, 64), fill_time="never", compression=compression)
+    swap_version1_chunk_records(path, 1, 2)
+    with h5py.File(path, "r", locking=False) as handle:
+        listed = []
+        handle["mask"].id.chunk_iter(listed.append)
+        assert len(listed) == 4  # every chunk still listed
+    assert (library_read(path, "mask") != values).any()  # but not every chunk read from the file
+    with pytest.raises(SubmissionError) as refused:
+        ours(path, "mask")
+    assert re.fullmatch(r"Case 0001, mask: mask in 0001_pred.h5 is corrupt: its chunk index lists a chunk at "
+                        r"\(\d+, \d+\) that the HDF5 library does not find there.", str(refused.value))
 
 
 def test_a_filter_not_read_here_is_refused_by_its_number(tmp_path):

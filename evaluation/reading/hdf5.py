@@ -570,8 +570,7 @@ class _Stored:
     chunk_offset: tuple[int, ...]
     filter_mask: int
     size: int
-    byte_offset: int | None  # where the index puts it in the file (None: read by the library's lookup)
-    data: bytes | None  # read already (by the library's own lookup), else read from the file
+    data: bytes | None  # read already by the library's lookup, else read so by _stored_chunks
 
 
 def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...], chunk_bytes: int,
@@ -585,8 +584,8 @@ def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...]
     listed = []
     dataset_id.chunk_iter(listed.append)
     if not can_grow:
-        return [_Stored(tuple(int(n) for n in info.chunk_offset), int(info.filter_mask), int(info.size),
-                        int(info.byte_offset), None) for info in listed]
+        return [_Stored(tuple(int(n) for n in info.chunk_offset), int(info.filter_mask), int(info.size), None)
+                for info in listed]
     # Stored sizes, before any chunk is read: unfiltered, each one the chunk's; filtered, the largest bounded.
     for info in listed if not filtered else sorted(listed, key=lambda info: info.size)[-1:]:
         _check_stored(None, int(info.size), chunk, chunk_bytes, shape, filtered)
@@ -596,7 +595,7 @@ def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...]
             filter_mask, data = dataset_id.read_direct_chunk(place)
         except RuntimeError:  # not stored: the fill value
             continue
-        found.append(_Stored(place, int(filter_mask), len(data), None, data))
+        found.append(_Stored(place, int(filter_mask), len(data), data))
     if len(found) != len(listed):
         outside = len(listed) - len(found)
         raise ChunkProblem(f"is corrupt: it stores {len(listed)} chunks, {outside} of them outside its shape "
@@ -631,7 +630,7 @@ def check_stored_data(dataset_id, create, shape: tuple[int, ...], can_grow: bool
     for info in stored:
         _check_stored(info.chunk_offset, info.size, chunk, chunk_bytes, shape, bool(applied_of[info.filter_mask]))
     unread = [info for info in stored if info.data is None]
-    from_file = iter(_stored_chunks(dataset_id, unread, 2 * size + (1 << 20)) if unread else ())
+    from_file = iter(_stored_chunks(dataset_id, unread) if unread else ())
     for info in stored:
         data = info.data if info.data is not None else next(from_file)
         key = (data, applied_of[info.filter_mask], chunk_bytes)
@@ -664,9 +663,9 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool | N
     """Fills `out` (a new C-contiguous 2D array of the dataset's shape and type) from a chunked
     2D dataset whose only filter is deflate, inflating each distinct stored chunk once: a mask's
     background chunks are stored as the same bytes, and the same bytes inflate to the same
-    pixels. The bytes are those the library reads (the chunk index's offsets in the file it has
-    open: the file's own storage, the caller having refused external storage and virtual
-    datasets), each chunk inflated to its end, never past unpack_limit; a chunk inflating to more
+    pixels. The bytes are those the library reads (each chunk found by its own lookup, in the
+    file's own storage, the caller having refused external storage and virtual datasets), each
+    chunk inflated to its end, never past unpack_limit; a chunk inflating to more
     than its size gives its first bytes, as the library's does.
 
     Raises ChunkProblem for a chunk that does not inflate to at least its size (the library would
@@ -709,7 +708,7 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool | N
         _INFLATED_CHUNK_BYTES[0] = max(chunk_bytes, _INFLATED_CHUNK_BYTES[0])
         kind = (rows, columns, out.dtype.str)
         limit = unpack_limit(chunk_bytes)
-        for info, data in zip(stored, _stored_chunks(dataset_id, stored, 2 * out.nbytes + (1 << 20)), strict=True):
+        for info, data in zip(stored, _stored_chunks(dataset_id, stored), strict=True):
             key = (data, kind)
             pixels = _INFLATED.get(key)
             if pixels is None:
@@ -727,20 +726,19 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool | N
         return False
 
 
-def _stored_chunks(dataset_id, stored: list, limit: int) -> list[bytes]:
-    """The stored bytes of each chunk: one read of the span they lie in, from the file the
-    library has open, when the span is at most `limit` bytes and the first chunk's bytes there
-    are what the library reads for it (its offsets are where it reads); else a library read per
-    chunk."""
-    import h5py
-
-    start = min(info.byte_offset for info in stored)
-    end = max(info.byte_offset + info.size for info in stored)
-    first = stored[0]
-    expected = dataset_id.read_direct_chunk(first.chunk_offset)[1]
-    if end - start <= limit:
-        span = os.pread(h5py.h5i.get_file_id(dataset_id).get_vfd_handle(), end - start, start)
-        at = first.byte_offset - start
-        if len(span) == end - start and span[at:at + first.size] == expected:
-            return [span[info.byte_offset - start:info.byte_offset - start + info.size] for info in stored]
-    return [dataset_id.read_direct_chunk(info.chunk_offset)[1] for info in stored]
+def _stored_chunks(dataset_id, stored: list) -> list[bytes]:
+    """The stored bytes of each listed chunk, as the library's own lookup finds it when it reads
+    the dataset. The listing (chunk_iter) walks the index another way: a damaged index can list a
+    chunk the lookup does not find (the library then reads no bytes of the file there), or find
+    another record; either is refused, never read from where the listing says."""
+    chunks = []
+    for info in stored:
+        try:
+            filter_mask, data = dataset_id.read_direct_chunk(info.chunk_offset)
+        except RuntimeError:
+            filter_mask, data = None, b""
+        if filter_mask != info.filter_mask or len(data) != info.size:
+            raise ChunkProblem(f"is corrupt: its chunk index lists a chunk at {tuple(info.chunk_offset)} that the "
+                               f"HDF5 library does not find there")
+        chunks.append(data)
+    return chunks
