@@ -504,10 +504,7 @@ def _check_geometry(ndim: int, spacing, boundary, connectivity) -> tuple[np.ndar
             raise ValueError(f'boundary="surfels" is defined in 2D and 3D, got {ndim}D masks')
         if connectivity != 1:
             raise ValueError(f'connectivity applies to boundary="voxels" only, got {connectivity!r} with surfels')
-    elif isinstance(connectivity, bool) or connectivity not in range(1, ndim + 1):
-        raise ValueError(f"connectivity must be an integer from 1 to {ndim} (the masks' dimensions), "
-                         f"got {connectivity!r}")
-    return spacing, boundary, int(connectivity)
+    return spacing, boundary, validation.check_integer(connectivity, "connectivity", 1, ndim)
 
 
 def _no_surfaces(boundary: str, image_diagonal: float) -> SurfaceDistances:
