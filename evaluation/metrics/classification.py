@@ -16,7 +16,7 @@ weights; fractional ones follow scikit-learn 1.7, which the ISIC reference pins:
 `roc_auc_of_orders`). Where scikit-learn returns 0 with a warning or raises for an undefined
 value (one class only), the value here is NaN; the challenge says what it shows instead.
 
-Two bootstrap paths of RARE26 (`resampled_ranking_metrics`, `metrics_with_drawn_positives`,
+The bootstrap paths of RARE26 (`resampled_ranking_metrics`, `metrics_with_drawn_positives`,
 `metrics_with_drawn_groups`) read the same curve counts with an exact arithmetic for whole
 counts: their section says how, and why it exists.
 """

@@ -205,8 +205,8 @@ def weighted_froc_sensitivities(slides: list[SlideHits], sample_weight, rule: st
       a false positive counts at threshold U[i] when U[i] <= it, a slot when U[i] (rounded to
       float32 under the 2016 rule) <= it, so each is summarised by its cut, the number of grid
       values at which it counts, and the count at U[i] is the weighted number of cuts above i;
-    - the resample's thresholds are the grid values it holds above its smallest one (2016) or
-      above 0 (corrected);
+    - the resample's thresholds are the grid values it holds above its smallest one (2016),
+      above 0 (corrected) or every finite one (every_score, where a missed lesion's slot is -inf);
     - np.interp(x, FP rates increasing, sensitivities) reads the last point with FP rate <= x,
       i.e. the lowest threshold whose FP rate is <= x, and the point after it (the next lower
       threshold, or nothing after the lowest: its sensitivity), or before every threshold the

@@ -18,6 +18,7 @@ import numpy as np
 from evaluation.metrics.aggregation import weighted_mean, weighted_sum
 from evaluation.metrics.confusion import f1_score
 from evaluation.metrics.overlap import dice
+from evaluation.metrics.resampling import whole_counts
 from evaluation.metrics.surface import normalized_surface_dice
 
 from .predictions import JobTiming, Prediction
@@ -101,7 +102,7 @@ def processing_time(timings: list[JobTiming | None], weights: np.ndarray) -> np.
     sums with math.fsum, see weighted_sum), else the span from the earliest started_at to the
     latest completed_at of the drawn cases, exact in microseconds before one division (as
     timedelta.total_seconds divides)."""
-    counts = np.asarray(weights, dtype=np.int64)
+    counts = whole_counts(weights, "a case")
     drawn = counts > 0
     present = [timing is not None for timing in timings]
     has_exec = np.array([p and t.exec_seconds is not None for p, t in zip(present, timings, strict=True)], dtype=bool)
@@ -162,7 +163,7 @@ def aggregate(results: list[CaseResult], weights: np.ndarray, baseline: float | 
     a class neither true nor predicted in the row), the time from the cases the row draws. The
     time scores are there when the submission has a time (timing_rule) and a baseline, NaN in a
     row without one."""
-    weights = np.asarray(weights, dtype=np.int64)
+    weights = whole_counts(weights, "a case")
     f1 = f1_score([r.true_high_risk for r in results], [r.high_risk for r in results], weights, labels=[0, 1],
                   average=None, zero_division=0.0)
     macro_f1 = (f1[:, 0] + f1[:, 1]) / 2.0
