@@ -33,6 +33,7 @@ import pytest
 
 from evaluation.examples import STOPPED as EXAMPLES_STOPPED
 from evaluation.new import STOPPED as NEW_STOPPED
+from tests.reaper import tree as snapshot  # every entry under a folder, links never followed
 from tests.test_new import repository_copy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,22 +90,6 @@ def one_line(report: dict, code: int) -> str:
 
 def no_process_left(report: dict) -> None:
     assert report["left"] == [], f"processes outlived the command: {report['left']}"
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every entry under `root` as it is on disk (a link as its target's name, never followed)."""
-    found = {}
-    for current, folders, files in os.walk(root):
-        for name in folders + files:
-            path = Path(current, name)
-            key = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                found[key] = f"link -> {os.readlink(path)}"
-            elif path.is_dir():
-                found[key] = "folder"
-            else:
-                found[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
 
 
 def content(folder: Path) -> dict[str, str]:

@@ -538,15 +538,23 @@ def surface_distances(prediction: np.ndarray, truth: np.ndarray, spacing=None, b
     recomputing). `boundary` chooses the surface: "voxels" (border voxels at `connectivity`) or
     "surfels" (DeepMind's surface elements with their areas); see the module docstring.
     """
-    prediction, truth, spacing, boundary, connectivity = _check_surface_arguments(
-        prediction, truth, spacing, boundary, connectivity)
+    return _checked_surface_distances(*_check_surface_arguments(prediction, truth, spacing, boundary, connectivity))
+
+
+def _checked_surface_distances(prediction: np.ndarray, truth: np.ndarray, spacing: np.ndarray, boundary: str,
+                               connectivity: int) -> SurfaceDistances:
+    """surface_distances of arguments _check_surface_arguments has checked: on the masks' union box."""
     image_diagonal = validation.diagonal(prediction.shape, spacing)
     box = union_box(prediction, truth)
     if box is None:
         return _no_surfaces(boundary, image_diagonal)
-    return _distances_of_crops(validation.as_bool(prediction[box], "prediction"),
-                               validation.as_bool(truth[box], "truth"), spacing, boundary, connectivity,
+    return _distances_of_crops(*_boolean_crops(prediction, truth, box), spacing, boundary, connectivity,
                                image_diagonal)
+
+
+def _boolean_crops(prediction: np.ndarray, truth: np.ndarray, box: tuple[slice, ...]) -> list[np.ndarray]:
+    """Both checked masks cut to `box`, as booleans (nonzero is foreground; NaN was refused already)."""
+    return [crop if crop.dtype == bool else crop != 0 for crop in (prediction[box], truth[box])]
 
 
 @metric(kind="label_maps", better=None, unit="length", returns="dict of SurfaceDistances", variants=_VARIANTS,
@@ -562,9 +570,9 @@ def label_surface_distances(prediction: np.ndarray, truth: np.ndarray, labels, s
     box only, so five labels cost five crops, not five passes over the volume. A label in neither
     map has no surfaces (its metrics take the both_empty policy).
     """
-    counts = label_overlap_counts(prediction, truth, labels)
     prediction, truth = np.asarray(prediction), np.asarray(truth)
     spacing, boundary, connectivity = _check_geometry(prediction.ndim, spacing, boundary, connectivity)
+    counts = label_overlap_counts(prediction, truth, labels)  # checked first: before the pass over the volume
     image_diagonal = validation.diagonal(prediction.shape, spacing)
     result = {}
     for label, box in zip(counts.labels.tolist(), counts.boxes, strict=True):
@@ -602,7 +610,7 @@ def hausdorff_distance(prediction: np.ndarray, truth: np.ndarray, spacing=None, 
     validation.check_in_range(percentile, "percentile", 0, 100)
     validation.check_choice(combine, "combine", ("max", "pooled"))
     validation.check_empty_policy(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
-    distances = surface_distances(prediction, truth, spacing, boundary, connectivity)
+    distances = _checked_surface_distances(prediction, truth, spacing, boundary, connectivity)
     return distances.hausdorff_distance(percentile, combine, both_empty, truth_empty, prediction_empty)
 
 
@@ -631,7 +639,7 @@ def average_surface_distance(prediction: np.ndarray, truth: np.ndarray, spacing=
         prediction, truth, spacing, boundary, connectivity)
     validation.check_choice(combine, "combine", ("mean", "pooled"))
     validation.check_empty_policy(both_empty, truth_empty, prediction_empty, allow_diagonal=True)
-    distances = surface_distances(prediction, truth, spacing, boundary, connectivity)
+    distances = _checked_surface_distances(prediction, truth, spacing, boundary, connectivity)
     return distances.average_surface_distance(combine, both_empty, truth_empty, prediction_empty)
 
 
@@ -661,7 +669,7 @@ def normalized_surface_dice(prediction: np.ndarray, truth: np.ndarray, tolerance
     box = union_box(prediction, truth)
     if box is None:
         return policy["both_empty"]
-    prediction, truth = validation.as_bool(prediction[box]), validation.as_bool(truth[box])
+    prediction, truth = _boolean_crops(prediction, truth, box)
     key = tuple(spacing.tolist())  # floats: the kernel cache's key
     kernel = _disk(key, limit) if prediction.ndim == 2 else None
     if kernel is None:
