@@ -427,15 +427,17 @@ def test_hungarian_then_threshold_edges():
 
 
 def test_hungarian_then_threshold_sparse_solver_reaches_the_same_optimum(monkeypatch):
+    from evaluation.metrics._assignment import largest_total_matching
+
     rng = np.random.default_rng(13)
     for case in range(25):
         truth, prediction = crowded_pair(rng, 2)
         overlaps = instance_overlaps(truth, prediction)
         values = overlaps.values("iou")
-        dense = instances._largest_total(overlaps.truth_index, overlaps.prediction_index, values)
+        dense = largest_total_matching(overlaps.truth_index, overlaps.prediction_index, values, instances._DENSE_CELLS)
+        sparse = largest_total_matching(overlaps.truth_index, overlaps.prediction_index, values, 0)
         with monkeypatch.context() as patch:
             patch.setattr(instances, "_DENSE_CELLS", 0)
-            sparse = instances._largest_total(overlaps.truth_index, overlaps.prediction_index, values)
             grouped = match_instances(truth, prediction, "iou", 0.25, False, "hungarian_then_threshold")
         assert values[sparse].sum() == pytest.approx(values[dense].sum(), abs=1e-12), case
         assert grouped.tp == len(np.flatnonzero(values[sparse] > 0.25))

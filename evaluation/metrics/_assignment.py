@@ -69,6 +69,19 @@ def min_cost_matching(rows: np.ndarray, columns: np.ndarray, costs: np.ndarray, 
     return np.sort(np.concatenate(chosen))
 
 
+def largest_total_matching(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray, dense_cells: int) -> np.ndarray:
+    """Positions (sorted) of the one-to-one pairs of largest total weight (every weight > 0, the
+    pairs distinct): the whole problem on one dense matrix (scipy's linear_sum_assignment, whose
+    tie-breaks decide) when the rows and columns present make at most `dense_cells` cells, else
+    min_cost_matching group by group."""
+    load_scipy()  # SciPy's OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(np.unique(rows)) * len(np.unique(columns)) > dense_cells:
+        return min_cost_matching(rows, columns, -weights, dense_cells)
+    return np.sort(_solve(rows, columns, -weights, dense_cells))
+
+
 def _solve(rows: np.ndarray, columns: np.ndarray, costs: np.ndarray, dense_cells: int) -> np.ndarray:
     """Positions of the least-cost matching of one group of pairs."""
     row_ids, row_of = np.unique(rows, return_inverse=True)

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation.machine import load_scipy
-from evaluation.metrics._assignment import greedy_matching, is_one_to_one, min_cost_matching
+from evaluation.metrics._assignment import greedy_matching, is_one_to_one, largest_total_matching
 from evaluation.metrics.overlap import dice_from_counts, union_box
 from evaluation.metrics.registry import metric
 from evaluation.metrics.validation import (
@@ -290,7 +289,7 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
         # CoNIC's get_pq: the assignment over every overlapping pair (criterion > 0), the threshold after
         truth_index, prediction_index = overlaps.truth_index, overlaps.prediction_index
         assigned = (np.arange(len(values)) if is_one_to_one(truth_index, prediction_index)
-                    else _largest_total(truth_index, prediction_index, values))
+                    else largest_total_matching(truth_index, prediction_index, values, _DENSE_CELLS))
         kept = values[assigned] >= threshold if inclusive else values[assigned] > threshold
         candidates = assigned[kept]
     else:
@@ -309,34 +308,13 @@ def match_overlaps(overlaps: InstanceOverlaps, criterion: str, threshold: float,
         chosen = greedy_matching(np.lexsort((prediction_index, truth_index, -values)), truth_index, prediction_index)
     else:
         weights = values + 1.0 if assignment == "hungarian_most_matches" else values
-        chosen = _largest_total(truth_index, prediction_index, weights)
+        chosen = largest_total_matching(truth_index, prediction_index, weights, _DENSE_CELLS)
     truth_index, prediction_index, values = truth_index[chosen], prediction_index[chosen], values[chosen]
     found_truth = len(np.unique(truth_index))
     found_prediction = len(np.unique(prediction_index))
     return InstanceMatching(found_truth, len(overlaps.prediction_ids) - found_prediction,
                             len(overlaps.truth_ids) - found_truth, overlaps.truth_ids[truth_index],
                             overlaps.prediction_ids[prediction_index], values)
-
-
-def _largest_total(rows: np.ndarray, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Positions of the one-to-one pairs with the largest total weight (weights > 0): scipy's
-    linear_sum_assignment on the dense matrix of the rows and columns present, or, above
-    _DENSE_CELLS cells, group by group (evaluation/metrics/_assignment.py)."""
-    row_ids, row_of = np.unique(rows, return_inverse=True)
-    column_ids, column_of = np.unique(columns, return_inverse=True)
-    n_rows, n_columns = len(row_ids), len(column_ids)
-    if n_rows * n_columns > _DENSE_CELLS:
-        return min_cost_matching(rows, columns, -weights, _DENSE_CELLS)
-    load_scipy()  # SciPy's OpenBLAS calls exit(1) when it cannot map its buffer: a MemoryError first
-    from scipy.optimize import linear_sum_assignment
-
-    matrix = np.zeros((n_rows, n_columns))
-    matrix[row_of, column_of] = weights
-    assigned_rows, assigned_columns = linear_sum_assignment(matrix, maximize=True)
-    keep = matrix[assigned_rows, assigned_columns] > 0
-    pair_at = {(int(r), int(c)): k for k, (r, c) in enumerate(zip(row_of, column_of, strict=True))}
-    return np.sort(np.array([pair_at[(int(r), int(c))] for r, c in
-                             zip(assigned_rows[keep], assigned_columns[keep], strict=True)], dtype=np.int64))
 
 
 # ---- counts: F1 and panoptic quality -----------------------------------------------------------
