@@ -29,6 +29,7 @@ from functools import cached_property
 import numpy as np
 
 from evaluation.metrics.registry import metric
+from evaluation.metrics.resampling import draws_to_counts, whole_counts
 from evaluation.metrics.validation import (
     check_binary,
     check_choice,
@@ -171,7 +172,12 @@ def ranking_curve_of_order(order: ScoreOrder, sample_weight) -> RankingCurve:
     weights, single = check_sample_weight(sample_weight, len(order.order))
     if not single:
         raise ValueError("ranking_curve_of_order takes one weighting (1-D sample_weight)")
-    weights = weights[0]
+    return _curve_of_row(order, weights[0])
+
+
+def _curve_of_row(order: ScoreOrder, weights: np.ndarray) -> RankingCurve:
+    """The order's curve with one row of weights: its item_curve (made once) when these are its
+    item weights, bit for bit, else a pass over the order."""
     known = order.item_weights
     if known is not None and np.array_equal(known.view(np.int64), weights.view(np.int64)):
         return order.item_curve
@@ -480,9 +486,7 @@ def roc_auc_of_orders(orders, sample_weight) -> np.ndarray:
         and float(weights.sum(axis=1).max()) < 2.0 ** 53
     for label, order in enumerate(orders):
         if len(weights) == 1:  # the point value: the single-row curve, its bits and fewer passes
-            known = order.item_weights
-            same = known is not None and np.array_equal(known.view(np.int64), weights[0].view(np.int64))
-            auc[0, label] = roc_auc(order.item_curve if same else _curve_of_order(order, weights[0]))
+            auc[0, label] = roc_auc(_curve_of_row(order, weights[0]))
         else:
             auc[:, label] = _roc_auc_of_rows(order, weights, whole)
     return auc
@@ -778,9 +782,7 @@ def resampled_ranking_metrics(y_true, y_score, sample_weight, recall: float = 0.
         if counts.shape[1] != len(order.order) or (counts < 0).any():
             check_sample_weight(counts, len(order.order))  # raises, naming the problem
     else:
-        counts, _ = check_sample_weight(sample_weight, len(order.order))
-        if not (counts == np.round(counts)).all():
-            raise ValueError("sample_weight must hold whole numbers (how many times each case is drawn)")
+        counts = whole_counts(check_sample_weight(sample_weight, len(order.order))[0], "a case")
     return _resampled_metrics_of_order(order, counts, recall)
 
 
@@ -875,7 +877,6 @@ def metrics_with_drawn_groups(y_true, y_score, groups, draws, recall: float = 0.
     holds every case of a drawn group once per draw (the RARE25 pack's patient-level bootstrap:
     all images of each drawn patient). One sort; the rows of counts made _GROUP_DRAW_ROWS
     resamples at a time so that memory stays bounded (each row's numbers do not depend on the block)."""
-    from evaluation.metrics.resampling import draws_to_counts
 
     recall = check_in_range(recall, "recall", 0.0, 1.0, low_open=True, high_open=True)
     order = score_order(y_true, y_score, stable=False)  # whole counts: sums within a run exact in any order
