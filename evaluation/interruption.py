@@ -28,30 +28,33 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 from evaluation.errors import Terminated
 
-_state = {"line": "The command was stopped (SIGTERM).", "finished": False}
+_state = {"line": "The command was stopped (SIGTERM).", "finished": False, "on_stop": None}
 
 
 def _on_sigterm(signum, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the clean-up on the way is not interrupted
     if not _state["finished"]:
+        if _state["on_stop"] is not None:
+            _state["on_stop"]()
         raise Terminated(_state["line"])
 
 
 @contextlib.contextmanager
-def stopped_by_sigterm(line: str) -> Iterator[None]:
+def stopped_by_sigterm(line: str, on_stop: Callable[[], None] | None = None) -> Iterator[None]:
     """SIGTERM raises Terminated(line) in the main thread for the time of the block, unless the
-    command has `finished`; the handler is restored after."""
+    command has `finished`, after calling `on_stop` (what must end at once, before the unwinding:
+    a pool's workers); the handler is restored after."""
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread: signals belong to the program that runs it
         yield
         return
-    _state.update(line=line, finished=False)
+    _state.update(line=line, finished=False, on_stop=on_stop)
     try:
         yield
     finally:

@@ -18,7 +18,6 @@ import errno
 import io
 import json
 import os
-import signal
 import stat
 import time
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from typing import Any
 
 from evaluation import __version__
 from evaluation.challenges import challenge_class, named_challenge
-from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError, machine_limit
+from evaluation.errors import EXIT_OK, SetupError, UsageError, machine_limit
 from evaluation.framework import default_workers, log, stop_workers
 from evaluation.grand_challenge import (
     BAKED_GROUND_TRUTH_DIR,
@@ -38,6 +37,7 @@ from evaluation.grand_challenge import (
     value_at_path,
     write_atomically,
 )
+from evaluation.interruption import finished, stopped_by_sigterm
 from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.leaderboard.rules import TIE_METHODS
 from evaluation.leaderboard.scoring import BLAMED
@@ -401,8 +401,7 @@ def _rank(args: argparse.Namespace, challenge, submissions: list[tuple[str, Path
     written += report_module.write_report(args.output, _with_distributions(ranking, distributions), curves, titles,
                                           write=write_text)
     _remove_stale(args.output, previous, written)
-    global _finishing
-    _finishing = True  # from here a SIGTERM is ignored: the run ends with ranking.json, exit 0
+    finished()  # from here a SIGTERM is ignored: the run ends with ranking.json, exit 0
     path = write_json(args.output / "ranking.json", ranking)  # last: the success marker
     log(f"Wrote {path} ({len(documents)} ranked, {len(excluded)} excluded) in {time.perf_counter() - started:.1f} s.")
     return EXIT_OK
@@ -559,40 +558,13 @@ def output_lock(output: Path) -> Iterator[None]:
 
 STOPPED = ("The final ranking was stopped (SIGTERM) before it finished; no ranking.json was written (the files "
            "already replaced are whole).")
-_finishing = False  # ranking.json is being written: a SIGTERM now is spent, the run ends with exit 0
-
-
-def _on_sigterm(signum, frame) -> None:
-    """SIGTERM: the pool's workers killed now, then the main thread unwinds (each file being
-    written is removed on the way, the lock released), one last line, exit 143."""
-    if _finishing:
-        return
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the unwinding is not interrupted again
-    stop_workers()
-    raise Terminated(STOPPED)
-
-
-@contextlib.contextmanager
-def _stopped_by_sigterm() -> Iterator[None]:
-    """SIGTERM raises Terminated in the main thread for the time of a run; the handler is
-    restored after (main() is also called inside other programs and tests)."""
-    global _finishing
-    try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread: signals are the program's that runs it
-        yield
-        return
-    _finishing = False
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-        _finishing = False
 
 
 def main(argv: list[str] | None = None) -> int:
     # The ground truth or the setup failing stops the whole ranking: no fault of the submissions.
-    with _stopped_by_sigterm():
+    # SIGTERM: the pool's workers killed at once, then the main thread unwinds (each file being
+    # written removed on the way, the lock released), one last line, exit 143.
+    with stopped_by_sigterm(STOPPED, on_stop=stop_workers):
         return run_command(_main, argv, blamed=BLAMED, requirements="requirements-leaderboard.txt")
 
 
