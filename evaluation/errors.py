@@ -56,6 +56,14 @@ class SetupError(EvaluationError):
     framed = False
 
 
+class NotWritten(SetupError):
+    """The machine would not let a command write its output (no space left, a read-only or
+    unwritable folder, a file-size limit): exit 3, the message the whole last line, nothing of
+    the output left."""
+
+    framed = True
+
+
 class InternalError(EvaluationError):
     """A bug of ours that our own code noticed (generated examples that are not what they should
     be, say): exit 4, the message as it is. Unexpected exceptions are bugs too (exit 4, with their

@@ -57,6 +57,7 @@ from evaluation.errors import (
     EXIT_TERMINATED,
     EvaluationError,
     InternalError,
+    NotWritten,
     SetupError,
     UsageError,
     machine_limit,
@@ -82,13 +83,6 @@ Changes = dict[str, dict[str, bytes | None]]  # {name: {relative path: new bytes
 class GroundTruthError(SetupError):
     """The organizer's ground truth cannot be used: the message is the whole line, naming the
     ground truth and the step that stopped on it."""
-
-    framed = True
-
-
-class NotWritten(SetupError):
-    """The machine would not let the example be written (no space left, a read-only or
-    unwritable folder, a file-size limit): exit 3, the whole line, nothing of it left."""
 
     framed = True
 

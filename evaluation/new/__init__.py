@@ -44,7 +44,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from evaluation.challenges import challenge_folders
-from evaluation.errors import InternalError, SetupError, UsageError
+from evaluation.errors import InternalError, NotWritten, UsageError
 from evaluation.interruption import (
     copy_tree,
     install,
@@ -186,12 +186,6 @@ def rendered(template: str, name: str, folder: str) -> dict[str, str]:
 
 
 BUILD_GRACE = 10.0  # seconds the build process has to end its own children and clean up after SIGTERM
-
-
-class NotWritten(SetupError):
-    """The repository would not take the new challenge (no space left, read-only): exit 3."""
-
-    framed = True
 
 
 def scaffold(name: str, template: str, root: Path = ROOT) -> list[Path]:

@@ -44,8 +44,8 @@ def build(argv: list[str] | None) -> int:
 
 def built(argv: list[str] | None) -> int:
     """`build`, its OSErrors of the machine's (no space left) NotWritten: exit 3, one line."""
+    from evaluation.errors import NotWritten
     from evaluation.interruption import machine_error
-    from evaluation.new import NotWritten
 
     try:
         return build(argv)
