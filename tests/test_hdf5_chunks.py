@@ -36,7 +36,7 @@ def fast_path(path, key):
     with open_hdf5(Origin.submission(path.parent), path, "x") as h5:
         dataset = h5.dataset(key, "x")
         out = np.empty(dataset.shape, dataset.dtype)
-        return read_deflated_chunks(dataset.handle, dataset.create, out), out
+        return read_deflated_chunks(dataset.handle, dataset.create, out, dataset.can_grow), out
 
 
 def blobs(rng, shape, dtype):

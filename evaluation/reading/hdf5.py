@@ -105,8 +105,7 @@ class Hdf5File:
         if space.get_simple_extent_type() == h5py.h5s.NULL:  # h5py.Empty: no shape, nothing to read
             self.origin.fail(f"{where} is an empty dataset (no dataspace); numbers are expected.")
         shape = tuple(int(n) for n in space.shape)
-        can_grow = tuple(int(n) for n in space.get_simple_extent_dims(True)) != shape
-        return Hdf5Dataset(self.origin, handle, where, shape, dtype, create, can_grow)
+        return Hdf5Dataset(self.origin, handle, where, shape, dtype, create, _can_grow(handle))
 
 
 @dataclass
@@ -603,12 +602,12 @@ def _stored_chunks_of(dataset_id, shape: tuple[int, ...], chunk: tuple[int, ...]
     return found
 
 
-def check_stored_data(dataset_id, create, shape: tuple[int, ...], can_grow: bool | None = None) -> bool:
+def check_stored_data(dataset_id, create, shape: tuple[int, ...], can_grow: bool) -> bool:
     """Raises ChunkProblem unless every stored chunk gives the library at least the chunk's bytes
     from the file (each one unpacked one at a time, never past unpack_limit, or for n-bit and
     scale-offset its packed bits counted). True when every element is stored in the file; False
     when part of it was never written (read_with_library then proves the library writes it).
-    `can_grow`: _can_grow's answer, if known."""
+    `can_grow`: _can_grow's answer."""
     import h5py
 
     layout = create.get_layout()
@@ -619,7 +618,6 @@ def check_stored_data(dataset_id, create, shape: tuple[int, ...], can_grow: bool
     chunk, chunk_bytes, count = _grid(create, shape, itemsize)
     filters = _filters(create)
     _check_lzf_buffer(filters, chunk_bytes)
-    can_grow = _can_grow(dataset_id) if can_grow is None else can_grow
     stored = _stored_chunks_of(dataset_id, shape, chunk, chunk_bytes, bool(filters), can_grow)
     if len(stored) > count:
         raise ChunkProblem(f"is corrupt: it stores {len(stored)} chunks; its grid has {count}")
@@ -659,7 +657,7 @@ def read_with_library(dataset_id, shape: tuple[int, ...], dtype: np.dtype, compl
     return out
 
 
-def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool | None = None) -> bool:
+def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool) -> bool:
     """Fills `out` (a new C-contiguous 2D array of the dataset's shape and type) from a chunked
     2D dataset whose only filter is deflate, inflating each distinct stored chunk once: a mask's
     background chunks are stored as the same bytes, and the same bytes inflate to the same
@@ -673,13 +671,13 @@ def read_deflated_chunks(dataset_id, create, out: np.ndarray, can_grow: bool | N
     written, for anything else: another layout, shape or filter, a dataset that can grow, a type
     that is not stored as numpy lays it out, a chunk not stored (fill value) or not filtered. The
     library's reader then reads the dataset, after check_stored_data, so what this returns is
-    always what it would. `can_grow`: _can_grow's answer, if known."""
+    always what it would. `can_grow`: _can_grow's answer."""
     import h5py
 
     try:
         if out.ndim != 2 or create.get_layout() != h5py.h5d.CHUNKED or create.get_nfilters() != 1 \
                 or create.get_filter(0)[0] != h5py.h5z.FILTER_DEFLATE \
-                or (_can_grow(dataset_id) if can_grow is None else can_grow):
+                or can_grow:
             return False
         if out.dtype.kind not in "iuf" or not dataset_id.get_type().equal(h5py.h5t.py_create(out.dtype)):
             return False
