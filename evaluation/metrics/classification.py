@@ -563,7 +563,7 @@ def _roc_auc_rows(order: ScoreOrder, weights: np.ndarray, max_fpr: float | None)
     """(rows,): the ROC AUC of one sorted scoring for every row of weights."""
     if max_fpr is None or max_fpr == 1:
         return roc_auc_of_orders([order], weights)[:, 0]
-    return np.array([roc_auc(_curve_of_order(order, row), max_fpr) for row in weights], dtype=np.float64)
+    return _each_row(order, weights, False, lambda curve: roc_auc(curve, max_fpr))
 
 
 @metric(kind="scores", better="higher",
@@ -595,8 +595,7 @@ def roc_auc_score(y_true, y_score, sample_weight=None, max_fpr=None, *, average=
 
 
 def _binary_average_precision(positive, scores, weights):
-    order = score_order(positive, scores)
-    return np.array([average_precision(_curve_of_order(order, row)) for row in weights])
+    return _each_row(score_order(positive, scores), weights, False, average_precision)
 
 
 @metric(kind="scores", better="higher",
