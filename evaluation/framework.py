@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from evaluation import __version__
+from evaluation.declarations.columns import Leaderboard
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     CASE_MAPPING_FILE,
@@ -31,14 +32,13 @@ from evaluation.grand_challenge import (
     read_predictions,
     strip_extension,
 )
-from evaluation.phase.columns import Leaderboard
 from evaluation.reading.files import Origin
 from evaluation.settings import CASE_INPUT, Settings, socket_names
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from evaluation.leaderboard.rules import FinalRanking
+    from evaluation.declarations.ranking_rules import FinalRanking
 
 WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those
 
@@ -79,7 +79,7 @@ class Evaluation:
     # when its setting names a file (docs/grand-challenge.md, "Charts").
     chart_builders: ClassVar[dict[str, Callable[[Evaluation, dict[str, Any], dict[str, Any]], dict]]] = {}
     # The official rule(s) ranking submissions against each other, one per leaderboard
-    # (python -m evaluation.leaderboard; evaluation/leaderboard/rules.py).
+    # (python -m evaluation.leaderboard; evaluation/declarations/ranking_rules.py).
     final_rankings: ClassVar[tuple[FinalRanking, ...]] = ()
     # Statistics of the final ranking: bootstrap resamples of this many rows at a time at most,
     # and no more than RESAMPLE_CELLS (rows x cases) in one block: memory stays flat.

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, rankdata
 
-from evaluation.leaderboard.rules import (
+from evaluation.declarations.columns import Column
+from evaluation.declarations.ranking_rules import (
     NestedBorda,
     OrderedRanking,
     competition_ranks,
@@ -18,7 +19,6 @@ from evaluation.leaderboard.rules import (
 )
 from evaluation.leaderboard.standings import Standing
 from evaluation.leaderboard.statistics import holm_rejections, kendall_tau_b, leaderboard_statistics
-from evaluation.phase.columns import Column
 
 
 def ranked(path: str, order: str = "desc") -> Column:

@@ -25,8 +25,8 @@ from evaluation.challenges.camelyon16 import (
 )
 from evaluation.challenges.csv2026 import SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, Csv2026
 from evaluation.challenges.csv2026.examples import write_dataset
+from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.grand_challenge import Undefined
-from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.froc import (
     SlideHits,
     froc_curve,

@@ -22,7 +22,7 @@ from evaluation.challenges.hecktor2025 import (
     HecktorTask3,
 )
 from evaluation.challenges.hecktor2025.segmentation import PatientResult
-from evaluation.leaderboard.rules import NestedBorda, OrderedRanking
+from evaluation.declarations.ranking_rules import NestedBorda, OrderedRanking
 from tests.test_bootstrap_contract import assert_resamples_match
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from benchmarks.rare26_official import load_arrays, official_image_level, offici
 from evaluation.challenges.isic import BALANCED_ACCURACY, MEAN_AUC, Isic2018, Isic2019, Truth
 from evaluation.challenges.rare26 import OVER_REPETITIONS, SCORE, Rare26, Rare26Settings
 from evaluation.challenges.rare26 import scoring as rare26_scoring
+from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.grand_challenge import Undefined
-from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.resampling import draws_to_counts
 from tests.bundled import is_bundled
 from tests.test_bootstrap_contract import synthetic_isic

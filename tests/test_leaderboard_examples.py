@@ -58,7 +58,7 @@ OFFICIAL_RULES = {
 def declared_rules(challenge: str) -> dict[str, tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]]:
     """{leaderboard: (kind, ((path, order) of each key), fallback keys)} of the challenge's
     declared final_rankings, read from their fields."""
-    from evaluation.leaderboard.rules import NestedBorda
+    from evaluation.declarations.ranking_rules import NestedBorda
 
     rules = {}
     for ranking in available_challenges()[challenge].final_rankings:

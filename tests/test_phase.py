@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from evaluation.challenges import available_challenges, folder_of
-from evaluation.phase.columns import Column, Leaderboard
+from evaluation.declarations.columns import Column, Leaderboard
 from evaluation.phase.command import main
 from tests.cli_runs import DROP_ENV, ROOT
 

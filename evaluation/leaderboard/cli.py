@@ -26,6 +26,7 @@ from typing import Any
 
 from evaluation import __version__
 from evaluation.challenges import challenge_class, named_challenge
+from evaluation.declarations.ranking_rules import TIE_METHODS
 from evaluation.errors import EXIT_OK, SetupError, UsageError, machine_limit
 from evaluation.framework import default_workers, log, stop_workers
 from evaluation.grand_challenge import (
@@ -39,7 +40,6 @@ from evaluation.grand_challenge import (
 )
 from evaluation.interruption import finished, stopped_by_sigterm
 from evaluation.launch import CommandParser, run_command, whole_number
-from evaluation.leaderboard.rules import TIE_METHODS
 from evaluation.leaderboard.scoring import BLAMED
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth

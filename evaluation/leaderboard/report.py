@@ -569,7 +569,7 @@ def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]],
 
 def column_titles(leaderboards: Iterable[Any]) -> dict[str, str]:
     """{metrics.json path: title} of every column of the challenge's leaderboard declarations
-    (evaluation/phase/columns.py), the first title of a path kept."""
+    (evaluation/declarations/columns.py), the first title of a path kept."""
     titles: dict[str, str] = {}
     for leaderboard in leaderboards:
         for column in (leaderboard.score, *leaderboard.extra_columns):

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.declarations.ranking_rules import FinalRanking, RankedTable
 from evaluation.grand_challenge import value_at_path
-from evaluation.leaderboard.rules import FinalRanking, RankedTable
 
 
 @dataclass(frozen=True)

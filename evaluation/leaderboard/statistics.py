@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.leaderboard.rules import FinalRanking
+from evaluation.declarations.ranking_rules import FinalRanking
 from evaluation.leaderboard.standings import Standing, json_number
 
 CI_PERCENTS = (2.5, 97.5)

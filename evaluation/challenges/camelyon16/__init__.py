@@ -47,12 +47,12 @@ from evaluation.challenges.camelyon16.truth import (
     SlideTruth,
     read_reference,
 )
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
-from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.froc import FP_RATE_TARGETS, THRESHOLD_RULES, froc_curve
-from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.reading.values import finite_number
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 

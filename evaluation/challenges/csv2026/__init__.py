@@ -29,11 +29,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Undefined, set_at_path, value_at_path
-from evaluation.leaderboard.rules import OrderedRanking
-from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
 
 from . import predictions, scoring

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.declarations.columns import Column, ci_title
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import (
@@ -20,7 +21,6 @@ from evaluation.grand_challenge import (
     strip_extension,
 )
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles, whole_counts
-from evaluation.phase.columns import Column, ci_title
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.settings import CASE_INPUT, Settings, setting

@@ -21,10 +21,10 @@ from evaluation.challenges.hecktor2025.common import (
     ground_truth_binary,
     patient_table,
 )
+from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
 from evaluation.metrics.confusion import recall_score
-from evaluation.phase.columns import Column
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import JSON_OUTPUT, setting
 

@@ -6,7 +6,7 @@ Per patient, one pass over both label maps gives every label count; GTVn lesions
 per-patient Dice of GTVp, the aggregated Dice of GTVn (HECKTOR 2022: sums weighted by each
 patient's voxel volume) and the aggregated detection F1 of GTVn (TP, FP, FN summed over the test
 set). The Borda ranking across submissions is computed from these by `final_rankings`
-(evaluation/leaderboard/rules.py), with `aggregate` for its bootstrap statistics.
+(evaluation/declarations/ranking_rules.py), with `aggregate` for its bootstrap statistics.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, submission_name
+from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
@@ -30,7 +31,6 @@ from evaluation.grand_challenge import (
 )
 from evaluation.metrics.instances import connected_components, f1_from_counts, match_instances
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
-from evaluation.phase.columns import Column
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
 from evaluation.settings import IMAGE_OUTPUT, setting

@@ -22,10 +22,10 @@ from evaluation.challenges.hecktor2025.common import (
     patient_table,
     text_number,
 )
+from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
 from evaluation.metrics.survival import concordance_index, concordance_pairs
-from evaluation.phase.columns import Column
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import JSON_OUTPUT, setting
 

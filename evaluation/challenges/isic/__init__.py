@@ -31,11 +31,11 @@ from evaluation.challenges.isic.predictions import (
 )
 from evaluation.challenges.isic.scoring import PER_CATEGORY_METRICS
 from evaluation.challenges.isic.truth import Truth, check_truth_scorable, read_truth_csv
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, single_ground_truth_file
-from evaluation.leaderboard.rules import OrderedRanking
-from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.reading.files import Origin
 from evaluation.reading.tables import bytes_for_rows
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting

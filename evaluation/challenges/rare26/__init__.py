@@ -18,12 +18,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
-from evaluation.leaderboard.rules import OrderedRanking
 from evaluation.metrics.resampling import percentile_summary
-from evaluation.phase.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 from . import charts, scoring

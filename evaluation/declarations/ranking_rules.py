@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from evaluation.phase.columns import Column
+    from evaluation.declarations.columns import Column
 
 TIE_RELATIVE = 1e-12  # values this close (relative) count as tied: two runs' rounding is no ranking
 TIE_METHODS = ("average", "min")  # fractional ranks, or the best rank of a tied group

@@ -1,0 +1,3 @@
+"""What a challenge declares, below the framework and the commands: the phase's leaderboard
+columns (columns.py) and the rules ranking submissions against each other (ranking_rules.py).
+A challenge imports these, never a command package (evaluation.phase, evaluation.leaderboard)."""
