@@ -1,0 +1,681 @@
+"""Segmentation: an algorithm job writes one N-D label map (2D or 3D) per case, scored label by
+label against the ground truth's label map on the same grid.
+
+A challenge of this kind subclasses `Segmentation` and declares, as class attributes (each
+checked when the class is made; a wrong declaration is a TypeError at import):
+
+- `labels`: {label value: name}, e.g. {1: "liver", 2: "spleen"}. Every value of a label map must
+  be 0 (background) or a declared label; the names key metrics.json. Required.
+- `metrics`: the metrics computed for every label, each a declaration with its variant and empty
+  policy: `Dice()`, `IoU()`, `Hausdorff(percentile=95, boundary="voxels", connectivity=1,
+  combine="max")`, `AverageSurfaceDistance(combine="mean")`, `NormalizedSurfaceDice(tolerance=2.0
+  or {label name: tolerance})`. Default: (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0)).
+  Empty policies (`both_empty`, `truth_empty`, `prediction_empty`): a number, "diagonal" for
+  distances (the image's diagonal in the spacing's units: a distance no prediction can exceed),
+  or None: undefined (null in metrics.json, left out of the means; never for a ranked metric).
+  Defaults: Dice and IoU 1 / 0 / 0, NSD 1 / 0 / 0, distances 0 / "diagonal" / "diagonal".
+- `spacing`: "header" (default: distances and tolerances in the image header's units, mm) or
+  "voxels" (every voxel 1 × 1 × 1, whatever the header says).
+- `ranked_metrics`: the ranked values, in leaderboard order (the first is the score), each a
+  `RankedMetric(metric key, label=None, over_cases="mean")`: label None is the mean over the
+  declared labels of each case, then `over_cases` ("mean" or "median") over the cases; a label
+  name ranks that label alone. Default: every metric, mean over labels and cases.
+- `composite`: optional `Composite({ranked key: weight})`, a weighted sum of ranked values, which
+  then is the score (the leaderboard's first column), the ranked values beside it.
+- `ranking`: the final ranking's rule: "ordered" (default: the score, ties broken by the next
+  ranked values in turn), "mean_of_ranks" (the mean of the ranked values' ranks; the platform's
+  leaderboard ranks the same way), "case_rank_then_mean" (challengeR's rank-then-aggregate).
+- `dimensions`: the dimensionalities accepted for the ground truth, default (2, 3).
+
+Settings (config.json next to the ground truth): `input_socket`, `output_socket`
+("segmentation"), `geometry_tolerance` (1e-4: spacing, origin and direction of the job's map
+must agree with the ground truth's within it; the size exactly; maps are never resampled).
+
+metrics.json: ranked values at their paths (`aggregates.dice_mean`, or for one label
+`aggregates.<label>.<metric>.<mean|median>`); per label and metric the description over cases
+(`aggregates.<label>.<metric>`: mean, std, min, 25%, median, 75%, max, count), the same for the
+per-case means over labels (`aggregates.mean_over_labels.<metric>`); each case's value per label
+and metric (`cases.<case>.<label>.<metric>`, and `cases.<case>.mean_over_labels.<metric>`); counts
+of the cases in which each label is empty in the truth, the prediction or both.
+
+Computation: one pass over both label maps for every label's voxel counts and bounding box
+(metrics.overlap.label_overlap_counts), then surface distances per label on its own crop
+(metrics.surface.label_surface_distances), once per surface variant (boundary, connectivity)
+that the declared metrics use: the Hausdorff distance, the average surface distance and the NSD
+are read off the same distances.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
+from evaluation.errors import SetupError
+from evaluation.grand_challenge import (
+    RESERVED_GROUND_TRUTH_FILES,
+    Case,
+    Undefined,
+    check_ground_truth_file,
+    strip_extension,
+)
+from evaluation.kinds.declared import Declared, Ranked, mean_over_cases, median_over_cases, weighted_sum_of
+from evaluation.metrics import validation
+from evaluation.metrics.aggregation import describe, mean_over_labels
+from evaluation.reading.files import Origin
+from evaluation.reading.images import Geometry, ImageFile, open_image, shape_text
+from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
+
+# Ground-truth label maps: <case id><one of these>.
+TRUTH_SUFFIXES = (".nii.gz", ".nii", ".mha", ".nrrd", ".tif", ".tiff")
+MEAN_OVER_LABELS = "mean_over_labels"  # the per-case mean over the declared labels, in metrics.json
+OVER_CASES = ("mean", "median")
+RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
+SPACINGS = ("header", "voxels")
+DIAGONAL = validation.DIAGONAL
+# The per-label description over cases: describe()'s keys, its "50%" named "median" (the same
+# key as a ranked per-label median, whose value is then the ranked one).
+DESCRIBED = {"mean": "mean", "std": "std", "min": "min", "25%": "25%", "50%": "median", "75%": "75%", "max": "max",
+             "count": "count"}
+
+
+# ---- the metrics a challenge declares -----------------------------------------------------------
+
+
+def _policy_value(value: Any, what: str, allow_diagonal: bool) -> float | str | None:
+    """An empty policy's value as declared: a finite number, "diagonal" (distances) or None."""
+    if value is None:
+        return None
+    if allow_diagonal and value == DIAGONAL:
+        return DIAGONAL
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        allowed = 'a finite number, "diagonal" or None' if allow_diagonal else "a finite number or None"
+        raise TypeError(f"{what} must be {allowed}, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class _Metric:
+    """What every declared metric has: its key in metrics.json, title, order and empty policy
+    (keyword arguments; a variant such as the percentile may be given by position)."""
+
+    _: KW_ONLY
+    key: str = ""
+    both_empty: Any = None
+    truth_empty: Any = None
+    prediction_empty: Any = None
+
+    order: ClassVar[str] = "desc"
+    distance: ClassVar[bool] = False  # a surface metric: its value comes from surface distances
+    unit: ClassVar[bool] = False  # a length: its title says the unit
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.default_key())
+        if not isinstance(self.key, str) or not self.key.isidentifier():
+            raise TypeError(f"metric key {self.key!r} must be a word of letters, digits and '_'")
+        for name in ("both_empty", "truth_empty", "prediction_empty"):
+            object.__setattr__(self, name, _policy_value(getattr(self, name), f"{self.key} {name}", self.distance))
+
+    def default_key(self) -> str:
+        raise NotImplementedError
+
+    def name(self) -> str:
+        """The metric's name in titles (Dice, HD95, NSD at 2)."""
+        raise NotImplementedError
+
+    @property
+    def undefined_when_empty(self) -> tuple[str, ...]:
+        """The empty cases this metric leaves undefined (its policy None there)."""
+        return tuple(case for case in ("both_empty", "truth_empty", "prediction_empty") if getattr(self, case) is None)
+
+    def policy(self) -> dict[str, Any]:
+        """The empty policy as the metric library takes it (None: NaN, undefined)."""
+        return {case: math.nan if getattr(self, case) is None else getattr(self, case)
+                for case in ("both_empty", "truth_empty", "prediction_empty")}
+
+    @property
+    def surface_variant(self) -> tuple[str, int] | None:
+        return None
+
+
+@dataclass(frozen=True)
+class Dice(_Metric):
+    """Dice coefficient, 2|P∩G| / (|P| + |G|) (metrics.overlap.dice); empty: 1 / 0 / 0."""
+
+    _: KW_ONLY
+    both_empty: Any = 1.0
+    truth_empty: Any = 0.0
+    prediction_empty: Any = 0.0
+
+    def default_key(self) -> str:
+        return "dice"
+
+    def name(self) -> str:
+        return "Dice"
+
+    def values(self, counts, distances) -> np.ndarray:
+        return counts.dice(**self.policy())
+
+
+@dataclass(frozen=True)
+class IoU(_Metric):
+    """Jaccard index, |P∩G| / |P∪G| (metrics.overlap.jaccard); empty: 1 / 0 / 0."""
+
+    _: KW_ONLY
+    both_empty: Any = 1.0
+    truth_empty: Any = 0.0
+    prediction_empty: Any = 0.0
+
+    def default_key(self) -> str:
+        return "iou"
+
+    def name(self) -> str:
+        return "IoU"
+
+    def values(self, counts, distances) -> np.ndarray:
+        return counts.jaccard(**self.policy())
+
+
+@dataclass(frozen=True)
+class _SurfaceMetric(_Metric):
+    _: KW_ONLY
+    boundary: str = "voxels"
+    connectivity: int = 1
+
+    def __post_init__(self) -> None:
+        if self.boundary not in ("voxels", "surfels"):
+            raise TypeError(f'boundary must be "voxels" or "surfels", not {self.boundary!r}')
+        if isinstance(self.connectivity, bool) or not isinstance(self.connectivity, int) or self.connectivity < 1:
+            raise TypeError(f"connectivity must be a whole number >= 1, not {self.connectivity!r}")
+        if self.boundary == "surfels" and self.connectivity != 1:
+            raise TypeError('connectivity applies to boundary="voxels" only')
+        super().__post_init__()
+
+    @property
+    def surface_variant(self) -> tuple[str, int]:
+        return self.boundary, self.connectivity
+
+
+@dataclass(frozen=True)
+class Hausdorff(_SurfaceMetric):
+    """Hausdorff distance at `percentile` (100: HD, 95: HD95; metrics.surface.hausdorff_distance):
+    `combine` "max" (the larger directed percentile: MONAI, DeepMind, MetricsReloaded) or
+    "pooled" (both directions together: medpy's hd95). Empty: 0 / "diagonal" / "diagonal"."""
+
+    percentile: float = 95.0
+    combine: str = "max"
+    _: KW_ONLY
+    both_empty: Any = 0.0
+    truth_empty: Any = DIAGONAL
+    prediction_empty: Any = DIAGONAL
+
+    distance: ClassVar[bool] = True
+    unit: ClassVar[bool] = True
+    order: ClassVar[str] = "asc"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.percentile, bool) or not isinstance(self.percentile, (int, float)) or \
+                not 0 <= self.percentile <= 100:
+            raise TypeError(f"percentile must be a number in [0, 100], not {self.percentile!r}")
+        if self.combine not in ("max", "pooled"):
+            raise TypeError(f'combine must be "max" or "pooled", not {self.combine!r}')
+        super().__post_init__()
+
+    def default_key(self) -> str:
+        return "hd" if self.percentile == 100 else f"hd{self.percentile:g}".replace(".", "_")
+
+    def name(self) -> str:
+        return "HD" if self.percentile == 100 else f"HD{self.percentile:g}"
+
+    def value(self, distances, tolerance: float) -> float:
+        return distances.hausdorff_distance(self.percentile, self.combine, **self.policy())
+
+
+@dataclass(frozen=True)
+class AverageSurfaceDistance(_SurfaceMetric):
+    """Average surface distance (metrics.surface.average_surface_distance): `combine` "mean"
+    (MASD, the mean of the two directed means) or "pooled" (ASSD, all distances together).
+    Empty: 0 / "diagonal" / "diagonal"."""
+
+    combine: str = "mean"
+    _: KW_ONLY
+    both_empty: Any = 0.0
+    truth_empty: Any = DIAGONAL
+    prediction_empty: Any = DIAGONAL
+
+    distance: ClassVar[bool] = True
+    unit: ClassVar[bool] = True
+    order: ClassVar[str] = "asc"
+
+    def __post_init__(self) -> None:
+        if self.combine not in ("mean", "pooled"):
+            raise TypeError(f'combine must be "mean" or "pooled", not {self.combine!r}')
+        super().__post_init__()
+
+    def default_key(self) -> str:
+        return "masd" if self.combine == "mean" else "assd"
+
+    def name(self) -> str:
+        return self.default_key().upper()
+
+    def value(self, distances, tolerance: float) -> float:
+        return distances.average_surface_distance(self.combine, **self.policy())
+
+
+@dataclass(frozen=True)
+class NormalizedSurfaceDice(_SurfaceMetric):
+    """Normalized surface Dice at a tolerance in the spacing's units (mm), one for every label or
+    {label name: tolerance} (metrics.surface.normalized_surface_dice; a distance equal to the
+    tolerance counts). Empty: 1 / 0 / 0."""
+
+    tolerance: float | Mapping[str, float] = 2.0
+    _: KW_ONLY
+    both_empty: Any = 1.0
+    truth_empty: Any = 0.0
+    prediction_empty: Any = 0.0
+
+    distance: ClassVar[bool] = True  # read off the surface distances ("diagonal" is refused below)
+
+    def __post_init__(self) -> None:
+        tolerances = self.tolerance.values() if isinstance(self.tolerance, Mapping) else [self.tolerance]
+        for value in tolerances:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise TypeError(f"NSD tolerance must be a finite number >= 0, not {value!r}")
+        if isinstance(self.tolerance, Mapping):
+            object.__setattr__(self, "tolerance", dict(self.tolerance))
+        super().__post_init__()
+        if DIAGONAL in (self.both_empty, self.truth_empty, self.prediction_empty):
+            raise TypeError(f'{self.key}: "diagonal" is a distance; the NSD takes a number in [0, 1] or None')
+
+    def default_key(self) -> str:
+        return "nsd"
+
+    def name(self) -> str:
+        if isinstance(self.tolerance, Mapping):
+            return "NSD"
+        return f"NSD at {self.tolerance:g}"
+
+    def tolerance_of(self, label: str) -> float:
+        return float(self.tolerance[label] if isinstance(self.tolerance, Mapping) else self.tolerance)
+
+    def value(self, distances, tolerance: float) -> float:
+        return distances.normalized_surface_dice(tolerance, **self.policy())
+
+    def __hash__(self) -> int:  # a dict of tolerances is not hashable
+        return hash((self.key, self.boundary, self.connectivity))
+
+
+Metric = Dice | IoU | Hausdorff | AverageSurfaceDistance | NormalizedSurfaceDice
+
+
+# ---- the ranked values a challenge declares -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankedMetric:
+    """One ranked value: a metric (its key) over the declared labels (label None: each case's
+    mean over them) or of one label (its name), aggregated over the cases by `over_cases`."""
+
+    metric: str
+    label: str | None = None
+    over_cases: str = "mean"
+    title: str | None = None  # default: from the metric, the labels and the aggregation
+
+    def __post_init__(self) -> None:
+        if self.over_cases not in OVER_CASES:
+            raise TypeError(f"over_cases must be one of {', '.join(OVER_CASES)}, not {self.over_cases!r}")
+
+    @property
+    def key(self) -> str:
+        """Its path under "aggregates": <metric>_<over_cases>, or <label>.<metric>.<over_cases>."""
+        if self.label is None:
+            return f"{self.metric}_{self.over_cases}"
+        return f"{self.label}.{self.metric}.{self.over_cases}"
+
+    @property
+    def case_key(self) -> str:
+        """The per-case value it aggregates (a key of a case's result)."""
+        return self.metric if self.label is None else f"{self.label}/{self.metric}"
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A composite score: Σ weight × ranked value ({RankedMetric key: weight}); it becomes the
+    leaderboard's score. A lower-is-better value takes a negative weight."""
+
+    weights: Mapping[str, float]
+    title: str = "Composite score"
+    key: str = "score"
+    order: str = "desc"
+
+    def __hash__(self) -> int:
+        return hash((self.title, self.key, self.order, tuple(self.weights.items())))
+
+
+# ---- settings ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentationSettings(Settings):
+    """What config.json next to the ground truth may change (python -m evaluation --list)."""
+
+    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
+                                            doc="input socket whose image name is the case id (empty: the job's "
+                                                "only image input; a list: one per interface of the phase)")
+    output_socket: str = setting("segmentation", socket=IMAGE_OUTPUT,
+                                 doc="output socket read: a label map on the ground truth's grid (0 background, "
+                                     "the declared labels)")
+    geometry_tolerance: float = setting(1e-4, minimum=0.0, maximum=0.1,
+                                        doc="relative tolerance on spacing, origin and direction against the ground "
+                                            "truth's; the size must be equal; label maps are never resampled")
+
+
+# ---- one case ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelMapPair:
+    """A case's two label maps on one grid, and the spacing the metrics use (numpy axis order)."""
+
+    truth: np.ndarray
+    prediction: np.ndarray
+    spacing: tuple[float, ...]
+
+
+def _label_text(labels: Mapping[int, str]) -> str:
+    return "0 (background), " + ", ".join(f"{value} ({name})" for value, name in labels.items())
+
+
+class Segmentation(Declared):
+    """The segmentation kind: see the module docstring for every declaration and its default."""
+
+    labels: ClassVar[dict[int, str]] = {}
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    ranked_metrics: ClassVar[tuple[RankedMetric, ...]] = ()
+    composite: ClassVar[Composite | None] = None
+    ranking: ClassVar[str] = "ordered"
+    spacing: ClassVar[str] = "header"
+    dimensions: ClassVar[tuple[int, ...]] = (2, 3)
+    settings_class = SegmentationSettings
+    case_label = "Case"
+    worker_memory_bytes = 256 << 20
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.labels:
+            cls._declare()
+        super().__init_subclass__(**kwargs)
+
+    # ---- the declaration, checked and turned into ranked values ---------------------------------
+
+    @classmethod
+    def _declare(cls) -> None:
+        labels = cls.labels
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in labels):
+            raise TypeError(f"{cls.__name__}.labels: label values are whole numbers > 0 (0 is the background)")
+        names = list(labels.values())
+        if len(set(names)) != len(names) or not all(isinstance(n, str) and n.isidentifier() for n in names):
+            raise TypeError(f"{cls.__name__}.labels: names must be distinct words of letters, digits and '_'")
+        if not cls.metrics:
+            cls.metrics = (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0))
+        keys = [metric.key for metric in cls.metrics]
+        if len(set(keys)) != len(keys):
+            raise TypeError(f"{cls.__name__}.metrics: two metrics share a key ({keys}); give one a key=")
+        reserved = {MEAN_OVER_LABELS, *keys, *(f"{k}_{c}" for k in keys for c in OVER_CASES)}
+        if reserved & set(names):
+            raise TypeError(f"{cls.__name__}.labels: {sorted(reserved & set(names))} is a key of metrics.json")
+        for metric in cls.metrics:
+            if isinstance(metric, NormalizedSurfaceDice) and isinstance(metric.tolerance, dict):
+                if set(metric.tolerance) != set(names):
+                    raise TypeError(f"{cls.__name__}: {metric.key}'s tolerances must name every label ({names}), "
+                                    f"found {sorted(metric.tolerance)}")
+            if metric.boundary == "surfels" if metric.distance else False:
+                if any(d not in (2, 3) for d in cls.dimensions):
+                    raise TypeError(f"{cls.__name__}: surfels are defined in 2D and 3D only")
+        if cls.spacing not in SPACINGS:
+            raise TypeError(f"{cls.__name__}.spacing must be one of {', '.join(SPACINGS)}")
+        if cls.ranking not in RANKINGS:
+            raise TypeError(f"{cls.__name__}.ranking must be one of {', '.join(RANKINGS)}, not {cls.ranking!r}")
+        ranked = cls.ranked_metrics or tuple(RankedMetric(metric.key) for metric in cls.metrics)
+        cls.ranked_metrics = ranked
+        by_key = {metric.key: metric for metric in cls.metrics}
+        values = []
+        for value in ranked:
+            metric = by_key.get(value.metric)
+            if metric is None:
+                raise TypeError(f"{cls.__name__}: ranked metric {value.metric!r} is not one of the metrics {keys}")
+            if value.label is not None and value.label not in names:
+                raise TypeError(f"{cls.__name__}: ranked label {value.label!r} is not one of the labels {names}")
+            if metric.undefined_when_empty:
+                # a ranked value is always a finite number: an undefined case would leave it none
+                raise TypeError(f"{cls.__name__}: the ranked metric {metric.key} leaves "
+                                f"{', '.join(metric.undefined_when_empty)} undefined (None); declare a number or "
+                                f"\"diagonal\" there")
+            compute = (mean_over_cases if value.over_cases == "mean" else median_over_cases)(value.case_key)
+            values.append(Ranked(Column(value.title or cls._title(metric, value), f"aggregates.{value.key}",
+                                        metric.order), compute))
+        cls.ranked = tuple(values)
+        if not cls.__dict__.get("leaderboard_name"):
+            cls.leaderboard_name = ranked[0].key.replace(".", "_")
+        columns = tuple(v.column for v in values)
+        if cls.composite is not None:
+            composite = cls.composite
+            unknown = sorted(set(composite.weights) - {value.key for value in ranked})
+            if unknown:
+                raise TypeError(f"{cls.__name__}.composite weighs {unknown}, which are no ranked metric's key "
+                                f"({[value.key for value in ranked]})")
+            score = Column(composite.title, f"aggregates.{composite.key}", composite.order)
+            # computed after the values it weighs (Declared.aggregate computes in declaration order),
+            # shown first: the leaderboard is declared here rather than derived from the order
+            parts = {f"aggregates.{key}": float(weight) for key, weight in composite.weights.items()}
+            cls.ranked = (*values, Ranked(score, weighted_sum_of(parts)))
+            columns = (score, *columns)
+            cls.leaderboards = (Leaderboard(score=score, decimal_places=cls.decimal_places, scoring_method=ABSOLUTE,
+                                            extra_columns=columns[1:]),)
+            cls.ranked_paths = leaderboard_paths(cls.leaderboards)
+            cls.final_rankings = (cls._rule()(composite.key, columns),)
+        cls.scoring_method = MEAN_OF_RANKS if cls.ranking == "mean_of_ranks" and cls.composite is None else ABSOLUTE
+        cls.ranking_rule = staticmethod(cls._rule())
+
+    @classmethod
+    def _rule(cls):
+        from evaluation.declarations import ranking_rules
+        from evaluation.kinds.declared import ordered_ranking
+
+        if cls.ranking == "ordered":
+            return ordered_ranking
+        wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "CaseRankThenMean"}[cls.ranking]
+        rule = getattr(ranking_rules, wanted, None)
+        if rule is None:
+            raise NotImplementedError(f"{cls.__name__}.ranking = {cls.ranking!r} needs the final-ranking rule {wanted} "
+                                      f"(evaluation/declarations/ranking_rules.py), which this version lacks")
+        return rule
+
+    @classmethod
+    def _title(cls, metric: _Metric, value: RankedMetric) -> str:
+        unit = (" (mm)" if cls.spacing == "header" else " (voxels)") if metric.unit else ""
+        if isinstance(metric, NormalizedSurfaceDice) and not isinstance(metric.tolerance, dict):
+            unit = " mm" if cls.spacing == "header" else " voxels"
+        over = "over labels and cases" if value.label is None else "over cases"
+        subject = f"{metric.name()}{unit}" if value.label is None else f"{value.label} {metric.name()}{unit}"
+        return f"{subject}, {value.over_cases} {over}"
+
+    # ---- reading ---------------------------------------------------------------------------------
+
+    def load_ground_truth(self, directory: Path) -> dict[str, Path]:
+        """{case id: its label map}: one `<case id>.nii.gz` (or .nii, .mha, .nrrd, .tif) per case,
+        read in the worker that scores the case."""
+        maps: dict[str, Path] = {}
+        for path in sorted(directory.iterdir()):
+            if path.is_dir() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
+                continue
+            check_ground_truth_file(path)
+            if not path.name.lower().endswith(TRUTH_SUFFIXES):
+                raise SetupError(f"Ground truth {path.name}: expected only <case id>.nii.gz, .nii, .mha, .nrrd or .tif "
+                                 f"label maps (besides config.json and case-mapping.json).")
+            case_id = strip_extension(path.name)
+            if case_id in maps:
+                raise SetupError(f"Ground truth: case {case_id} has two label maps ({maps[case_id].name} and "
+                                 f"{path.name}).")
+            maps[case_id] = path
+        return maps
+
+    def case_truth(self, case: Case):
+        """The case's ground truth, read and checked here, in the process scoring the case."""
+        return read_truth(self.truth, self.ground_truth[case.case_id], self.labels, self.dimensions)
+
+    def read_job_prediction(self, case: Case, ground_truth) -> LabelMapPair:
+        truth_voxels, geometry = ground_truth
+        image = case.image(self.settings.output_socket, f"{case.name}: the segmentation")
+        prediction = read_prediction(image, geometry, self.labels, case.name, self.settings.geometry_tolerance)
+        spacing = tuple(float(s) for s in reversed(geometry.spacing)) if self.spacing == "header" else \
+            (1.0,) * len(geometry.size)
+        return LabelMapPair(truth_voxels, prediction, spacing)
+
+    # ---- scoring ---------------------------------------------------------------------------------
+
+    def score_case(self, case: Case, prediction: LabelMapPair, ground_truth) -> dict[str, float]:
+        return score_label_maps(prediction.prediction, prediction.truth, self.labels, self.metrics,
+                                prediction.spacing)
+
+    def case_entry(self, result: dict[str, float]) -> dict[str, Any]:
+        """{label: {metric: value}}, and the case's mean over labels; null (with a note) where a
+        metric's empty policy leaves the value undefined."""
+        entry: dict[str, Any] = {}
+        for name in self.labels.values():
+            entry[name] = {metric.key: _defined(result[f"{name}/{metric.key}"], metric, name, result)
+                           for metric in self.metrics}
+        entry[MEAN_OVER_LABELS] = {metric.key: _defined(result[metric.key], metric, None, result)
+                                   for metric in self.metrics}
+        return entry
+
+    def report(self, results: dict[str, dict[str, float]]) -> dict[str, Any]:
+        ordered = [results[case_id] for case_id in sorted(results)]
+        aggregates: dict[str, Any] = {}
+        for name in [*self.labels.values(), MEAN_OVER_LABELS]:
+            aggregates[name] = {}
+            for metric in self.metrics:
+                key = metric.key if name == MEAN_OVER_LABELS else f"{name}/{metric.key}"
+                summary = describe(np.array([r[key] for r in ordered], dtype=np.float64))
+                aggregates[name][metric.key] = {DESCRIBED[k]: summary[k] for k in DESCRIBED}
+                aggregates[name][metric.key]["count"] = int(summary["count"])
+        empty = {}
+        for name in self.labels.values():
+            truth = np.array([r[f"{name}/truth_voxels"] for r in ordered])
+            predicted = np.array([r[f"{name}/prediction_voxels"] for r in ordered])
+            empty[name] = {"both_empty": int(np.sum((truth == 0) & (predicted == 0))),
+                           "truth_empty": int(np.sum((truth == 0) & (predicted > 0))),
+                           "prediction_empty": int(np.sum((truth > 0) & (predicted == 0)))}
+        return {"aggregates": aggregates, "counts": {"cases": len(ordered), "labels": len(self.labels),
+                                                     "empty_cases": empty}}
+
+
+def _defined(value: float, metric: _Metric, label: str | None, result: Mapping[str, float]) -> Any:
+    if not math.isnan(value):
+        return value
+    if label is None:
+        return Undefined(f"{metric.key} is undefined for every label of this case (its empty policy)")
+    truth, predicted = result[f"{label}/truth_voxels"], result[f"{label}/prediction_voxels"]
+    case = "both_empty" if truth == 0 and predicted == 0 else "truth_empty" if truth == 0 else "prediction_empty"
+    return Undefined(f"{metric.key} of {label}: {case.replace('_', ' ')}, which the declaration leaves undefined")
+
+
+def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[int, str],
+                     metrics: tuple[Metric, ...], spacing: tuple[float, ...] | None) -> dict[str, float]:
+    """One case's result: {"<label>/<metric>": value, "<metric>": mean over the labels,
+    "<label>/truth_voxels", "<label>/prediction_voxels"}, NaN where a policy leaves a value
+    undefined. One pass over both maps for every label's counts and box; per surface variant,
+    each label's distances on its own box."""
+    from evaluation.metrics.overlap import label_overlap_counts
+    from evaluation.metrics.surface import label_surface_distances
+
+    values = list(labels)
+    counts = label_overlap_counts(prediction, truth, values)
+    distances: dict[tuple[str, int], dict[int, Any]] = {}
+    for metric in metrics:
+        variant = metric.surface_variant
+        if variant is not None and variant not in distances:
+            distances[variant] = label_surface_distances(prediction, truth, values, spacing, *variant)
+    result: dict[str, float] = {}
+    for index, name in enumerate(labels.values()):
+        result[f"{name}/truth_voxels"] = int(counts.truth_size[index])
+        result[f"{name}/prediction_voxels"] = int(counts.prediction_size[index])
+    for metric in metrics:
+        if metric.surface_variant is None:
+            per_label = [float(v) for v in metric.values(counts, None)]
+        else:
+            found = distances[metric.surface_variant]
+            per_label = [float(metric.value(found[value], metric.tolerance_of(name)
+                                            if isinstance(metric, NormalizedSurfaceDice) else 0.0))
+                         for value, name in labels.items()]
+        for name, v in zip(labels.values(), per_label, strict=True):
+            result[f"{name}/{metric.key}"] = v
+        per_label = np.array(per_label)
+        defined = ~np.isnan(per_label)
+        result[metric.key] = float(mean_over_labels(per_label, None if defined.all() else defined))
+    return result
+
+
+
+# ---- reading the label maps ----------------------------------------------------------------------
+
+
+def read_truth(truth: Origin, path: Path, labels: Mapping[int, str],
+               dimensions: tuple[int, ...]) -> tuple[np.ndarray, Geometry]:
+    """The ground truth's label map (its voxels as uint8/uint16, numpy order) and grid; any problem
+    is the organizer's (exit 3)."""
+    what = f"Ground truth {path.name}"
+    image = open_image(truth, path, what)
+    if len(image.geometry.size) not in dimensions:
+        truth.fail(f"{what}: a {' or '.join(f'{d}D' for d in dimensions)} label map is expected, found "
+                   f"{len(image.geometry.size)}D.")
+    return checked_labels(image.read(None), labels, truth, what), image.geometry
+
+
+def read_prediction(image: ImageFile, geometry: Geometry, labels: Mapping[int, str], case_name: str,
+                    tolerance: float) -> np.ndarray:
+    """The job's label map, decoded only once its header is on the ground truth's grid (the same
+    dimensionality and size; spacing, origin and direction within `tolerance`), then its values
+    checked against the declared labels. Every refusal names the case (exit 1)."""
+    found = image.geometry
+    if len(found.size) == len(geometry.size) + 1 and found.size[-1] == 1:  # a 2D map stored as one slice
+        n = len(found.size)
+        direction = np.asarray(found.direction).reshape(n, n)[:-1, :-1].reshape(-1)
+        found = Geometry(found.size[:-1], found.spacing[:-1], found.origin[:-1], tuple(direction.tolist()))
+    if len(found.size) != len(geometry.size):
+        image.origin.fail(f"{case_name}: the segmentation is {len(found.size)}D ({shape_text(found.shape)}) where the "
+                          f"ground truth is {len(geometry.size)}D ({shape_text(geometry.shape)}).")
+    different = geometry.differences(found, rtol=tolerance)
+    if different:
+        verb = "differs" if len(different) == 1 else "differ"
+        image.origin.fail(f"{case_name}: the segmentation's {' and '.join(different)} {verb} from the ground truth's "
+                          f"and label maps are not resampled: expected {geometry.describe()}; found "
+                          f"{found.describe()}.")
+    return checked_labels(image.read(geometry.shape), labels, image.origin, f"{case_name}: the segmentation")
+
+
+def checked_labels(voxels: np.ndarray, labels: Mapping[int, str], origin: Origin, what: str) -> np.ndarray:
+    """`voxels` as an unsigned label map whose every value is 0 or a declared label, else
+    origin.fail naming the values found (floats: whole numbers among the labels only)."""
+    allowed = np.array([0, *labels], dtype=np.int64)
+    if voxels.dtype == bool:
+        voxels = voxels.view(np.uint8)
+    if voxels.dtype.kind not in "iuf":
+        origin.fail(f"{what} has pixels of type {voxels.dtype}; a label map holds whole numbers.")
+    values = np.unique(voxels)
+    stray = values[~np.isin(values, allowed)]
+    if stray.size:
+        shown = ", ".join("NaN" if np.isnan(v) else f"{v:g}" for v in stray[:5].astype(np.float64))
+        origin.fail(f"{what} holds the value(s) {shown}{' and more' if stray.size > 5 else ''}; only "
+                    f"{_label_text(labels)} are allowed.")
+    target = np.uint8 if allowed.max() <= 255 else np.uint16 if allowed.max() <= 65535 else np.int64
+    return voxels if voxels.dtype == target else voxels.astype(target)
+
+
+__all__ = ["AverageSurfaceDistance", "Composite", "Dice", "Hausdorff", "IoU", "LabelMapPair", "NormalizedSurfaceDice",
+           "RankedMetric", "Segmentation", "SegmentationSettings"]
