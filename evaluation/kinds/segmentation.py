@@ -6,7 +6,7 @@ checked when the class is made; a wrong declaration is a TypeError at import):
 
 - `labels`: {label value: name}, e.g. {1: "liver", 2: "spleen"}. Every value of a label map must
   be 0 (background) or a declared label; the names key metrics.json. Required.
-- `metrics`: the metrics computed for every label, each a declaration with its variant and empty
+- `label_metrics`: the metrics computed for every label, each a declaration with its variant and empty
   policy: `Dice()`, `IoU()`, `Hausdorff(percentile=95, boundary="voxels", connectivity=1,
   combine="max")`, `AverageSurfaceDistance(combine="mean")`, `NormalizedSurfaceDice(tolerance=2.0
   or {label name: tolerance})`. Default: (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0)).
@@ -67,8 +67,7 @@ from evaluation.grand_challenge import (
 from evaluation.kinds.declared import Declared, Ranked, mean_over_cases, median_over_cases, weighted_sum_of
 from evaluation.metrics import validation
 from evaluation.metrics.aggregation import describe, mean_over_labels
-from evaluation.reading.files import Origin
-from evaluation.reading.images import Geometry, ImageFile, open_image, shape_text
+from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 
 # Ground-truth label maps: <case id><one of these>.
@@ -371,7 +370,7 @@ class SegmentationSettings(Settings):
     output_socket: str = setting("segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: a label map on the ground truth's grid (0 background, "
                                      "the declared labels)")
-    geometry_tolerance: float = setting(1e-4, minimum=0.0, maximum=0.1,
+    geometry_tolerance: float = setting(GRID_TOLERANCE, minimum=0.0, maximum=0.1,
                                         doc="relative tolerance on spacing, origin and direction against the ground "
                                             "truth's; the size must be equal; label maps are never resampled")
 
@@ -396,7 +395,7 @@ class Segmentation(Declared):
     """The segmentation kind: see the module docstring for every declaration and its default."""
 
     labels: ClassVar[dict[int, str]] = {}
-    metrics: ClassVar[tuple[Metric, ...]] = ()
+    label_metrics: ClassVar[tuple[Metric, ...]] = ()
     ranked_metrics: ClassVar[tuple[RankedMetric, ...]] = ()
     composite: ClassVar[Composite | None] = None
     ranking: ClassVar[str] = "ordered"
@@ -421,15 +420,15 @@ class Segmentation(Declared):
         names = list(labels.values())
         if len(set(names)) != len(names) or not all(isinstance(n, str) and n.isidentifier() for n in names):
             raise TypeError(f"{cls.__name__}.labels: names must be distinct words of letters, digits and '_'")
-        if not cls.metrics:
-            cls.metrics = (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0))
-        keys = [metric.key for metric in cls.metrics]
+        if not cls.label_metrics:
+            cls.label_metrics = (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0))
+        keys = [metric.key for metric in cls.label_metrics]
         if len(set(keys)) != len(keys):
             raise TypeError(f"{cls.__name__}.metrics: two metrics share a key ({keys}); give one a key=")
         reserved = {MEAN_OVER_LABELS, *keys, *(f"{k}_{c}" for k in keys for c in OVER_CASES)}
         if reserved & set(names):
             raise TypeError(f"{cls.__name__}.labels: {sorted(reserved & set(names))} is a key of metrics.json")
-        for metric in cls.metrics:
+        for metric in cls.label_metrics:
             if isinstance(metric, NormalizedSurfaceDice) and isinstance(metric.tolerance, dict):
                 if set(metric.tolerance) != set(names):
                     raise TypeError(f"{cls.__name__}: {metric.key}'s tolerances must name every label ({names}), "
@@ -441,9 +440,9 @@ class Segmentation(Declared):
             raise TypeError(f"{cls.__name__}.spacing must be one of {', '.join(SPACINGS)}")
         if cls.ranking not in RANKINGS:
             raise TypeError(f"{cls.__name__}.ranking must be one of {', '.join(RANKINGS)}, not {cls.ranking!r}")
-        ranked = cls.ranked_metrics or tuple(RankedMetric(metric.key) for metric in cls.metrics)
+        ranked = cls.ranked_metrics or tuple(RankedMetric(metric.key) for metric in cls.label_metrics)
         cls.ranked_metrics = ranked
-        by_key = {metric.key: metric for metric in cls.metrics}
+        by_key = {metric.key: metric for metric in cls.label_metrics}
         values = []
         for value in ranked:
             metric = by_key.get(value.metric)
@@ -527,20 +526,22 @@ class Segmentation(Declared):
 
     def case_truth(self, case: Case):
         """The case's ground truth, read and checked here, in the process scoring the case."""
-        return read_truth(self.truth, self.ground_truth[case.case_id], self.labels, self.dimensions)
+        truth = read_truth_label_map(self.ground_truth_dir, self.ground_truth[case.case_id], [0, *self.labels],
+                                     dimensions=self.dimensions, labels_text=_label_text(self.labels))
+        return truth.voxels, truth.geometry
 
     def read_job_prediction(self, case: Case, ground_truth) -> LabelMapPair:
         truth_voxels, geometry = ground_truth
-        image = case.image(self.settings.output_socket, f"{case.name}: the segmentation")
-        prediction = read_prediction(image, geometry, self.labels, case.name, self.settings.geometry_tolerance)
+        prediction = read_label_map(case.image(self.settings.output_socket), geometry, [0, *self.labels], case.name,
+                                    labels_text=_label_text(self.labels), tolerance=self.settings.geometry_tolerance)
         spacing = tuple(float(s) for s in reversed(geometry.spacing)) if self.spacing == "header" else \
             (1.0,) * len(geometry.size)
-        return LabelMapPair(truth_voxels, prediction, spacing)
+        return LabelMapPair(truth_voxels, prediction.voxels, spacing)
 
     # ---- scoring ---------------------------------------------------------------------------------
 
     def score_case(self, case: Case, prediction: LabelMapPair, ground_truth) -> dict[str, float]:
-        return score_label_maps(prediction.prediction, prediction.truth, self.labels, self.metrics,
+        return score_label_maps(prediction.prediction, prediction.truth, self.labels, self.label_metrics,
                                 prediction.spacing)
 
     def case_entry(self, result: dict[str, float]) -> dict[str, Any]:
@@ -549,9 +550,9 @@ class Segmentation(Declared):
         entry: dict[str, Any] = {}
         for name in self.labels.values():
             entry[name] = {metric.key: _defined(result[f"{name}/{metric.key}"], metric, name, result)
-                           for metric in self.metrics}
+                           for metric in self.label_metrics}
         entry[MEAN_OVER_LABELS] = {metric.key: _defined(result[metric.key], metric, None, result)
-                                   for metric in self.metrics}
+                                   for metric in self.label_metrics}
         return entry
 
     def report(self, results: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -559,7 +560,7 @@ class Segmentation(Declared):
         aggregates: dict[str, Any] = {}
         for name in [*self.labels.values(), MEAN_OVER_LABELS]:
             aggregates[name] = {}
-            for metric in self.metrics:
+            for metric in self.label_metrics:
                 key = metric.key if name == MEAN_OVER_LABELS else f"{name}/{metric.key}"
                 summary = describe(np.array([r[key] for r in ordered], dtype=np.float64))
                 aggregates[name][metric.key] = {DESCRIBED[k]: summary[k] for k in DESCRIBED}
@@ -620,61 +621,6 @@ def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[
         result[metric.key] = float(mean_over_labels(per_label, None if defined.all() else defined))
     return result
 
-
-
-# ---- reading the label maps ----------------------------------------------------------------------
-
-
-def read_truth(truth: Origin, path: Path, labels: Mapping[int, str],
-               dimensions: tuple[int, ...]) -> tuple[np.ndarray, Geometry]:
-    """The ground truth's label map (its voxels as uint8/uint16, numpy order) and grid; any problem
-    is the organizer's (exit 3)."""
-    what = f"Ground truth {path.name}"
-    image = open_image(truth, path, what)
-    if len(image.geometry.size) not in dimensions:
-        truth.fail(f"{what}: a {' or '.join(f'{d}D' for d in dimensions)} label map is expected, found "
-                   f"{len(image.geometry.size)}D.")
-    return checked_labels(image.read(None), labels, truth, what), image.geometry
-
-
-def read_prediction(image: ImageFile, geometry: Geometry, labels: Mapping[int, str], case_name: str,
-                    tolerance: float) -> np.ndarray:
-    """The job's label map, decoded only once its header is on the ground truth's grid (the same
-    dimensionality and size; spacing, origin and direction within `tolerance`), then its values
-    checked against the declared labels. Every refusal names the case (exit 1)."""
-    found = image.geometry
-    if len(found.size) == len(geometry.size) + 1 and found.size[-1] == 1:  # a 2D map stored as one slice
-        n = len(found.size)
-        direction = np.asarray(found.direction).reshape(n, n)[:-1, :-1].reshape(-1)
-        found = Geometry(found.size[:-1], found.spacing[:-1], found.origin[:-1], tuple(direction.tolist()))
-    if len(found.size) != len(geometry.size):
-        image.origin.fail(f"{case_name}: the segmentation is {len(found.size)}D ({shape_text(found.shape)}) where the "
-                          f"ground truth is {len(geometry.size)}D ({shape_text(geometry.shape)}).")
-    different = geometry.differences(found, rtol=tolerance)
-    if different:
-        verb = "differs" if len(different) == 1 else "differ"
-        image.origin.fail(f"{case_name}: the segmentation's {' and '.join(different)} {verb} from the ground truth's "
-                          f"and label maps are not resampled: expected {geometry.describe()}; found "
-                          f"{found.describe()}.")
-    return checked_labels(image.read(geometry.shape), labels, image.origin, f"{case_name}: the segmentation")
-
-
-def checked_labels(voxels: np.ndarray, labels: Mapping[int, str], origin: Origin, what: str) -> np.ndarray:
-    """`voxels` as an unsigned label map whose every value is 0 or a declared label, else
-    origin.fail naming the values found (floats: whole numbers among the labels only)."""
-    allowed = np.array([0, *labels], dtype=np.int64)
-    if voxels.dtype == bool:
-        voxels = voxels.view(np.uint8)
-    if voxels.dtype.kind not in "iuf":
-        origin.fail(f"{what} has pixels of type {voxels.dtype}; a label map holds whole numbers.")
-    values = np.unique(voxels)
-    stray = values[~np.isin(values, allowed)]
-    if stray.size:
-        shown = ", ".join("NaN" if np.isnan(v) else f"{v:g}" for v in stray[:5].astype(np.float64))
-        origin.fail(f"{what} holds the value(s) {shown}{' and more' if stray.size > 5 else ''}; only "
-                    f"{_label_text(labels)} are allowed.")
-    target = np.uint8 if allowed.max() <= 255 else np.uint16 if allowed.max() <= 65535 else np.int64
-    return voxels if voxels.dtype == target else voxels.astype(target)
 
 
 __all__ = ["AverageSurfaceDistance", "Composite", "Dice", "Hausdorff", "IoU", "LabelMapPair", "NormalizedSurfaceDice",
