@@ -433,9 +433,12 @@ class Segmentation(Declared):
                 if set(metric.tolerance) != set(names):
                     raise TypeError(f"{cls.__name__}: {metric.key}'s tolerances must name every label ({names}), "
                                     f"found {sorted(metric.tolerance)}")
-            if metric.boundary == "surfels" if metric.distance else False:
-                if any(d not in (2, 3) for d in cls.dimensions):
+            if metric.surface_variant is not None:
+                if metric.boundary == "surfels" and any(d not in (2, 3) for d in cls.dimensions):
                     raise TypeError(f"{cls.__name__}: surfels are defined in 2D and 3D only")
+                if metric.connectivity > min(cls.dimensions):
+                    raise TypeError(f"{cls.__name__}: {metric.key}'s connectivity {metric.connectivity} exceeds the "
+                                    f"dimensionality of a {min(cls.dimensions)}D label map (declare dimensions)")
         if cls.spacing not in SPACINGS:
             raise TypeError(f"{cls.__name__}.spacing must be one of {', '.join(SPACINGS)}")
         if cls.ranking not in RANKINGS:

@@ -1,0 +1,381 @@
+"""The segmentation kind (evaluation/kinds/segmentation.py): its per-label metrics against the
+peers organizers use (medpy's border-voxel distances, hd95 and assd; DeepMind's surface-distance
+for surfels; numpy for Dice and IoU; pandas for the description over cases) on anisotropic 3D
+and 2D label maps with empty labels; its declaration checks; and whole runs of the evaluation's
+command on real files: hostile label maps exit 1 with one line naming the case and no
+metrics.json, a noise prediction is scored in bounded time."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluation.kinds.segmentation import (
+    AverageSurfaceDistance,
+    Composite,
+    Dice,
+    Hausdorff,
+    IoU,
+    NormalizedSurfaceDice,
+    RankedMetric,
+    Segmentation,
+    score_label_maps,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = {1: "liver", 2: "spleen", 3: "kidney"}
+SPACING = (3.0, 0.8, 0.8)  # numpy order (z, y, x): thick slices
+SHAPE = (24, 40, 40)
+
+medpy_binary = pytest.importorskip("medpy.metric.binary")
+surface_distance = pytest.importorskip("surface_distance")  # DeepMind's
+
+
+def box(shape, low, high) -> np.ndarray:
+    mask = np.zeros(shape, dtype=bool)
+    mask[tuple(slice(a, b) for a, b in zip(low, high, strict=True))] = True
+    return mask
+
+
+def ball(shape, centre, radii) -> np.ndarray:
+    grid = np.indices(shape, sparse=True)
+    return sum(((axis - c) / r) ** 2 for axis, c, r in zip(grid, centre, radii, strict=True)) <= 1
+
+
+def generated_cases(shape=SHAPE, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(prediction, truth) label maps: every label present; the kidney only predicted (truth
+    empty); the spleen only true (prediction empty); the kidney in neither; and two
+    random-offset cases."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for number in range(6):
+        truth = np.zeros(shape, dtype=np.uint8)
+        prediction = np.zeros(shape, dtype=np.uint8)
+        centre = np.array(shape) * 0.4
+        liver = ball(shape, centre, np.array(shape) * 0.25)
+        truth[liver] = 1
+        prediction[ball(shape, centre + rng.integers(-1, 2, len(shape)), np.array(shape) * 0.23)] = 1
+        spleen = box(shape, [int(n * 0.7) for n in shape], [int(n * 0.9) for n in shape])
+        truth[spleen] = 2
+        if number != 2:  # case 2: the spleen is missed (prediction empty)
+            prediction[np.roll(spleen, int(rng.integers(-2, 3)), axis=-1)] = 2
+        kidney_truth = box(shape, [1] * len(shape), [4] + [6] * (len(shape) - 1))
+        kidney_prediction = box(shape, [1] * len(shape), [3] + [7] * (len(shape) - 1))
+        if number not in (1, 3):
+            truth[kidney_truth] = 3
+        if number != 3:  # case 1: the kidney predicted only (truth empty); case 3: in neither
+            prediction[kidney_prediction] = 3
+        if number >= 4:  # stray voxels: outliers for the Hausdorff distance
+            stray = rng.integers(0, np.array(shape), size=(5, len(shape)))
+            prediction[tuple(stray.T)] = rng.integers(1, 4, 5)
+        cases.append((prediction, truth))
+    return cases
+
+
+def diagonal(shape, spacing) -> float:
+    return math.sqrt(sum((n * s) ** 2 for n, s in zip(shape, spacing, strict=True)))
+
+
+def peer_values(p: np.ndarray, t: np.ndarray, spacing, tolerance: float) -> dict[str, float]:
+    """Every variant the tests declare, for one label's masks, from the peers; the empty policies
+    of the declarations below applied by hand."""
+    if not p.any() or not t.any():
+        both = not p.any() and not t.any()
+        far = 0.0 if both else diagonal(p.shape, spacing)
+        overlap = float(both)
+        return {"dice": overlap, "iou": overlap, "hd95": far, "hd": far, "hd95_pooled": far, "hd95_full": far,
+                "assd": -1.0 if both else 99.0, "masd": far, "nsd": overlap, "nsd_surfels": overlap,
+                "hd95_surfels": far}
+    directed = medpy_binary.__surface_distances
+    to_t, to_p = directed(p, t, spacing, 1), directed(t, p, spacing, 1)
+    to_t3, to_p3 = directed(p, t, spacing, p.ndim), directed(t, p, spacing, p.ndim)  # fully connected
+    deepmind = surface_distance.compute_surface_distances(t, p, spacing)
+    within = np.count_nonzero(to_t <= tolerance * (1 + 1e-9)) + np.count_nonzero(to_p <= tolerance * (1 + 1e-9))
+    return {
+        "dice": 2 * np.count_nonzero(p & t) / (np.count_nonzero(p) + np.count_nonzero(t)),
+        "iou": np.count_nonzero(p & t) / np.count_nonzero(p | t),
+        "hd95": max(np.percentile(to_t, 95), np.percentile(to_p, 95)),  # MONAI's and MetricsReloaded's rule
+        "hd": medpy_binary.hd(p, t, spacing),
+        "hd95_pooled": medpy_binary.hd95(p, t, spacing),
+        "hd95_full": max(np.percentile(to_t3, 95), np.percentile(to_p3, 95)),
+        "assd": medpy_binary.assd(p, t, spacing),  # medpy 0.5: all distances of both directions
+        "masd": (to_t.mean() + to_p.mean()) / 2,
+        "nsd": within / (len(to_t) + len(to_p)),
+        "nsd_surfels": surface_distance.compute_surface_dice_at_tolerance(deepmind, tolerance),
+        "hd95_surfels": surface_distance.compute_robust_hausdorff(deepmind, 95),
+    }
+
+
+def every_variant(ndim: int) -> tuple:
+    """One declaration of each metric and variant (their keys: peer_values')."""
+    return (
+        Dice(), IoU(),
+        Hausdorff(95), Hausdorff(100), Hausdorff(95, combine="pooled", key="hd95_pooled"),
+        Hausdorff(95, connectivity=ndim, key="hd95_full"),
+        Hausdorff(95, boundary="surfels", key="hd95_surfels"),
+        # assd's empty policy: numbers, told apart from the distances' "diagonal"
+        AverageSurfaceDistance(combine="pooled", both_empty=-1.0, truth_empty=99.0, prediction_empty=99.0),
+        AverageSurfaceDistance(combine="mean"),
+        NormalizedSurfaceDice(2.0, boundary="voxels"),
+        NormalizedSurfaceDice(2.0, boundary="surfels", key="nsd_surfels"),
+    )
+
+
+@pytest.mark.parametrize("shape, spacing", [(SHAPE, SPACING), ((48, 40), (0.7, 1.9)), (SHAPE, None)],
+                         ids=["3d-anisotropic", "2d-anisotropic", "3d-voxel-units"])
+def test_every_variant_equals_its_peer_per_label(shape, spacing):
+    variants = every_variant(len(shape))
+    for prediction, truth in generated_cases(shape):
+        result = score_label_maps(prediction, truth, LABELS, variants, spacing)
+        for value, name in LABELS.items():
+            expected = peer_values(prediction == value, truth == value, spacing or (1.0,) * len(shape), 2.0)
+            for key, peer in expected.items():
+                # DeepMind's surfels are float32 areas and distances: its values agree to float32's precision
+                rel = 1e-6 if key.endswith("surfels") else 1e-12
+                assert result[f"{name}/{key}"] == pytest.approx(peer, rel=rel, abs=1e-12), (name, key)
+        for metric in variants:  # the case's mean over the declared labels
+            per_label = [result[f"{name}/{metric.key}"] for name in LABELS.values()]
+            assert result[metric.key] == pytest.approx(np.mean(per_label), rel=1e-15)
+
+
+def test_a_tolerance_per_label_is_each_labels_own():
+    tolerances = {"liver": 0.5, "spleen": 2.0, "kidney": 3.5}
+    metric = NormalizedSurfaceDice(tolerances, boundary="voxels")
+    for prediction, truth in generated_cases():
+        result = score_label_maps(prediction, truth, LABELS, (metric,), SPACING)
+        for value, name in LABELS.items():
+            peer = peer_values(prediction == value, truth == value, SPACING, tolerances[name])["nsd"]
+            assert result[f"{name}/nsd"] == pytest.approx(peer, rel=1e-12)
+
+
+# ---- whole runs: a challenge declared in a driver script, run by the evaluation's command ---------
+
+
+DRIVER = '''
+import sys
+from evaluation import cli
+from evaluation.kinds.segmentation import *
+
+
+class Tiny(Segmentation):
+    name = "tiny"
+    title = "tiny: a test of the segmentation kind"
+    labels = {labels!r}
+    label_metrics = (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0), IoU(both_empty=None))
+    ranked_metrics = (RankedMetric("dice"), RankedMetric("hd95"), RankedMetric("nsd"),
+                      RankedMetric("dice", label="kidney", over_cases="median"))
+
+
+cli.named_challenge = lambda name: Tiny  # the command as it is, told where this challenge is
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+
+def write_map(path: Path, voxels: np.ndarray, spacing_xyz, dtype=np.uint8) -> None:
+    import SimpleITK as sitk
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image = sitk.GetImageFromArray(voxels.astype(dtype))
+    image.SetSpacing(tuple(float(s) for s in spacing_xyz))
+    sitk.WriteImage(image, str(path), True)
+
+
+def write_submission(input_dir: Path, maps: dict[str, np.ndarray], spacing_xyz, dtype=np.uint8) -> None:
+    jobs = []
+    for number, (case_id, voxels) in enumerate(sorted(maps.items())):
+        pk = f"job-{number}"
+        write_map(input_dir / pk / "output" / "images" / "segmentation" / "out.mha", voxels, spacing_xyz, dtype)
+        jobs.append({"pk": pk, "status": "Succeeded",
+                     "inputs": [{"pk": 0, "file": None, "value": None,
+                                 "image": {"pk": f"i{number}", "name": f"{case_id}.mha"},
+                                 "socket": {"slug": "image", "kind": "Image", "super_kind": "Image",
+                                            "relative_path": "images/image"}}],
+                     "outputs": [{"pk": 0, "file": None, "value": None,
+                                  "image": {"pk": f"o{number}", "name": "out.mha"},
+                                  "socket": {"slug": "segmentation", "kind": "Segmentation", "super_kind": "Image",
+                                             "relative_path": "images/segmentation"}}]})
+    (input_dir / "predictions.json").write_text(json.dumps(jobs))
+
+
+@pytest.fixture(scope="module")
+def challenge(tmp_path_factory):
+    """A driver script, a ground truth of four cases (.nii.gz and .mha) and a valid submission."""
+    folder = tmp_path_factory.mktemp("tiny")
+    driver = folder / "driver.py"
+    driver.write_text(DRIVER.format(labels=LABELS))
+    cases = generated_cases()[:4]
+    spacing_xyz = SPACING[::-1]
+    for number, (_, truth) in enumerate(cases):
+        write_map(folder / "ground-truth" / f"case-{number}{'.nii.gz' if number % 2 else '.mha'}", truth,
+                  spacing_xyz)
+    write_submission(folder / "input", {f"case-{n}": p for n, (p, _) in enumerate(cases)}, spacing_xyz)
+    return folder, cases
+
+
+def run(folder: Path, input_dir: Path, output: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1", "EVALUATION_WORKERS": "2"}
+    return subprocess.run([sys.executable, str(folder / "driver.py"), "tiny", "--ground-truth",
+                           str(folder / "ground-truth"), "--input", str(input_dir), "--output", str(output)],
+                          capture_output=True, text=True, env=env, timeout=timeout, cwd=folder)
+
+
+def test_a_run_writes_each_label_and_case_and_the_ranked_values(challenge, tmp_path):
+    pandas = pytest.importorskip("pandas")
+    folder, cases = challenge
+    finished = run(folder, folder / "input", tmp_path / "out")
+    assert finished.returncode == 0, finished.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    # NIfTI stores the spacing as float32: the .nii.gz cases are scored on that spacing
+    spacings = [SPACING if n % 2 == 0 else tuple(float(np.float32(s)) for s in SPACING) for n in range(4)]
+    peers = {f"case-{n}": {name: peer_values(p == value, t == value, spacings[n], 2.0)
+                           for value, name in LABELS.items()} for n, (p, t) in enumerate(cases)}
+    for case_id, per_label in peers.items():
+        for name, values in per_label.items():
+            for key in ("dice", "hd95", "nsd"):
+                assert metrics["cases"][case_id][name][key] == pytest.approx(values[key], rel=1e-12), (case_id, name)
+    # IoU of a label in neither map is undefined (declared None): null, a note, left out of the means
+    assert metrics["cases"]["case-3"]["kidney"]["iou"] is None
+    assert "cases.case-3.kidney.iou" in metrics["notes"]
+    assert metrics["aggregates"]["kidney"]["iou"]["count"] == 3
+    # the ranked values: each case's mean over labels, then the mean (the median) over cases
+    for key in ("dice", "hd95", "nsd"):
+        case_means = [np.mean([peers[c][name][key] for name in LABELS.values()]) for c in sorted(peers)]
+        assert metrics["aggregates"][f"{key}_mean"] == pytest.approx(np.mean(case_means), rel=1e-12)
+    kidney = [peers[c]["kidney"]["dice"] for c in sorted(peers)]
+    assert metrics["aggregates"]["kidney"]["dice"]["median"] == pytest.approx(np.median(kidney), rel=1e-12)
+    # each label's description over cases is pandas' describe
+    for name in LABELS.values():
+        for key in ("dice", "hd95", "nsd"):
+            described = pandas.Series([peers[c][name][key] for c in sorted(peers)]).describe()
+            ours = metrics["aggregates"][name][key]
+            for theirs, mine in (("mean", "mean"), ("std", "std"), ("min", "min"), ("25%", "25%"),
+                                 ("50%", "median"), ("75%", "75%"), ("max", "max"), ("count", "count")):
+                assert ours[mine] == pytest.approx(described[theirs], rel=1e-12, abs=1e-12), (name, key, mine)
+    assert metrics["counts"]["empty_cases"]["kidney"] == {"both_empty": 1, "truth_empty": 1, "prediction_empty": 0}
+    assert metrics["counts"]["empty_cases"]["spleen"] == {"both_empty": 0, "truth_empty": 0, "prediction_empty": 1}
+
+
+def hostile_maps(truth: np.ndarray) -> dict[str, tuple[np.ndarray, tuple, type, str]]:
+    """name -> (voxels, spacing (x, y, z), pixel type, what the last line must say)."""
+    stray, fraction, undefined = truth.copy(), truth.astype(np.float32), truth.astype(np.float32)
+    stray[0, 0, 0] = 9
+    fraction[5, 5, 5] = 1.5
+    undefined[3, 3, 3] = np.nan
+    xyz = SPACING[::-1]
+    return {
+        "other-spacing": (truth, (0.8, 0.8, 2.5), np.uint8, "spacing"),
+        "other-size": (truth[:, :-2], xyz, np.uint8, "size"),
+        "two-dimensional": (truth[4], xyz[:2], np.uint8, "2D"),
+        "label-out-of-range": (stray, xyz, np.uint8, "9"),
+        "fractional-values": (fraction, xyz, np.float32, "1.5"),
+        "nan-values": (undefined, xyz, np.float32, "NaN"),
+    }
+
+
+@pytest.mark.parametrize("hostile", ["other-spacing", "other-size", "two-dimensional", "label-out-of-range",
+                                     "fractional-values", "nan-values"])
+def test_a_hostile_label_map_exits_1_naming_the_case(challenge, tmp_path, hostile):
+    folder, cases = challenge
+    maps = {f"case-{n}": p for n, (p, _) in enumerate(cases)}
+    voxels, spacing, dtype, said = hostile_maps(cases[2][1])[hostile]
+    write_submission(tmp_path / "input", {case: maps[case] for case in maps if case != "case-2"}, SPACING[::-1])
+    write_submission(tmp_path / "hostile", {"case-2": voxels}, spacing, dtype)
+    # the hostile case's job joins the valid ones
+    jobs = json.loads((tmp_path / "input" / "predictions.json").read_text())
+    hostile_job = json.loads((tmp_path / "hostile" / "predictions.json").read_text())[0]
+    hostile_job["pk"] = "job-hostile"
+    (tmp_path / "hostile" / "job-0").rename(tmp_path / "input" / "job-hostile")
+    (tmp_path / "input" / "predictions.json").write_text(json.dumps([*jobs, hostile_job]))
+    finished = run(folder, tmp_path / "input", tmp_path / "out")
+    last = finished.stderr.strip().splitlines()[-1]
+    assert finished.returncode == 1, finished.stderr
+    assert last.startswith("Case case-2: ") and said in last and last.endswith("."), last
+    assert last.count(". ") == 0 and "Traceback" not in finished.stderr
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_a_noise_prediction_is_scored_in_bounded_time(challenge, tmp_path):
+    """Random labels everywhere: every voxel a border voxel of some label, far from the truth's;
+    scored (exit 0, the worst values), not refused, within seconds on 64 x 160 x 160 voxels."""
+    folder, _ = challenge
+    shape = (64, 160, 160)
+    truth = np.zeros(shape, dtype=np.uint8)
+    truth[ball(shape, np.array(shape) / 2, np.array(shape) / 4)] = 1
+    truth[box(shape, (5, 5, 5), (15, 30, 30))] = 2
+    noise = np.random.default_rng(7).integers(0, 4, shape).astype(np.uint8)
+    ground_truth = tmp_path / "gt"
+    write_map(ground_truth / "case-0.mha", truth, SPACING[::-1])
+    write_submission(tmp_path / "input", {"case-0": noise}, SPACING[::-1])
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    started = time.perf_counter()
+    finished = subprocess.run([sys.executable, str(folder / "driver.py"), "tiny", "--ground-truth", str(ground_truth),
+                               "--input", str(tmp_path / "input"), "--output", str(tmp_path / "out")],
+                              capture_output=True, text=True, env=env, timeout=120)
+    elapsed = time.perf_counter() - started
+    assert finished.returncode == 0, finished.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["aggregates"]["dice_mean"] < 0.2 and metrics["aggregates"]["kidney"]["dice"]["mean"] == 0.0
+    assert elapsed < 60, f"a noise prediction took {elapsed:.1f} s"
+
+
+# ---- the declaration ---------------------------------------------------------------------------
+
+
+def declared(**attributes) -> type[Segmentation]:
+    return type("Declared", (Segmentation,), {"name": "x", "title": "x", "labels": dict(LABELS), **attributes})
+
+
+def test_the_default_declaration_ranks_dice_hd95_and_nsd_in_that_order():
+    cls = declared()
+    assert [c.path for c in (cls.leaderboards[0].score, *cls.leaderboards[0].extra_columns)] == [
+        "aggregates.dice_mean", "aggregates.hd95_mean", "aggregates.nsd_mean"]
+    assert [c.order for c in cls.final_rankings[0].keys] == ["desc", "asc", "desc"]
+    assert cls.ranked_paths == ("aggregates.dice_mean", "aggregates.hd95_mean", "aggregates.nsd_mean")
+
+
+def test_a_composite_is_the_score_computed_from_the_values_it_weighs():
+    cls = declared(composite=Composite({"dice_mean": 0.5, "nsd_mean": 0.5, "hd95_mean": -0.01}))
+    assert cls.leaderboards[0].score.path == "aggregates.score"
+    results = {f"c{n}": score_label_maps(p, t, LABELS, cls.label_metrics, SPACING)
+               for n, (p, t) in enumerate(generated_cases())}
+    values = cls.__new__(cls).point_values(results)  # the ranked values need no ground truth
+    expected = 0.5 * values["aggregates.dice_mean"] + 0.5 * values["aggregates.nsd_mean"] \
+        - 0.01 * values["aggregates.hd95_mean"]
+    assert values["aggregates.score"] == pytest.approx(expected, rel=1e-12)
+    assert values["aggregates.dice_mean"] == pytest.approx(np.mean([r["dice"] for r in results.values()]), rel=1e-12)
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"label_metrics": (Dice(both_empty=None),)}, "leaves both_empty undefined"),
+    ({"ranked_metrics": (RankedMetric("iou"),)}, "not one of the metrics"),
+    ({"ranked_metrics": (RankedMetric("dice", label="lung"),)}, "not one of the labels"),
+    ({"label_metrics": (NormalizedSurfaceDice({"liver": 1.0}),)}, "must name every label"),
+    ({"label_metrics": (Dice(), Dice())}, "share a key"),
+    ({"labels": {0: "background"}}, "0 is the background"),
+    ({"labels": {1: "dice_mean"}}, "is a key of metrics.json"),
+    ({"ranking": "borda"}, "ranking must be one of"),
+    ({"composite": Composite({"dice": 1.0})}, "no ranked metric's key"),
+])
+def test_a_wrong_declaration_is_refused_when_the_class_is_made(attributes, message):
+    with pytest.raises(TypeError, match=message):
+        declared(**attributes)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Hausdorff(95, truth_empty=math.nan), "finite number"),
+    (lambda: NormalizedSurfaceDice(2.0, truth_empty="diagonal"), "is a distance"),
+    (lambda: Hausdorff(101), "percentile"),
+    (lambda: Hausdorff(95, boundary="surfels", connectivity=2), "voxels"),
+    (lambda: NormalizedSurfaceDice(-1.0), "tolerance"),
+])
+def test_a_wrong_metric_is_refused(make, message):
+    with pytest.raises(TypeError, match=message):
+        make()
