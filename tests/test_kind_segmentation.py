@@ -379,3 +379,25 @@ def test_a_wrong_declaration_is_refused_when_the_class_is_made(attributes, messa
 def test_a_wrong_metric_is_refused(make, message):
     with pytest.raises(TypeError, match=message):
         make()
+
+
+def test_each_ranking_rule_is_the_declared_one_and_reads_paths_metrics_json_has():
+    from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS
+    from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks, OrderedRanking
+    from evaluation.grand_challenge import value_at_path
+
+    ranked = (RankedMetric("dice"), RankedMetric("hd95"), RankedMetric("nsd", label="kidney"))
+    rules = {ranking: declared(ranking=ranking, ranked_metrics=ranked)
+             for ranking in ("ordered", "mean_of_ranks", "case_rank_then_mean")}
+    assert isinstance(rules["ordered"].final_rankings[0], OrderedRanking)
+    assert isinstance(rules["mean_of_ranks"].final_rankings[0], MeanOfRanks)
+    assert isinstance(rules["case_rank_then_mean"].final_rankings[0], MeanOfCaseRanks)
+    assert rules["mean_of_ranks"].leaderboards[0].scoring_method == MEAN_OF_RANKS
+    assert rules["ordered"].leaderboards[0].scoring_method == ABSOLUTE
+    # the per-case rule reads each ranked metric's value inside a case's entry of metrics.json
+    cls = rules["case_rank_then_mean"]
+    prediction, truth = generated_cases()[0]
+    entry = cls.__new__(cls).case_entry(score_label_maps(prediction, truth, LABELS, cls.label_metrics, SPACING))
+    for path in cls.final_rankings[0].case_paths:
+        assert isinstance(value_at_path(entry, path), float), path
+    assert cls.final_rankings[0].case_paths == ("mean_over_labels.dice", "mean_over_labels.hd95", "kidney.nsd")

@@ -22,9 +22,14 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   name ranks that label alone. Default: every metric, mean over labels and cases.
 - `composite`: optional `Composite({ranked key: weight})`, a weighted sum of ranked values, which
   then is the score (the leaderboard's first column), the ranked values beside it.
-- `ranking`: the final ranking's rule: "ordered" (default: the score, ties broken by the next
-  ranked values in turn), "mean_of_ranks" (the mean of the ranked values' ranks; the platform's
-  leaderboard ranks the same way), "case_rank_then_mean" (challengeR's rank-then-aggregate).
+- `ranking`: the final ranking's rule (evaluation/declarations/ranking_rules.py): "ordered"
+  (default: the score, ties broken by the next ranked values in turn), "mean_of_ranks"
+  (MeanOfRanks: the mean of the ranked values' ranks; the platform's leaderboard then ranks by
+  the mean of the columns' ranks too), "case_rank_then_mean" (MeanOfCaseRanks, challengeR's
+  rank-then-aggregate: on each case the submissions ranked on the case's value of each ranked
+  metric, `cases.<case>.mean_over_labels.<metric>` or `cases.<case>.<label>.<metric>`, the ranks
+  averaged over cases, then over the metrics; the phase's leaderboard cannot rank so and ranks
+  by the score).
 - `dimensions`: the dimensionalities accepted for the ground truth, default (2, 3).
 
 Settings (config.json next to the ground truth): `input_socket`, `output_socket`
@@ -338,6 +343,11 @@ class RankedMetric:
         return f"{self.label}.{self.metric}.{self.over_cases}"
 
     @property
+    def case_path(self) -> str:
+        """Its per-case value's path inside a case's entry of metrics.json (a per-case rule's)."""
+        return f"{self.label or MEAN_OVER_LABELS}.{self.metric}"
+
+    @property
     def case_key(self) -> str:
         """The per-case value it aggregates (a key of a case's result)."""
         return self.metric if self.label is None else f"{self.label}/{self.metric}"
@@ -483,20 +493,28 @@ class Segmentation(Declared):
             cls.final_rankings = (cls._rule()(composite.key, columns),)
         cls.scoring_method = MEAN_OF_RANKS if cls.ranking == "mean_of_ranks" and cls.composite is None else ABSOLUTE
         cls.ranking_rule = staticmethod(cls._rule())
+        if cls.ranking == "case_rank_then_mean" and any(value.over_cases != "mean" for value in ranked):
+            raise TypeError(f"{cls.__name__}: case_rank_then_mean averages each case's ranks; its ranked metrics "
+                            f"aggregate over cases by the mean")
 
     @classmethod
     def _rule(cls):
-        from evaluation.declarations import ranking_rules
+        """(name, the ranked columns) -> the declared final-ranking rule."""
+        from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
         from evaluation.kinds.declared import ordered_ranking
 
         if cls.ranking == "ordered":
             return ordered_ranking
-        wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "CaseRankThenMean"}[cls.ranking]
-        rule = getattr(ranking_rules, wanted, None)
-        if rule is None:
-            raise NotImplementedError(f"{cls.__name__}.ranking = {cls.ranking!r} needs the final-ranking rule {wanted} "
-                                      f"(evaluation/declarations/ranking_rules.py), which this version lacks")
-        return rule
+        if cls.ranking == "mean_of_ranks":
+            return MeanOfRanks
+        if cls.composite is not None:
+            raise TypeError(f"{cls.__name__}: a composite has no per-case value for case_rank_then_mean to rank")
+        # challengeR's rank-then-aggregate ranks each case's own values: the ranked metrics' paths
+        # inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice")
+        by_key = {metric.key: metric for metric in cls.label_metrics}
+        case_columns = tuple(Column(value.title or cls._title(by_key[value.metric], value),
+                                    value.case_path, by_key[value.metric].order) for value in cls.ranked_metrics)
+        return lambda name, columns: MeanOfCaseRanks(name, case_columns)
 
     @classmethod
     def _title(cls, metric: _Metric, value: RankedMetric) -> str:

@@ -65,7 +65,7 @@ NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9]+)*")
 NAME_LENGTH = 32  # the class line `title = "NAME: ..."` stays within 120 characters
 TITLES = {
     "classification": "binary classification, ROC AUC (ties: balanced accuracy)",
-    "segmentation": "3D multi-label segmentation, Dice, HD95, NSD at 2 mm per label",
+    "segmentation": "3D multi-label segmentation, mean rank of Dice, HD95, NSD at 2 mm",
     "detection": "lesion detection, FROC score (sensitivity at 1/4 to 8 FP per image)",
     "survival": "survival, Harrell's C-index",
 }
