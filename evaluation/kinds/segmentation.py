@@ -43,6 +43,10 @@ per-case means over labels (`aggregates.mean_over_labels.<metric>`); each case's
 and metric (`cases.<case>.<label>.<metric>`, and `cases.<case>.mean_over_labels.<metric>`); counts
 of the cases in which each label is empty in the truth, the prediction or both.
 
+Reading: evaluation/reading/label_maps.py, the header first (the grid: dimensionality, size,
+spacing, origin, direction), then the values (0 or a declared label; whole-number floats are
+labels, 0.5 and NaN are not); the ground truth's problems are the organizer's (exit 3).
+
 Computation: one pass over both label maps for every label's voxel counts and bounding box
 (metrics.overlap.label_overlap_counts), then surface distances per label on its own crop
 (metrics.surface.label_surface_distances), once per surface variant (boundary, connectivity)
