@@ -90,9 +90,8 @@ def grid_problem(found: Geometry, expected: Geometry, what: str, reference: str,
     dimensions = len(expected.size)
     found = fitted_geometry(found, dimensions)
     if len(found.size) != dimensions:
-        return (f"the {what} is {len(found.size)}D ({shape_text(found.size)}, {GRID_ORDER[:3 * len(found.size) - 2]}) "
-                f"where the {reference} is {dimensions}D ({shape_text(expected.size)}); a {dimensions}D label map "
-                f"on the {reference}'s grid is expected")
+        return (f"the {what} is {len(found.size)}D, size {_vector(found.size)}, where the {reference} is "
+                f"{dimensions}D, size {_vector(expected.size)}")
     different = []
     if tuple(found.size) != tuple(expected.size):
         different.append("size")
@@ -152,7 +151,7 @@ def label_voxels(array: np.ndarray, labels: Sequence[int], origin: Origin, subje
     allowed = np.unique(np.asarray(list(labels), dtype=np.int64))
     if allowed.size == 0:
         raise ValueError("label_voxels needs at least one allowed label")
-    allowed_text = labels_text or id_list((str(v) for v in allowed.tolist()), limit=20)
+    allowed_text = labels_text or _labels_text(allowed)
     target = _label_dtype(allowed)
     if array.dtype == bool:
         array = array.view(np.uint8)
@@ -179,6 +178,18 @@ def label_voxels(array: np.ndarray, labels: Sequence[int], origin: Origin, subje
     origin.fail(f"{subject} holds label(s) {listed}; only {allowed_text} are allowed.")
 
 
+def _labels_text(allowed: np.ndarray) -> str:
+    """'0, 1 and 2'; '0 to 40' for a longer range; the first and the count for any other long set."""
+    values = [str(v) for v in allowed.tolist()]
+    if len(values) == 1:
+        return values[0]
+    if len(values) <= 6:
+        return ", ".join(values[:-1]) + " and " + values[-1]
+    if len(values) == int(allowed[-1]) - int(allowed[0]) + 1:
+        return f"{values[0]} to {values[-1]}"
+    return ", ".join(values[:5]) + f" and {len(values) - 5} more"
+
+
 def _number(value: float) -> str:
     if isinstance(value, float) and np.isnan(value):
         return "NaN"
@@ -202,14 +213,18 @@ def _stray_values(array: np.ndarray, allowed: np.ndarray):
     values: its first ones are enough to say what is wrong)."""
     flat = array.reshape(-1)
     if array.dtype.kind in "iu" and array.dtype.itemsize <= 2:
+        # a table over the type's whole range says which values are no label; only those are counted
         info = np.iinfo(array.dtype)
         offset = int(info.min)
-        counts = np.zeros(int(info.max) - offset + 1, dtype=np.int64)
+        is_stray = np.ones(int(info.max) - offset + 1, dtype=bool)
+        is_stray[allowed[(allowed >= info.min) & (allowed <= info.max)] - offset] = False
+        counts = np.zeros(is_stray.size, dtype=np.int64)
         for start in range(0, flat.size, LABEL_SLAB):
             part = flat[start:start + LABEL_SLAB]
-            counts += np.bincount(part.astype(np.intp) - offset if offset else part, minlength=counts.size)
-        inside = allowed[(allowed >= info.min) & (allowed <= info.max)]
-        counts[inside - offset] = 0
+            index = part.astype(np.intp) - offset if offset else part
+            stray = is_stray[index]
+            if stray.any():
+                counts += np.bincount(index[stray], minlength=counts.size)
         present = np.flatnonzero(counts)
         if present.size == 0:
             return []
