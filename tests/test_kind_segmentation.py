@@ -363,6 +363,8 @@ def test_a_composite_is_the_score_computed_from_the_values_it_weighs():
     ({"labels": {1: "dice_mean"}}, "is a key of metrics.json"),
     ({"ranking": "borda"}, "ranking must be one of"),
     ({"composite": Composite({"dice": 1.0})}, "no ranked metric's key"),
+    ({"composite": Composite({"dice_mean": 1.0}), "ranking": "mean_of_ranks"}, "declare ranking"),
+    ({"labels": {1: "score"}, "composite": Composite({"dice_mean": 1.0})}, "is a key of metrics.json"),
 ])
 def test_a_wrong_declaration_is_refused_when_the_class_is_made(attributes, message):
     with pytest.raises(TypeError, match=message):

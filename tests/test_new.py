@@ -220,6 +220,39 @@ def test_template_metrics_agree_with_an_independent_computation(scaffolded, temp
         assert value_at_path(expected, path) == pytest.approx(value, rel=1e-12, abs=1e-12), path
 
 
+def test_the_segmentation_teams_trade_the_metrics_off(scaffolded, tmp_path):
+    """The segmentation template's teams: ordering by mean Dice, the mean of the three metrics'
+    ranks (scipy's rankdata) and challengeR's per-case rank-then-mean put three different teams
+    first; the template's own final ranking (mean of ranks) agrees with the second."""
+    from scipy.stats import rankdata
+
+    copy, name = scaffolded["segmentation"]
+    teams = ("team-a", "team-b", "team-c")
+    documents = {}
+    for team in teams:
+        done = run(copy, sys.executable, "-m", "evaluation", name, "--ground-truth", f"ground-truth/{name}", "--input",
+                   f"test/{name}/leaderboard/{team}", "--output", str(tmp_path / team))
+        assert done.returncode == 0, done.stderr
+        documents[team] = json.loads((tmp_path / team / "metrics.json").read_text())
+    signs = {"dice": -1, "hd95": 1, "nsd": -1}  # rankdata ranks ascending: higher is better is negated
+    means = {key: [sign * documents[team]["aggregates"][f"{key}_mean"] for team in teams]
+             for key, sign in signs.items()}
+    by_dice = teams[int(np.argmin(means["dice"]))]
+    mean_of_ranks = np.mean([rankdata(values) for values in means.values()], axis=0)
+    cases = sorted(documents["team-a"]["cases"])
+    case_ranks = np.mean([[rankdata([sign * documents[team]["cases"][case]["mean_over_labels"][key] for team in teams],
+                                    method="min") for case in cases] for key, sign in signs.items()], axis=(0, 1))
+    winners = (by_dice, teams[int(np.argmin(mean_of_ranks))], teams[int(np.argmin(case_ranks))])
+    assert len(set(winners)) == 3, (winners, mean_of_ranks, case_ranks)
+    assert sorted(mean_of_ranks)[0] < sorted(mean_of_ranks)[1] and sorted(case_ranks)[0] < sorted(case_ranks)[1]
+    ranking = run(copy, sys.executable, "-m", "evaluation.leaderboard", name,
+                  *(f"test/{name}/leaderboard/{team}" for team in teams), "--output", str(tmp_path / "ranking"),
+                  "--resamples", "10")
+    assert ranking.returncode == 0, ranking.stderr
+    entries = json.loads((tmp_path / "ranking" / "ranking.json").read_text())["leaderboards"][0]["entries"]
+    assert entries[0]["submission"] == winners[1] and entries[0]["rank"] == 1
+
+
 # The test files parametrised over the registry (and the hostile suite, which takes each
 # challenge's first case from its example).
 GENERIC_FILES = tuple(sorted({"tests/test_hostile.py", *(

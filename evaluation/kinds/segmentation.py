@@ -21,7 +21,8 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   declared labels of each case, then `over_cases` ("mean" or "median") over the cases; a label
   name ranks that label alone. Default: every metric, mean over labels and cases.
 - `composite`: optional `Composite({ranked key: weight})`, a weighted sum of ranked values, which
-  then is the score (the leaderboard's first column), the ranked values beside it.
+  then is the score (the leaderboard's first column), the ranked values beside it; the final
+  ranking orders by it (ranking "ordered"), ties broken by the ranked values in turn.
 - `ranking`: the final ranking's rule (evaluation/declarations/ranking_rules.py): "ordered"
   (default: the score, ties broken by the next ranked values in turn), "mean_of_ranks"
   (MeanOfRanks: the mean of the ranked values' ranks; the platform's leaderboard then ranks by
@@ -73,7 +74,14 @@ from evaluation.grand_challenge import (
     check_ground_truth_file,
     strip_extension,
 )
-from evaluation.kinds.declared import Declared, Ranked, mean_over_cases, median_over_cases, weighted_sum_of
+from evaluation.kinds.declared import (
+    Declared,
+    Ranked,
+    mean_over_cases,
+    median_over_cases,
+    ordered_ranking,
+    weighted_sum_of,
+)
 from evaluation.metrics import validation
 from evaluation.metrics.aggregation import describe, mean_over_labels
 from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map
@@ -438,8 +446,10 @@ class Segmentation(Declared):
             cls.label_metrics = (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0))
         keys = [metric.key for metric in cls.label_metrics]
         if len(set(keys)) != len(keys):
-            raise TypeError(f"{cls.__name__}.metrics: two metrics share a key ({keys}); give one a key=")
-        reserved = {MEAN_OVER_LABELS, *keys, *(f"{k}_{c}" for k in keys for c in OVER_CASES)}
+            raise TypeError(f"{cls.__name__}.label_metrics: two metrics share a key ({keys}); give one a key=")
+        # the names key metrics.json's "aggregates" beside the ranked values and the composite
+        reserved = {MEAN_OVER_LABELS, *keys, *(f"{k}_{c}" for k in keys for c in OVER_CASES),
+                    *([cls.composite.key] if cls.composite is not None else [])}
         if reserved & set(names):
             raise TypeError(f"{cls.__name__}.labels: {sorted(reserved & set(names))} is a key of metrics.json")
         for metric in cls.label_metrics:
@@ -481,6 +491,9 @@ class Segmentation(Declared):
         columns = tuple(v.column for v in values)
         if cls.composite is not None:
             composite = cls.composite
+            if cls.ranking != "ordered":
+                raise TypeError(f"{cls.__name__}: a composite is the score the final ranking orders by; declare "
+                                f"ranking = \"ordered\" with it")
             unknown = sorted(set(composite.weights) - {value.key for value in ranked})
             if unknown:
                 raise TypeError(f"{cls.__name__}.composite weighs {unknown}, which are no ranked metric's key "
@@ -494,7 +507,7 @@ class Segmentation(Declared):
             cls.leaderboards = (Leaderboard(score=score, decimal_places=cls.decimal_places, scoring_method=ABSOLUTE,
                                             extra_columns=columns[1:]),)
             cls.ranked_paths = leaderboard_paths(cls.leaderboards)
-            cls.final_rankings = (cls._rule()(composite.key, columns),)
+            cls.final_rankings = (ordered_ranking(composite.key, columns),)
         cls.scoring_method = MEAN_OF_RANKS if cls.ranking == "mean_of_ranks" and cls.composite is None else ABSOLUTE
         cls.ranking_rule = staticmethod(cls._rule())
         if cls.ranking == "case_rank_then_mean" and any(value.over_cases != "mean" for value in ranked):
@@ -505,14 +518,11 @@ class Segmentation(Declared):
     def _rule(cls):
         """(name, the ranked columns) -> the declared final-ranking rule."""
         from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
-        from evaluation.kinds.declared import ordered_ranking
 
         if cls.ranking == "ordered":
             return ordered_ranking
         if cls.ranking == "mean_of_ranks":
             return MeanOfRanks
-        if cls.composite is not None:
-            raise TypeError(f"{cls.__name__}: a composite has no per-case value for case_rank_then_mean to rank")
         # challengeR's rank-then-aggregate ranks each case's own values: the ranked metrics' paths
         # inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice")
         by_key = {metric.key: metric for metric in cls.label_metrics}
