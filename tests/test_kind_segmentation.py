@@ -188,18 +188,19 @@ def write_map(path: Path, voxels: np.ndarray, spacing_xyz, dtype=np.uint8) -> No
     sitk.WriteImage(image, str(path), True)
 
 
-def write_submission(input_dir: Path, maps: dict[str, np.ndarray], spacing_xyz, dtype=np.uint8) -> None:
+def write_submission(input_dir: Path, maps: dict[str, np.ndarray], spacing_xyz, dtype=np.uint8,
+                     image_name: str = "out.mha") -> None:
     jobs = []
     for number, (case_id, voxels) in enumerate(sorted(maps.items())):
         pk = f"job-{number}"
-        write_map(input_dir / pk / "output" / "images" / "segmentation" / "out.mha", voxels, spacing_xyz, dtype)
+        write_map(input_dir / pk / "output" / "images" / "segmentation" / image_name, voxels, spacing_xyz, dtype)
         jobs.append({"pk": pk, "status": "Succeeded",
                      "inputs": [{"pk": 0, "file": None, "value": None,
                                  "image": {"pk": f"i{number}", "name": f"{case_id}.mha"},
                                  "socket": {"slug": "image", "kind": "Image", "super_kind": "Image",
                                             "relative_path": "images/image"}}],
                      "outputs": [{"pk": 0, "file": None, "value": None,
-                                  "image": {"pk": f"o{number}", "name": "out.mha"},
+                                  "image": {"pk": f"o{number}", "name": image_name},
                                   "socket": {"slug": "segmentation", "kind": "Segmentation", "super_kind": "Image",
                                              "relative_path": "images/segmentation"}}]})
     (input_dir / "predictions.json").write_text(json.dumps(jobs))
@@ -220,11 +221,13 @@ def challenge(tmp_path_factory):
     return folder, cases
 
 
-def run(folder: Path, input_dir: Path, output: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1", "EVALUATION_WORKERS": "2"}
+def run(folder: Path, input_dir: Path, output: Path, ground_truth: Path | None = None,
+        workers: int = 2) -> subprocess.CompletedProcess:
+    """The evaluation's command (the driver) on `input_dir`, against the fixture's ground truth or another."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1", "EVALUATION_WORKERS": str(workers)}
     return subprocess.run([sys.executable, str(folder / "driver.py"), "tiny", "--ground-truth",
-                           str(folder / "ground-truth"), "--input", str(input_dir), "--output", str(output)],
-                          capture_output=True, text=True, env=env, timeout=timeout, cwd=folder)
+                           str(ground_truth or folder / "ground-truth"), "--input", str(input_dir), "--output",
+                           str(output)], capture_output=True, text=True, env=env, timeout=120, cwd=folder)
 
 
 def test_a_run_writes_each_label_and_case_and_the_ranked_values(challenge, tmp_path):
@@ -261,6 +264,27 @@ def test_a_run_writes_each_label_and_case_and_the_ranked_values(challenge, tmp_p
                 assert ours[mine] == pytest.approx(described[theirs], rel=1e-12, abs=1e-12), (name, key, mine)
     assert metrics["counts"]["empty_cases"]["kidney"] == {"both_empty": 1, "truth_empty": 1, "prediction_empty": 0}
     assert metrics["counts"]["empty_cases"]["spleen"] == {"both_empty": 0, "truth_empty": 0, "prediction_empty": 1}
+
+
+def test_a_2d_challenge_reads_tif_outputs_against_a_nifti_truth(challenge, tmp_path):
+    """2D label maps: the ground truth .nii.gz (its spacing stored as float32), the jobs' .tif
+    (TIFF keeps the spacing as a resolution: within the grid's tolerance of it)."""
+    folder, _ = challenge
+    shape, spacing = (48, 40), (1.9, 0.7)  # numpy order
+    cases = generated_cases(shape)
+    for number, (_, truth) in enumerate(cases):
+        write_map(tmp_path / "gt" / f"case-{number}.nii.gz", truth, spacing[::-1])
+    write_submission(tmp_path / "input", {f"case-{n}": p for n, (p, _) in enumerate(cases)}, spacing[::-1],
+                     image_name="out.tif")
+    finished = run(folder, tmp_path / "input", tmp_path / "out", ground_truth=tmp_path / "gt")
+    assert finished.returncode == 0, finished.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    scored = tuple(float(np.float32(s)) for s in spacing)  # the ground truth's header: NIfTI's float32
+    for number, (prediction, truth) in enumerate(cases):
+        for value, name in LABELS.items():
+            peer = peer_values(prediction == value, truth == value, scored, 2.0)
+            for key in ("dice", "hd95", "nsd"):
+                assert metrics["cases"][f"case-{number}"][name][key] == pytest.approx(peer[key], rel=1e-12), name
 
 
 def hostile_maps(truth: np.ndarray) -> dict[str, tuple[np.ndarray, tuple, type, str]]:
@@ -314,11 +338,8 @@ def test_a_noise_prediction_is_scored_in_bounded_time(challenge, tmp_path):
     ground_truth = tmp_path / "gt"
     write_map(ground_truth / "case-0.mha", truth, SPACING[::-1])
     write_submission(tmp_path / "input", {"case-0": noise}, SPACING[::-1])
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
     started = time.perf_counter()
-    finished = subprocess.run([sys.executable, str(folder / "driver.py"), "tiny", "--ground-truth", str(ground_truth),
-                               "--input", str(tmp_path / "input"), "--output", str(tmp_path / "out")],
-                              capture_output=True, text=True, env=env, timeout=120)
+    finished = run(folder, tmp_path / "input", tmp_path / "out", ground_truth=ground_truth, workers=1)
     elapsed = time.perf_counter() - started
     assert finished.returncode == 0, finished.stderr
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
