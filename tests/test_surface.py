@@ -11,6 +11,7 @@ from scipy import ndimage
 from scipy.spatial.distance import cdist
 
 from evaluation.metrics import surface
+from evaluation.metrics.overlap import label_overlap_counts
 from evaluation.metrics.surface import (
     average_surface_distance,
     border_voxels,
@@ -319,6 +320,14 @@ def test_label_surface_distances_equal_each_labels_masks():
             for field in ("prediction_to_truth", "truth_to_prediction", "prediction_areas", "truth_areas"):
                 np.testing.assert_array_equal(getattr(result, field), getattr(expected, field))
         assert per_label[9].empty_case == "both_empty"
+        # the counts a caller made already for the overlap metrics: the same distances, one pass fewer
+        counts = label_overlap_counts(prediction, truth, [4, 1, 2, 3, 9])
+        given = label_surface_distances(prediction, truth, [4, 1, 2, 3, 9], spacing, boundary=boundary, counts=counts)
+        for label, result in per_label.items():
+            for field in ("prediction_to_truth", "truth_to_prediction", "prediction_areas", "truth_areas"):
+                np.testing.assert_array_equal(getattr(given[label], field), getattr(result, field))
+    with pytest.raises(ValueError, match="label_overlap_counts of these"):
+        label_surface_distances(prediction, truth, [1, 2], spacing, counts=label_overlap_counts(prediction, truth, [1]))
 
 
 @pytest.mark.parametrize("call, message", [

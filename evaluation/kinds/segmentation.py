@@ -626,7 +626,7 @@ def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[
     """One case's result: {"<label>/<metric>": value, "<metric>": mean over the labels,
     "<label>/truth_voxels", "<label>/prediction_voxels"}, NaN where a policy leaves a value
     undefined. One pass over both maps for every label's counts and box; per surface variant,
-    each label's distances on its own box."""
+    each label's distances on its own box (those boxes: no second pass)."""
     from evaluation.metrics.overlap import label_overlap_counts
     from evaluation.metrics.surface import label_surface_distances
 
@@ -636,7 +636,7 @@ def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[
     for metric in metrics:
         variant = metric.surface_variant
         if variant is not None and variant not in distances:
-            distances[variant] = label_surface_distances(prediction, truth, values, spacing, *variant)
+            distances[variant] = label_surface_distances(prediction, truth, values, spacing, *variant, counts=counts)
     result: dict[str, float] = {}
     for index, name in enumerate(labels.values()):
         result[f"{name}/truth_voxels"] = int(counts.truth_size[index])

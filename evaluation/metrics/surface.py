@@ -61,7 +61,7 @@ import numpy as np
 
 from evaluation.machine import load_scipy
 from evaluation.metrics import validation
-from evaluation.metrics.overlap import label_overlap_counts, union_box
+from evaluation.metrics.overlap import LabelOverlapCounts, label_overlap_counts, union_box
 from evaluation.metrics.registry import metric
 
 RELATIVE_TIE_TOLERANCE = 1e-9  # d is within τ when d² <= τ² (1 + 1e-9): a distance equal to τ counts
@@ -561,18 +561,27 @@ def _boolean_crops(prediction: np.ndarray, truth: np.ndarray, box: tuple[slice, 
         equals=("surface_distances of each label's masks (prediction == label, truth == label)",),
         citation="Nikolov et al., J Med Internet Res 23(7):e26151, 2021; Heimann et al., IEEE TMI 28(8), 2009")
 def label_surface_distances(prediction: np.ndarray, truth: np.ndarray, labels, spacing=None,
-                            boundary: str = "voxels", connectivity: int = 1) -> dict[int, SurfaceDistances]:
+                            boundary: str = "voxels", connectivity: int = 1,
+                            counts: LabelOverlapCounts | None = None) -> dict[int, SurfaceDistances]:
     """Every label's surface distances (label → SurfaceDistances), each label's work on its own crop.
 
     Equal to surface_distances(prediction == l, truth == l, ...) for each label l of `labels`.
     The labels' bounding boxes come from one pass over the two label maps
     (overlap.label_overlap_counts); each label's surfaces and distances are then computed on its
     box only, so five labels cost five crops, not five passes over the volume. A label in neither
-    map has no surfaces (its metrics take the both_empty policy).
+    map has no surfaces (its metrics take the both_empty policy). `counts`: the
+    label_overlap_counts of these two maps and labels when the caller has it already (for the
+    overlap metrics): its boxes are used and the pass is not made again.
     """
     prediction, truth = np.asarray(prediction), np.asarray(truth)
     spacing, boundary, connectivity = _check_geometry(prediction.ndim, spacing, boundary, connectivity)
-    counts = label_overlap_counts(prediction, truth, labels)  # checked first: before the pass over the volume
+    if counts is None:
+        counts = label_overlap_counts(prediction, truth, labels)  # checked first: before the pass over the volume
+    else:
+        validation.check_label_maps(prediction, truth)
+        if not np.array_equal(counts.labels, validation.check_labels(labels)) or any(
+                box is not None and len(box) != prediction.ndim for box in counts.boxes):
+            raise ValueError("counts must be the label_overlap_counts of these label maps and labels")
     image_diagonal = validation.diagonal(prediction.shape, spacing)
     result = {}
     for label, box in zip(counts.labels.tolist(), counts.boxes, strict=True):
