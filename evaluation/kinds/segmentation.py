@@ -4,12 +4,17 @@ label against the ground truth's label map on the same grid.
 A challenge of this kind subclasses `Segmentation` and declares, as class attributes (each
 checked when the class is made; a wrong declaration is a TypeError at import):
 
-- `labels`: {label value: name}, e.g. {1: "liver", 2: "spleen"}. Every value of a label map must
-  be 0 (background) or a declared label; the names key metrics.json. Required.
-- `label_metrics`: the metrics computed for every label, each a declaration with its variant and empty
-  policy: `Dice()`, `IoU()`, `Hausdorff(percentile=95, boundary="voxels", connectivity=1,
-  combine="max")`, `AverageSurfaceDistance(combine="mean")`, `NormalizedSurfaceDice(tolerance=2.0
-  or {label name: tolerance})`. Default: (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0)).
+- `labels`: {label value: name}, e.g. {1: "liver", 2: "spleen"} (annotated ClassVar: a dict).
+  Every value of a label map must be 0 (background) or a declared label; the names key
+  metrics.json. Required.
+- `label_metrics`: the metrics computed for every label, each a declaration with its variant and
+  empty policy: `Dice()`, `IoU()`, `Hausdorff(percentile=95, combine="max")`,
+  `AverageSurfaceDistance(combine="mean")` ("pooled": ASSD), `NormalizedSurfaceDice(tolerance=2.0
+  or {label name: tolerance})`; every surface metric takes `boundary` ("voxels", the default:
+  border voxels as medpy and MONAI; "surfels": DeepMind's) and `connectivity` (1, face
+  neighbours; up to the maps' dimensionality), and any metric a `key` (its name in metrics.json:
+  dice, iou, hd95, hd, masd, assd, nsd by default). Default: (Dice(), Hausdorff(95),
+  NormalizedSurfaceDice(2.0)).
   Empty policies (`both_empty`, `truth_empty`, `prediction_empty`): a number, "diagonal" for
   distances (the image's diagonal in the spacing's units: a distance no prediction can exceed),
   or None: undefined (null in metrics.json, left out of the means; never for a ranked metric).
