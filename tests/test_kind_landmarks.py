@@ -188,11 +188,13 @@ def changed(edit):
     (changed(lambda points: points[1].update(name="Sella")), "point 1 is named \"Sella\", which is no landmark"),
     (changed(lambda points: points.append(dict(points[0]))), "the landmark sella is given twice (points 0 and 5)"),
     (changed(lambda points: points[0].pop("name")), "point 0 is named null, which is no landmark"),
-    (changed(lambda points: points[0].update(point=points[0]["point"][:2])), "point 0 has 2 coordinates"),
-    (changed(lambda points: points[2].update(point=[1.0e5, 1.0, 0.0])), "point 2 at (100000, 1, 0) mm lies outside"),
-    (changed(lambda points: points[0].update(probability=2)), "the probability of point 0 is 2"),
+    (changed(lambda points: points[0].update(point=points[0]["point"][:2])),
+     "point 0 ('sella') is a list of 2 numbers"),
+    (changed(lambda points: points[2].update(point=[1.0e5, 1.0, 0.0])),
+     "point 2 ('orbitale') at (100000, 1, 0) (x, y, z) lies outside"),
+    (changed(lambda points: points[0].update(probability=2)), "the probability of point 0 ('sella') is 2"),
     (lambda data: data.replace(b'"point": [', b'"point": [NaN, ', 1).replace(b", 0.0]", b"]", 1),
-     "coordinate x of point 0 is NaN"),
+     "point 0 ('sella') has x = NaN"),
 ])
 def test_hostile_submissions_exit_1_naming_the_image(scaffolded_landmarks, tmp_path, change, expected):
     import shutil

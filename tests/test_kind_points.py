@@ -390,15 +390,16 @@ def drop_probability(data: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("label, change, expected", [
-    ("outside", first_point(point=[-1.0e4, 3.0, 0.0]), "lies outside the image"),
+    ("outside", first_point(point=[-1.0e4, 3.0, 0.0]), "at (-10000, 3, 0) (x, y, z) lies outside the image"),
     ("nan", lambda data: data.replace(b'"point": [', b'"point": [NaN, ', 1).replace(b", 0.0]", b"]", 1),
-     "coordinate x of point 0 is NaN"),
-    ("two-coordinates", first_point(point=[1.0, 2.0]), "has 2 coordinates"),
-    ("probability-above-one", first_point(probability=1.01), "probability of point 0 is 1.01"),
-    ("probability-below-zero", first_point(probability=-0.2), "probability of point 0 is -0.2"),
+     "point 0 ('mitosis 0') has x = NaN"),
+    ("two-coordinates", first_point(point=[1.0, 2.0]), "point 0 ('mitosis 0') is a list of 2 numbers"),
+    ("probability-above-one", first_point(probability=1.01), "probability of point 0 ('mitosis 0') is 1.01"),
+    ("probability-below-zero", first_point(probability=-0.2), "probability of point 0 ('mitosis 0') is -0.2"),
     ("no-probability", drop_probability, "point 0 has no probability"),
-    ("off-plane", first_point(point=[1.0, 2.0, 3.0]), "off the 2D image's plane"),
-    ("not-points", lambda data: b'{"type": "Multiple points", "points": 3}', "with a list of points"),
+    ("misspelt-key", first_point(probabilty=0.5), "has the key \"probabilty\""),
+    ("not-points", lambda data: b'{"type": "Multiple points", "version": {"major": 1, "minor": 0}, "points": 3}',
+     "'points' is a number; expected a list"),
 ])
 def test_hostile_submissions_exit_1_naming_the_image(scaffolded_points, tmp_path, label, change, expected):
     run = run_hostile(scaffolded_points, "acmepts", tmp_path, change)
@@ -406,6 +407,17 @@ def test_hostile_submissions_exit_1_naming_the_image(scaffolded_points, tmp_path
     assert run.returncode == 1, run.stderr
     assert lines[-1].startswith("Image image-000: the output 'points'") and expected in lines[-1], lines[-1]
     assert "Traceback" not in run.stderr
+
+
+def test_a_2d_images_third_coordinate_is_not_read(tmp_path):
+    """The platform writes three numbers for a point of a 2D image; the shared reader reads x and y."""
+    entry = grid((50, 50), (0.5, 0.5))
+    ground_truth = write_reference(tmp_path / "gt", {"image-00": {"grid": entry, "points": {"cell": [[10.0, 10.0]]}}})
+    document = multiple_points([[10.5, 10.0]], probabilities=[0.9])
+    document["points"][0]["point"][2] = 7.0
+    input_dir = write_submission(tmp_path / "in", {"image-00": document}, "points")
+    metrics = declare(classes=("cell",), radius=1.0)(ground_truth).evaluate(input_dir)
+    assert metrics["aggregates"]["cell"]["tp"] == 1
 
 
 # ---- size ----------------------------------------------------------------------------------------

@@ -47,11 +47,13 @@ What the organizer declares (class attributes; the defaults in brackets):
   Every class holds at least one true point over the test set (else its sensitivity is
   undefined: the organizer's error, exit 3).
 
-What a submission is refused for (exit 1, one line naming the case): no Multiple points object,
-a point of other than three coordinates, a coordinate that is not a finite number (NaN), a point
-outside its image (beyond half a pixel from the edge pixels' centres; on a 2D image a third
-coordinate other than 0), a probability missing where the matching or the FROC needs it, or
-outside [0, 1], an unknown class name, more than MAX_POINTS points.
+What a submission is refused for (exit 1, one line naming the case): what the platform's schema
+refuses (evaluation/reading/annotations.py: no Multiple points object with its type and version,
+a point of other than three coordinates, a coordinate that is not a finite number (NaN), a
+probability outside [0, 1], a key the schema does not know), a point outside its image (beyond
+half a pixel from the edge pixels' centres; on a 2D image the third coordinate is not read), a
+probability missing where the matching or the FROC needs it, an unknown class name, more than
+MAX_POINTS points.
 
 metrics.json: aggregates.<metric> the ranked values (classes averaged); aggregates.<class>:
 {tp, fp, fn (summed), f1, precision, recall, froc, cpm, sensitivity_at_fp_rate}; cases.<case>.
@@ -77,23 +79,24 @@ from evaluation.metrics.aggregation import weighted_sum
 from evaluation.metrics.froc import FP_RATE_TARGETS, SlideHits, mean_sensitivity, weighted_froc_sensitivities
 from evaluation.metrics.instances import f1_from_counts
 from evaluation.metrics.points import ASSIGNMENTS, CPM_FP_RATES, match_points, point_hits
+from evaluation.reading import annotations
 from evaluation.reading.files import Origin
+from evaluation.reading.images import Geometry
 from evaluation.reading.json_files import read_json
-from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
+from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 MAX_POINTS = 1_000_000  # per image and output: beyond any detector's output, and ~100 MB of JSON
-PLANE_TOLERANCE_MM = 1e-6  # a 2D image's points lie in its plane, z = 0
 RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 
 
-# ---- reading: the image grid, world -> index, Multiple points -------------------------------
+# ---- reading: the image grid and the Multiple points (evaluation/reading/annotations.py) -------
 
 
 @dataclass(frozen=True)
 class Grid:
     """An image's voxel grid in world coordinates, SimpleITK's order (x first): world = origin +
-    direction · (spacing × index)."""
+    direction · (spacing × index). Indices here are x first too (annotations.py's are numpy's)."""
 
     size: tuple[int, ...]
     spacing: np.ndarray
@@ -109,9 +112,10 @@ class Grid:
         """The image's physical extent: area (2D, mm²) or volume (3D, mm³)."""
         return float(np.prod(np.asarray(self.size) * self.spacing))
 
-    def as_dict(self) -> dict[str, list]:
-        return {"size": list(self.size), "spacing": self.spacing.tolist(), "origin": self.origin.tolist(),
-                "direction": self.direction.ravel().tolist()}
+    @property
+    def geometry(self) -> Geometry:
+        return Geometry(tuple(self.size), tuple(self.spacing.tolist()), tuple(self.origin.tolist()),
+                        tuple(self.direction.ravel().tolist()))
 
 
 def read_grid(value: Any, where: str, fail) -> Grid:
@@ -139,38 +143,37 @@ def read_grid(value: Any, where: str, fail) -> Grid:
         fail(f"{where}: the grid's spacing is {shown(value['spacing'])}; every spacing must be > 0.")
     origin = numbers("origin", ndim, [0.0] * ndim)
     direction = numbers("direction", ndim * ndim, np.eye(ndim).ravel().tolist()).reshape(ndim, ndim)
+    # Orthonormal: distances in index steps × spacing are then world distances (a radius in mm).
     if not np.allclose(direction @ direction.T, np.eye(ndim), atol=1e-6):
         fail(f"{where}: the grid's direction is not orthonormal (a rotation or reflection, row by row).")
     return Grid(tuple(size), spacing, origin, direction)
 
 
 def world_to_index(world: np.ndarray, grid: Grid) -> np.ndarray:
-    """(n, ndim) world coordinates (mm) to continuous indices of the grid (x first): index =
-    (direction⁻¹ · (world − origin)) / spacing, direction orthonormal so direction⁻¹ = its
-    transpose. One function, so that the shared reader (evaluation/reading/) can replace it."""
-    return ((np.asarray(world, dtype=np.float64) - grid.origin) @ grid.direction) / grid.spacing
+    """(n, ndim) world coordinates (mm, x first) to continuous indices of the grid, x first."""
+    return annotations.world_to_index(np.asarray(world, dtype=np.float64), grid.geometry)[..., ::-1]
 
 
 def index_to_world(index: np.ndarray, grid: Grid) -> np.ndarray:
-    """(n, ndim) continuous indices to world coordinates (mm): world_to_index's inverse."""
-    return grid.origin + (np.asarray(index, dtype=np.float64) * grid.spacing) @ grid.direction.T
+    """(n, ndim) continuous indices (x first) to world coordinates (mm): world_to_index's inverse."""
+    return annotations.index_to_world(np.asarray(index, dtype=np.float64)[..., ::-1], grid.geometry)
 
 
 def outside(index: np.ndarray, grid: Grid) -> np.ndarray:
-    """Which points (rows of continuous indices) lie outside the image: further than half a
-    pixel beyond the centres of its edge pixels."""
+    """Which points (rows of continuous indices, x first) lie outside the image: further than
+    half a pixel beyond the centres of its edge pixels (annotations.py's rule and tolerance)."""
     size = np.asarray(grid.size, dtype=np.float64)
-    return ((index < -0.5) | (index > size - 0.5)).any(axis=1)
+    tolerance = annotations.INSIDE_TOLERANCE
+    return ((index < -0.5 - tolerance) | (index > size - 0.5 + tolerance)).any(axis=1)
 
 
 @dataclass(frozen=True)
 class PointSet:
-    """A job's Multiple points on one image: world and index coordinates (n, ndim), each point's
+    """A job's Multiple points on one image: continuous indices (n, ndim, x first), each point's
     name (None when absent) and probability (NaN when absent)."""
 
-    world: np.ndarray
     index: np.ndarray
-    names: list[str | None]
+    names: tuple[str | None, ...]
     probabilities: np.ndarray
 
     def scores(self, where: str, fail) -> np.ndarray:
@@ -183,53 +186,17 @@ class PointSet:
 
 
 def read_multiple_points(case: Case, slug: str, grid: Grid) -> PointSet:
-    """The job's output `slug`, grand-challenge's Multiple points ({"type": "Multiple points",
-    "points": [{"point": [x, y, z], "name"?: text, "probability"?: 0 to 1}, ...]}), x, y, z world
-    coordinates in mm, checked to lie in the image's grid (a 2D image: z = 0)."""
+    """The job's output `slug`, grand-challenge's Multiple points in world coordinates (mm), read
+    as the platform's schema says and refused outside the image's grid (evaluation/reading/
+    annotations.py: on a 2D grid the third coordinate is not read)."""
     document = case.read_json(slug)
     where = f"{case.name}: the output {slug!r}"
-    fail = case.origin.fail
-    items = document.get("points") if isinstance(document, dict) else None
-    if not isinstance(items, list):
-        fail(f"{where} must be a Multiple points object with a list of points, found {json_type(document)}.")
-    if len(items) > MAX_POINTS:
-        fail(f"{where} holds {len(items)} points; at most {MAX_POINTS} are read.")
-    world = np.zeros((len(items), 3))
-    probabilities = np.full(len(items), np.nan)
-    names: list[str | None] = []
-    for number, item in enumerate(items):
-        point = item.get("point") if isinstance(item, dict) else None
-        if not isinstance(point, list):
-            fail(f"{where}: point {number} is {shown(item)}; each must be {{\"point\": [x, y, z], ...}}.")
-        if len(point) != 3:
-            fail(f"{where}: point {number} has {len(point)} coordinate{'s' if len(point) != 1 else ''}; each must "
-                 f"be [x, y, z] in mm (a 2D image's z is 0).")
-        for axis, value in enumerate(point):
-            if not is_finite_number(value):
-                fail(f"{where}: coordinate {'xyz'[axis]} of point {number} is {shown(value)}; it must be a finite "
-                     f"number (mm).")
-        world[number] = point
-        name = item.get("name")
-        if name is not None and not isinstance(name, str):
-            fail(f"{where}: the name of point {number} is {shown(name)}; it must be text.")
-        names.append(name)
-        if item.get("probability") is not None:
-            probabilities[number] = finite_number(item["probability"], f"{where}: the probability of point {number}",
-                                                  minimum=0.0, maximum=1.0)
-    if grid.ndim == 2:
-        off_plane = np.flatnonzero(np.abs(world[:, 2]) > PLANE_TOLERANCE_MM)
-        if off_plane.size:
-            number = int(off_plane[0])
-            fail(f"{where}: point {number} has z = {world[number, 2]:g}, off the 2D image's plane (z = 0).")
-        world = world[:, :2]
-    index = world_to_index(world, grid)
-    beyond = np.flatnonzero(outside(index, grid))
-    if beyond.size:
-        number = int(beyond[0])
-        at = ", ".join(f"{float(v):g}" for v in items[number]["point"])
-        fail(f"{where}: point {number} at ({at}) mm lies outside the image (pixel "
-             f"{', '.join(f'{v:.1f}' for v in index[number])} of a {'x'.join(map(str, grid.size))} grid).")
-    return PointSet(world, index, names, probabilities)
+    listed = document.get("points") if isinstance(document, dict) else None
+    if isinstance(listed, list) and len(listed) > MAX_POINTS:
+        case.origin.fail(f"{where} holds {len(listed)} points; at most {MAX_POINTS} are read.")
+    points = annotations.parse_points(document, grid.geometry, where)
+    probabilities = np.array([np.nan if p is None else p for p in points.probabilities], dtype=np.float64)
+    return PointSet(points.index[:, ::-1].reshape(len(points), grid.ndim), points.names, probabilities)
 
 
 def read_reference(truth: Origin, directory: Path, file_name: str, entry_key: str) -> tuple[Path, dict[str, Any]]:
