@@ -212,3 +212,18 @@ def test_hostile_submissions_exit_1_naming_the_image(scaffolded_landmarks, tmp_p
     assert run.returncode == 1, run.stderr
     assert lines[-1].startswith("Image image-000: the output 'landmarks'") and expected in lines[-1], lines[-1]
     assert "Traceback" not in run.stderr and not (output / "metrics.json").exists()
+
+
+def test_case_rank_then_mean_reads_each_cases_own_values(tmp_path):
+    from evaluation.declarations.ranking_rules import MeanOfCaseRanks
+
+    data = dataset(8, 2)
+    ground_truth, input_dir = write(tmp_path, data)
+    challenge = declare(ranked_metrics=("mre", "sdr_2_5mm"), ranking="case_rank_then_mean")
+    rule = challenge.final_rankings[0]
+    assert isinstance(rule, MeanOfCaseRanks) and rule.case_paths == ("mre", "sdr_2_5mm")
+    assert [column.order for column in rule.columns] == ["asc", "desc"]
+    metrics = challenge(ground_truth).evaluate(input_dir)
+    for (case, entry), row in zip(sorted(metrics["cases"].items()), errors_of(data, "mm"), strict=True):
+        assert entry["sdr_2_5mm"] == pytest.approx((row < 2.5).mean(), rel=1e-15), case
+        assert entry["mre_std"] == pytest.approx(np.std(row), rel=1e-12), case

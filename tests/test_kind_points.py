@@ -302,11 +302,6 @@ def test_a_bad_declaration_is_refused_when_the_class_is_made(attributes, message
         declare(**attributes)
 
 
-def test_a_ranking_rule_not_available_is_named():
-    with pytest.raises(NotImplementedError, match="case_rank_then_mean"):
-        declare(ranking="case_rank_then_mean")
-
-
 # ---- the ground truth: the organizer's errors (exit 3) ---------------------------------------
 
 
@@ -442,3 +437,29 @@ def test_a_large_image_stays_fast(tmp_path):
     print(f"10^5 predictions x 10^4 truths: {seconds:.2f} s")
     assert metrics["aggregates"]["cell"]["tp"] > 0
     assert seconds < 30, seconds
+
+
+# ---- the final ranking's rule ---------------------------------------------------------------------
+
+
+def test_the_declared_ranking_rules(tmp_path):
+    from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks, OrderedRanking
+
+    ordered = declare(classes=("cell",), ranked_metrics=("f1", "froc"))
+    assert isinstance(ordered.final_rankings[0], OrderedRanking)
+    means = declare(classes=("cell",), ranked_metrics=("f1", "froc"), ranking="mean_of_ranks")
+    rule = means.final_rankings[0]
+    assert isinstance(rule, MeanOfRanks) and rule.paths == ("aggregates.f1", "aggregates.froc")
+    assert means.leaderboards[0].scoring_method == "avg"
+    per_case = declare(classes=("cell", "other"), ranked_metrics=("recall", "precision"),
+                       ranking="case_rank_then_mean")
+    rule = per_case.final_rankings[0]
+    assert isinstance(rule, MeanOfCaseRanks) and rule.case_paths == ("recall", "precision")
+    with pytest.raises(TypeError, match="froc is a value of the whole test set"):
+        declare(ranked_metrics=("f1", "froc"), ranking="case_rank_then_mean")
+    # the per-case values it reads: each case's mean over the classes
+    data = dataset(10, classes=("cell", "other"))
+    ground_truth, input_dir = write(tmp_path, data, classes=("cell", "other"))
+    metrics = per_case(ground_truth).evaluate(input_dir)
+    case = metrics["cases"]["image-03"]
+    assert case["recall"] == pytest.approx((case["cell"]["recall"] + case["other"]["recall"]) / 2, rel=1e-15)

@@ -25,15 +25,20 @@ What the organizer declares (class attributes; the defaults in brackets):
   landmark, so this is also the mean over the cases of each case's value).
 - `composite` [{}]: a weighted sum of those ({metric: weight}, e.g. {"sdr_2mm": 1, "mre": -0.1}),
   ranked first as aggregates.score.
-- `ranking` ["ordered" | "mean_of_ranks" | "case_rank_then_mean"]: the final ranking's rule.
+- `ranking` ["ordered" | "mean_of_ranks" | "case_rank_then_mean"]: the final ranking's rule:
+  ordered by the first ranked value, ties by the next; the mean of the submissions' ranks on the
+  ranked values (the phase's leaderboard then ranks by the mean of ranks too); challengeR's
+  rank-then-aggregate on each case's own value of the ranked metrics. A composite takes no part
+  in the last two.
 - `ground_truth_file` ["reference.json"]: one JSON object {case id: {"grid": {...},
   "landmarks": {name: [x, y(, z)]}}}, the true positions in world coordinates (mm), the grid
   the image's (as the points kind's: size, spacing, origin, direction; x first).
 
 metrics.json: aggregates.mre, aggregates.mre_std, aggregates.sdr_<t><unit> over the landmarks;
-aggregates.<landmark>: {mre, mre_std, sdr_<t><unit>}; cases.<case>: {mre, <landmark>:
-{radial_error}}; declaration: the declared choices. The standard deviation is the population
-one (ddof 0) of the radial errors, case weights counting each landmark that often.
+aggregates.<landmark>: {mre, mre_std, sdr_<t><unit>}; cases.<case>: {mre, mre_std,
+sdr_<t><unit> of the case, <landmark>: {radial_error}}; declaration: the declared choices.
+The standard deviation is the population one (ddof 0) of the radial errors, case weights
+counting each landmark that often.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import Column
+from evaluation.declarations.columns import MEAN_OF_RANKS, Column
 from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.points import (
@@ -111,7 +116,12 @@ class Landmarks(Declared):
                                                + ")", "aggregates.score", "desc"),
                                         composite_of(cls.composite, computations)))
             cls.ranked = tuple(ranked)
-            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__))
+            # Per case: the same keys at the top of each case's entry (case_entry).
+            case_columns = tuple(Column(available[metric][0], metric, available[metric][1])
+                                 for metric in cls.ranked_metrics)
+            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__, case_columns))
+            if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
+                cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)
 
     @classmethod
@@ -204,8 +214,15 @@ class Landmarks(Declared):
         return {"predicted": predicted, "truth": truth, "errors": errors, "mre": float(errors.mean())}
 
     def case_entry(self, result: dict[str, Any]) -> dict[str, Any]:
-        return {"mre": result["mre"], **{name: {"radial_error": float(error)}
-                                         for name, error in zip(self.landmarks, result["errors"], strict=True)}}
+        """The case's own MRE, SD and SDRs (what case_rank_then_mean ranks), then each landmark's error."""
+        errors = result["errors"]
+        rates = np.atleast_1d(success_detection_rate(errors, np.asarray(self.sdr_thresholds, dtype=np.float64),
+                                                     inclusive=self.sdr_inclusive))
+        own = {"mre": result["mre"], "mre_std": float(np.sqrt(np.mean((errors - errors.mean()) ** 2)))}
+        own.update({f"sdr_{threshold_key(t)}{self.unit_suffix()}": float(rate)
+                    for t, rate in zip(self.sdr_thresholds, rates, strict=True)})
+        each = {name: {"radial_error": float(error)} for name, error in zip(self.landmarks, errors, strict=True)}
+        return {**own, **each}
 
     @classmethod
     def _computation(cls, metric: str, landmark: int | None = None):

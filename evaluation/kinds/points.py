@@ -39,7 +39,11 @@ What the organizer declares (class attributes; the defaults in brackets):
   metrics.json's aggregates.<metric>.
 - `composite` [{}]: a weighted sum of ranked metrics ({metric: weight}; a metric not ranked
   is computed for it all the same), ranked first as aggregates.score when declared.
-- `ranking` ["ordered" | "mean_of_ranks" | "case_rank_then_mean"]: the final ranking's rule.
+- `ranking` ["ordered" | "mean_of_ranks" | "case_rank_then_mean"]: the final ranking's rule:
+  ordered by the first ranked value, ties by the next; the mean of the submissions' ranks on the
+  ranked values (the phase's leaderboard then ranks by the mean of ranks too); challengeR's
+  rank-then-aggregate on each case's value of the ranked metrics (f1, precision, recall only:
+  the FROC and the CPM have no per-case value). A composite takes no part in the last two.
 - `ground_truth_file` ["reference.json"]: the ground truth, one JSON object
   {case id: {"grid": {"size": [...], "spacing": [...], "origin": [...], "direction": [...]},
   "points": {class: [[x, y(, z)], ...]}}}, the true points in world coordinates (mm), the grid
@@ -56,8 +60,9 @@ probability missing where the matching or the FROC needs it, an unknown class na
 MAX_POINTS points.
 
 metrics.json: aggregates.<metric> the ranked values (classes averaged); aggregates.<class>:
-{tp, fp, fn (summed), f1, precision, recall, froc, cpm, sensitivity_at_fp_rate}; cases.<case>.
-<class>: {tp, fp, fn, f1, precision, recall}; declaration: the declared choices. Undefined
+{tp, fp, fn (summed), f1, precision, recall, froc, cpm, sensitivity_at_fp_rate}; cases.<case>:
+{f1, precision, recall (the mean over the classes), <class>: {tp, fp, fn, f1, precision,
+recall}}; declaration: the declared choices. Undefined
 per-case ratios are null with a note (precision of an image with no prediction); ranked values
 are always numbers (see `_ratio_policy`).
 """
@@ -72,7 +77,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import Column
+from evaluation.declarations.columns import MEAN_OF_RANKS, Column
+from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
 from evaluation.grand_challenge import Case, single_ground_truth_file
 from evaluation.kinds.declared import Declared, Ranked, case_values, ordered_ranking
 from evaluation.metrics.aggregation import weighted_sum
@@ -229,20 +235,21 @@ def true_coordinates(value: Any, grid: Grid, where: str, fail) -> np.ndarray:
 # ---- declarations shared by the kinds ---------------------------------------------------------
 
 
-def ranking_rule_for(ranking: str, owner: str):
-    """The final ranking's rule a kind's `ranking` declaration names: "ordered" (the first ranked
-    value, ties by the next) is here; the others come with evaluation/declarations/ranking_rules.py's
-    MeanOfRanks and per-case rank-then-aggregate rules."""
+def ranking_rule_for(ranking: str, owner: str, case_columns: tuple[Column, ...]):
+    """The final ranking's rule (name, ranked columns) -> rule that a kind's `ranking` declaration
+    names (evaluation/declarations/ranking_rules.py): "ordered", the first ranked value, ties by
+    the next; "mean_of_ranks", the mean of the submissions' ranks on each ranked value;
+    "case_rank_then_mean", challengeR's rank-then-aggregate on `case_columns`, the ranked values'
+    per-case counterparts (their paths inside each case's entry of metrics.json's "cases")."""
     if ranking not in RANKINGS:
         raise TypeError(f"{owner}: ranking {ranking!r} is not one of {', '.join(RANKINGS)}")
     if ranking == "ordered":
         return ordered_ranking
-    from evaluation.declarations import ranking_rules
-
-    if ranking == "mean_of_ranks" and hasattr(ranking_rules, "MeanOfRanks"):
-        return ranking_rules.MeanOfRanks
-    raise NotImplementedError(f"{owner}: ranking {ranking!r} needs a rule evaluation/declarations/ranking_rules.py "
-                              f"does not have yet; declare ranking = 'ordered'")
+    if ranking == "mean_of_ranks":
+        return MeanOfRanks
+    if not case_columns:
+        raise TypeError(f"{owner}: ranking 'case_rank_then_mean' needs ranked values with a per-case value")
+    return lambda name, _: MeanOfCaseRanks(name, case_columns)
 
 
 def composite_of(parts: Mapping[str, float], computations: Mapping[str, Any]):
@@ -327,8 +334,23 @@ class Points(Declared):
                                                + ")", "aggregates.score", "desc"),
                                         composite_of(cls.composite, computations)))
             cls.ranked = tuple(ranked)
-            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__))
+            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__, cls._case_columns()))
+            if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
+                cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def _case_columns(cls) -> tuple[Column, ...]:
+        """The ranked values' per-case counterparts (case_rank_then_mean): each case's F1,
+        precision or recall, the mean over the classes; the FROC and the CPM have none."""
+        if cls.ranking == "case_rank_then_mean":
+            whole_set = [metric for metric in cls.ranked_metrics if metric not in COUNT_METRICS]
+            if whole_set:
+                raise TypeError(f"{cls.__name__}: ranking 'case_rank_then_mean' ranks per-case values, and "
+                                f"{', '.join(whole_set)} is a value of the whole test set; rank "
+                                f"{', '.join(COUNT_METRICS)}")
+        return tuple(Column(cls._title(metric), metric, POINT_METRICS[metric][1])
+                     for metric in cls.ranked_metrics if metric in COUNT_METRICS)
 
     @classmethod
     def _check_declaration(cls) -> None:
@@ -442,8 +464,12 @@ class Points(Declared):
         return result
 
     def case_entry(self, result: dict[str, Any]) -> dict[str, Any]:
-        return {name: {metric: result[f"{name}.{metric}"] for metric in ("tp", "fp", "fn", *COUNT_METRICS)}
-                for name in self.classes}
+        """{f1, precision, recall: the mean over the classes (null where a class's is undefined),
+        class: {tp, fp, fn, f1, precision, recall}}."""
+        means = {metric: float(np.mean([result[f"{name}.{metric}"] for name in self.classes]))
+                 for metric in COUNT_METRICS}
+        return {**means, **{name: {metric: result[f"{name}.{metric}"] for metric in ("tp", "fp", "fn", *COUNT_METRICS)}
+                            for name in self.classes}}
 
     @classmethod
     def _computation(cls, metric: str):
