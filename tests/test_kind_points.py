@@ -296,6 +296,7 @@ def test_composite_is_ranked_first_and_equals_its_weighted_sum(tmp_path):
     ({"ranked_metrics": ("dice",)}, "not a metric"), ({"classes": ("f1",)}, "classes"),
     ({"classes": ("a.b",)}, "classes"), ({"averaging": "median"}, "averaging"), ({"ranking": "borda"}, "ranking"),
     ({"froc_fp_rates": ()}, "froc_fp_rates"),
+    ({"composite": {"f1": 1.0}, "ranking": "mean_of_ranks"}, "composite score is ranked by itself"),
 ])
 def test_a_bad_declaration_is_refused_when_the_class_is_made(attributes, message):
     with pytest.raises(TypeError, match=message):

@@ -28,8 +28,8 @@ What the organizer declares (class attributes; the defaults in brackets):
 - `ranking` ["ordered" | "mean_of_ranks" | "case_rank_then_mean"]: the final ranking's rule:
   ordered by the first ranked value, ties by the next; the mean of the submissions' ranks on the
   ranked values (the phase's leaderboard then ranks by the mean of ranks too); challengeR's
-  rank-then-aggregate on each case's own value of the ranked metrics. A composite takes no part
-  in the last two.
+  rank-then-aggregate on each case's own value of the ranked metrics. A composite goes with
+  "ordered" only.
 - `ground_truth_file` ["reference.json"]: one JSON object {case id: {"grid": {...},
   "landmarks": {name: [x, y(, z)]}}}, the true positions in world coordinates (mm), the grid
   the image's (as the points kind's: size, spacing, origin, direction; x first).
@@ -119,7 +119,7 @@ class Landmarks(Declared):
             # Per case: the same keys at the top of each case's entry (case_entry).
             case_columns = tuple(Column(available[metric][0], metric, available[metric][1])
                                  for metric in cls.ranked_metrics)
-            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__, case_columns))
+            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__, case_columns, cls.composite))
             if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
                 cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)

@@ -43,7 +43,7 @@ What the organizer declares (class attributes; the defaults in brackets):
   ordered by the first ranked value, ties by the next; the mean of the submissions' ranks on the
   ranked values (the phase's leaderboard then ranks by the mean of ranks too); challengeR's
   rank-then-aggregate on each case's value of the ranked metrics (f1, precision, recall only:
-  the FROC and the CPM have no per-case value). A composite takes no part in the last two.
+  the FROC and the CPM have no per-case value). A composite goes with "ordered" only.
 - `ground_truth_file` ["reference.json"]: the ground truth, one JSON object
   {case id: {"grid": {"size": [...], "spacing": [...], "origin": [...], "direction": [...]},
   "points": {class: [[x, y(, z)], ...]}}}, the true points in world coordinates (mm), the grid
@@ -235,7 +235,7 @@ def true_coordinates(value: Any, grid: Grid, where: str, fail) -> np.ndarray:
 # ---- declarations shared by the kinds ---------------------------------------------------------
 
 
-def ranking_rule_for(ranking: str, owner: str, case_columns: tuple[Column, ...]):
+def ranking_rule_for(ranking: str, owner: str, case_columns: tuple[Column, ...], composite: Mapping[str, float]):
     """The final ranking's rule (name, ranked columns) -> rule that a kind's `ranking` declaration
     names (evaluation/declarations/ranking_rules.py): "ordered", the first ranked value, ties by
     the next; "mean_of_ranks", the mean of the submissions' ranks on each ranked value;
@@ -245,6 +245,9 @@ def ranking_rule_for(ranking: str, owner: str, case_columns: tuple[Column, ...])
         raise TypeError(f"{owner}: ranking {ranking!r} is not one of {', '.join(RANKINGS)}")
     if ranking == "ordered":
         return ordered_ranking
+    if composite:
+        raise TypeError(f"{owner}: a composite score is ranked by itself (ranking = 'ordered'); {ranking!r} ranks "
+                        f"the metrics, each on its own")
     if ranking == "mean_of_ranks":
         return MeanOfRanks
     if not case_columns:
@@ -334,7 +337,8 @@ class Points(Declared):
                                                + ")", "aggregates.score", "desc"),
                                         composite_of(cls.composite, computations)))
             cls.ranked = tuple(ranked)
-            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__, cls._case_columns()))
+            rule = ranking_rule_for(cls.ranking, cls.__name__, cls._case_columns(), cls.composite)
+            cls.ranking_rule = staticmethod(rule)
             if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
                 cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)
