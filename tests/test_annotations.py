@@ -216,3 +216,21 @@ def test_a_job_with_a_mask_and_two_json_outputs_is_read_by_one_case(tmp_path):
         read_boxes(case, "lesions", labels.geometry)
     assert str(error.value) == ("Case 7, output 'lesions': the output's type is \"Multiple points\"; expected "
                                 "'Multiple 2D bounding boxes'.")
+
+
+@pytest.mark.parametrize("text, line", [
+    ('{"type": "Multiple points", "version": {"major": 1, "minor": 0}, "points": [{"point": [1, NaN, 3]}]}',
+     "point 0 has y = NaN; every coordinate must be a finite number"),
+    ('{"type": "Multiple points", "version": {"major": 1, "minor": 0}, "points": [{"point": [1, 2, 3], '
+     '"probability": Infinity}]}', "the probability of point 0 is Infinity; it must be a number from 0 to 1"),
+    ('{"type": "Multiple points", "version": {"major": 1, "minor": 0}, "points": [{"point": [1, 2, ' + "9" * 400
+     + ']}]}', "point 0 has z = an integer of 400 digits; every coordinate must be a finite number"),
+])
+def test_values_no_float_holds_are_refused_from_a_real_output_file(tmp_path, text, line):
+    (tmp_path / "job-1" / "output").mkdir(parents=True)
+    (tmp_path / "job-1" / "output" / "nodules.json").write_text(text)
+    (job,) = parse_predictions([{"pk": "job-1", "inputs": [], "outputs": [{"socket": {
+        "slug": "nodules", "kind": "Multiple points", "super_kind": "File", "relative_path": "nodules.json"}}]}])
+    with pytest.raises(SubmissionError) as error:
+        read_points(Case("7", tmp_path, job), "nodules", None)
+    assert str(error.value) == f"Case 7, output 'nodules': {line}."

@@ -139,15 +139,15 @@ def test_2d_where_3d_is_expected_is_refused(tmp_path):
     with pytest.raises(SubmissionError) as error:
         read(tmp_path, write(tmp_path / "seg.mha", labels_array((6, 5)), spacing=(0.8, 0.6), origin=(0.0, 0.0)),
              expected)
-    assert str(error.value) == ("Case 7: the segmentation is 2D (5x6, x, y) where the ground truth is 3D (5x6x4); a 3D "
-                                "label map on the ground truth's grid is expected; label maps are never resampled.")
+    assert str(error.value) == ("Case 7: the segmentation is 2D, size (5, 6), where the ground truth is 3D, size "
+                                "(5, 6, 4); label maps are never resampled.")
 
 
 def test_3d_where_2d_is_expected_is_refused(tmp_path):
     expected = truth_geometry(tmp_path, labels_array((6, 5)), spacing=(0.8, 0.6), origin=(0.0, 0.0),
                               direction=(1.0, 0.0, 0.0, 1.0))
-    with pytest.raises(SubmissionError, match=r"^Case 7: the segmentation is 3D \(5x6x4, x, y, z\) where the ground "
-                                              r"truth is 2D \(5x6\)"):
+    with pytest.raises(SubmissionError, match=r"^Case 7: the segmentation is 3D, size \(5, 6, 4\), where the ground "
+                                              r"truth is 2D, size \(5, 6\);"):
         read(tmp_path, write(tmp_path / "seg.mha", labels_array()), expected)
 
 

@@ -90,9 +90,8 @@ def grid_problem(found: Geometry, expected: Geometry, what: str, reference: str,
     dimensions = len(expected.size)
     found = fitted_geometry(found, dimensions)
     if len(found.size) != dimensions:
-        return (f"the {what} is {len(found.size)}D ({shape_text(found.size)}, {GRID_ORDER[:3 * len(found.size) - 2]}) "
-                f"where the {reference} is {dimensions}D ({shape_text(expected.size)}); a {dimensions}D label map "
-                f"on the {reference}'s grid is expected")
+        return (f"the {what} is {len(found.size)}D, size {_vector(found.size)}, where the {reference} is "
+                f"{dimensions}D, size {_vector(expected.size)}")
     different = []
     if tuple(found.size) != tuple(expected.size):
         different.append("size")
