@@ -69,3 +69,17 @@ def write_submission(input_dir: Path, outputs: dict[str, Any], socket: str) -> P
         path.write_bytes(value if isinstance(value, bytes) else (json.dumps(value) + "\n").encode())
     synthetic.write_predictions(input_dir, jobs)
     return input_dir
+
+
+def evaluated(challenge, input_dir: Path) -> dict[str, Any]:
+    """The metrics.json content (before NaN -> null) of a run of `challenge` on `input_dir`."""
+    from evaluation.run import evaluate
+
+    return evaluate(challenge, input_dir)[0]
+
+
+def scored(challenge, input_dir: Path) -> dict[str, Any]:
+    """{case id: the challenge's per-case result} of every case of `input_dir`."""
+    from evaluation.run import matched_cases, score_case
+
+    return {case.case_id: score_case(challenge, case) for case in matched_cases(challenge, input_dir)}

@@ -19,7 +19,16 @@ import pytest
 
 from evaluation.errors import SetupError
 from evaluation.kinds.landmarks import Landmarks
-from tests.point_kinds import grid, multiple_points, to_index, to_world, write_reference, write_submission
+from tests.point_kinds import (
+    evaluated,
+    grid,
+    multiple_points,
+    scored,
+    to_index,
+    to_world,
+    write_reference,
+    write_submission,
+)
 from tests.test_kind_points import first_output
 
 NAMES = ("sella", "nasion", "menton")
@@ -79,7 +88,7 @@ def test_mre_std_and_sdr_against_numpy(tmp_path, ndim, unit):
     thresholds = (2.0, 2.5, 3.0, 4.0)
     challenge = declare(unit=unit, sdr_thresholds=thresholds,
                         ranked_metrics=("mre", f"sdr_2{'mm' if unit == 'mm' else 'px'}"))
-    metrics = challenge(ground_truth).evaluate(input_dir)
+    metrics = evaluated(challenge(ground_truth), input_dir)
     errors = errors_of(data, unit)
     suffix = "mm" if unit == "mm" else "px"
     aggregates = metrics["aggregates"]
@@ -106,7 +115,7 @@ def test_an_error_exactly_on_the_threshold(tmp_path, inclusive, expected):
     ground_truth = write_reference(tmp_path / "gt", truth)
     input_dir = write_submission(tmp_path / "in", {"image-00": multiple_points(
         [[11.0, 10.0], [20.0, 22.0], [27.0, 30.0]], names=list(NAMES))}, "landmarks")
-    metrics = declare(sdr_thresholds=(2.0,), sdr_inclusive=inclusive)(ground_truth).evaluate(input_dir)
+    metrics = evaluated(declare(sdr_thresholds=(2.0,), sdr_inclusive=inclusive)(ground_truth), input_dir)
     assert metrics["aggregates"]["sdr_2mm"] == pytest.approx(expected, rel=1e-15)
     assert metrics["aggregates"]["mre"] == pytest.approx(2.0, rel=1e-15)
 
@@ -115,7 +124,7 @@ def test_case_weights_equal_the_materialised_resample(tmp_path):
     data = dataset(5, 2)
     ground_truth, input_dir = write(tmp_path, data)
     challenge = declare(ranked_metrics=("mre", "sdr_2_5mm"), sdr_thresholds=(2.5,))(ground_truth)
-    results = {case.case_id: challenge.score_one(case) for case in challenge.cases(input_dir)}
+    results = scored(challenge, input_dir)
     weights = np.array([[3, 0, 1, 0, 2, 1]])
     values = challenge.aggregate(results, weights)
     errors = np.repeat(errors_of(data, "mm"), weights[0], axis=0)
@@ -129,7 +138,7 @@ def test_composite_ranks_first(tmp_path):
     challenge = declare(composite={"sdr_2mm": 1.0, "mre": -0.1})
     assert [column.path for column in (challenge.leaderboards[0].score, *challenge.leaderboards[0].extra_columns)] \
         == ["aggregates.score", "aggregates.mre", "aggregates.sdr_2mm"]
-    metrics = challenge(ground_truth).evaluate(input_dir)
+    metrics = evaluated(challenge(ground_truth), input_dir)
     errors = errors_of(data, "mm")
     assert metrics["aggregates"]["score"] == pytest.approx((errors < 2).mean() - 0.1 * errors.mean(), rel=1e-12)
 
@@ -223,7 +232,7 @@ def test_case_rank_then_mean_reads_each_cases_own_values(tmp_path):
     rule = challenge.final_rankings[0]
     assert isinstance(rule, MeanOfCaseRanks) and rule.case_paths == ("mre", "sdr_2_5mm")
     assert [column.order for column in rule.columns] == ["asc", "desc"]
-    metrics = challenge(ground_truth).evaluate(input_dir)
+    metrics = evaluated(challenge(ground_truth), input_dir)
     for (case, entry), row in zip(sorted(metrics["cases"].items()), errors_of(data, "mm"), strict=True):
         assert entry["sdr_2_5mm"] == pytest.approx((row < 2.5).mean(), rel=1e-15), case
         assert entry["mre_std"] == pytest.approx(np.std(row), rel=1e-12), case

@@ -23,7 +23,17 @@ import pytest
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.grand_challenge import metrics_json
 from evaluation.kinds.points import Points
-from tests.point_kinds import grid, multiple_points, to_index, to_world, write_reference, write_submission
+from evaluation.run import matched_cases
+from tests.point_kinds import (
+    evaluated,
+    grid,
+    multiple_points,
+    scored,
+    to_index,
+    to_world,
+    write_reference,
+    write_submission,
+)
 
 ROTATED = [[0.0, -1.0], [1.0, 0.0]]  # a 90° rotation: index x runs along world y
 
@@ -151,7 +161,7 @@ def test_pooled_f1_and_froc_on_a_rotated_anisotropic_grid(tmp_path, unit, radius
     data = dataset(1)
     ground_truth, input_dir = write(tmp_path, data)
     challenge = declare(classes=("cell",), radius=radius, radius_unit=unit, ranked_metrics=("f1", "froc", "cpm"))
-    metrics = challenge(ground_truth).evaluate(input_dir)
+    metrics = evaluated(challenge(ground_truth), input_dir)
     (tp, fp, fn), per_image = counts(data, "cell", radius, unit)
     assert (tp, fp, fn) == tuple(metrics["aggregates"]["cell"][k] for k in ("tp", "fp", "fn"))
     assert metrics["aggregates"]["f1"] == pytest.approx(2 * tp / (2 * tp + fp + fn), rel=1e-12)
@@ -179,8 +189,8 @@ def test_mm_and_pixels_differ_on_anisotropic_spacing(tmp_path):
     ground_truth = write_reference(tmp_path / "gt", truth)
     input_dir = write_submission(tmp_path / "in", {"image-00": multiple_points([[10.0, 5.75]], probabilities=[0.9])},
                                  "points")
-    mm = declare(classes=("cell",), radius=1.0, radius_unit="mm")(ground_truth).evaluate(input_dir)
-    pixels = declare(classes=("cell",), radius=1.0, radius_unit="pixels")(ground_truth).evaluate(input_dir)
+    mm = evaluated(declare(classes=("cell",), radius=1.0, radius_unit="mm")(ground_truth), input_dir)
+    pixels = evaluated(declare(classes=("cell",), radius=1.0, radius_unit="pixels")(ground_truth), input_dir)
     assert mm["aggregates"]["cell"]["tp"] == 1 and pixels["aggregates"]["cell"]["tp"] == 0
 
 
@@ -190,8 +200,8 @@ def test_a_pair_at_exactly_the_radius_matches_only_when_inclusive(tmp_path):
     ground_truth = write_reference(tmp_path / "gt", truth)
     input_dir = write_submission(tmp_path / "in", {"image-00": multiple_points([[12.0, 10.0]], probabilities=[0.9])},
                                  "points")
-    inclusive = declare(classes=("cell",), radius=2.0, inclusive=True)(ground_truth).evaluate(input_dir)
-    strict = declare(classes=("cell",), radius=2.0, inclusive=False)(ground_truth).evaluate(input_dir)
+    inclusive = evaluated(declare(classes=("cell",), radius=2.0, inclusive=True)(ground_truth), input_dir)
+    strict = evaluated(declare(classes=("cell",), radius=2.0, inclusive=False)(ground_truth), input_dir)
     assert (inclusive["aggregates"]["cell"]["tp"], strict["aggregates"]["cell"]["tp"]) == (1, 0)
     assert strict["aggregates"]["f1"] == 0.0 and inclusive["aggregates"]["f1"] == 1.0
 
@@ -201,7 +211,7 @@ def test_greedy_by_truth_equals_evalutils_score_detection(tmp_path):
 
     data = dataset(2, direction=np.eye(2), spacing=(0.5, 0.5))  # evalutils measures in the coordinates given
     ground_truth, input_dir = write(tmp_path, data)
-    metrics = declare(classes=("cell",), radius=2.0, matching="greedy_by_truth")(ground_truth).evaluate(input_dir)
+    metrics = evaluated(declare(classes=("cell",), radius=2.0, matching="greedy_by_truth")(ground_truth), input_dir)
     for case, (_, truth, predicted) in data.items():
         theirs = score_detection(ground_truth=[tuple(p) for p in truth["cell"]],
                                  predictions=[tuple(p) for p in predicted["cell"][0]], radius=2.0)
@@ -213,7 +223,7 @@ def test_greedy_by_truth_equals_evalutils_score_detection(tmp_path):
 def test_greedy_by_score_equals_a_brute_force(tmp_path):
     data = dataset(3)
     ground_truth, input_dir = write(tmp_path, data)
-    metrics = declare(classes=("cell",), radius=3.0, matching="greedy_by_score")(ground_truth).evaluate(input_dir)
+    metrics = evaluated(declare(classes=("cell",), radius=3.0, matching="greedy_by_score")(ground_truth), input_dir)
     _, per_image = counts(data, "cell", 3.0, tp_of=lambda d, s: greedy_by_score_tp(d, s, 3.0))
     assert [tuple(metrics["cases"][c]["cell"][k] for k in ("tp", "fp", "fn")) for c in sorted(data)] == per_image
 
@@ -222,7 +232,7 @@ def test_mean_over_images_leaves_undefined_images_out(tmp_path):
     data = dataset(4)
     ground_truth, input_dir = write(tmp_path, data)
     challenge = declare(classes=("cell",), radius=2.0, averaging="mean", ranked_metrics=("f1", "precision", "recall"))
-    metrics = challenge(ground_truth).evaluate(input_dir)
+    metrics = evaluated(challenge(ground_truth), input_dir)
     _, per_image = counts(data, "cell", 2.0)
     f1 = [2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0 for tp, fp, fn in per_image]
     precision = [tp / (tp + fp) if tp + fp else (1.0 if fn == 0 else np.nan) for tp, fp, fn in per_image]
@@ -237,7 +247,7 @@ def test_froc_per_unit_area(tmp_path):
     ground_truth, input_dir = write(tmp_path, data)
     challenge = declare(classes=("cell",), radius=2.0, fp_rate="per_area", area_unit=100.0,
                         froc_fp_rates=(0.1, 0.5, 1.0), ranked_metrics=("froc",))
-    metrics = challenge(ground_truth).evaluate(input_dir)
+    metrics = evaluated(challenge(ground_truth), input_dir)
     images = [(distances(t["cell"], p["cell"][0], e, "mm"), p["cell"][1]) for e, t, p in data.values()]
     areas = [120 * 0.5 * 90 * 0.25 / 100.0] * len(data)  # size x spacing in mm², per 100 mm²
     assert metrics["aggregates"]["froc"] == pytest.approx(froc_by_definition(images, 2.0, [0.1, 0.5, 1.0], areas),
@@ -249,7 +259,7 @@ def test_several_classes_by_name_mean_over_classes(tmp_path):
     classes = ("mitosis", "imposter")
     data = dataset(6, classes=classes)
     ground_truth, input_dir = write(tmp_path, data, classes=classes)
-    metrics = declare(classes=classes, radius=2.0)(ground_truth).evaluate(input_dir)
+    metrics = evaluated(declare(classes=classes, radius=2.0)(ground_truth), input_dir)
     f1s = []
     for name in classes:
         (tp, fp, fn), _ = counts(data, name, 2.0)
@@ -263,7 +273,7 @@ def test_case_weights_equal_the_materialised_resample(tmp_path):
     data = dataset(7)
     ground_truth, input_dir = write(tmp_path, data)
     challenge = declare(classes=("cell",), radius=2.0, ranked_metrics=("f1", "froc"))(ground_truth)
-    results = {case.case_id: challenge.score_one(case) for case in challenge.cases(input_dir)}
+    results = scored(challenge, input_dir)
     weights = np.array([[0, 2, 1, 0, 3, 1, 1, 0], [1] * 8])
     values = challenge.aggregate(results, weights)
     repeated = [case for case, w in zip(sorted(data), weights[0], strict=True) for _ in range(w)]
@@ -284,7 +294,7 @@ def test_composite_is_ranked_first_and_equals_its_weighted_sum(tmp_path):
     ground_truth, input_dir = write(tmp_path, data)
     challenge = declare(classes=("cell",), radius=2.0, ranked_metrics=("f1",), composite={"f1": 0.5, "froc": 0.5})
     assert challenge.leaderboards[0].score.path == "aggregates.score"
-    metrics = challenge(ground_truth).evaluate(input_dir)
+    metrics = evaluated(challenge(ground_truth), input_dir)
     (tp, fp, fn), _ = counts(data, "cell", 2.0)
     images = [(distances(t["cell"], p["cell"][0], e, "mm"), p["cell"][1]) for e, t, p in data.values()]
     expected = 0.5 * 2 * tp / (2 * tp + fp + fn) + 0.5 * froc_by_definition(images, 2.0, CAMELYON_RATES)
@@ -326,13 +336,13 @@ def test_an_unknown_class_name_is_the_submissions_fault(tmp_path):
     data = dataset(9, classes=classes, cases=3)
     ground_truth, input_dir = write(tmp_path, data, classes=classes)
     challenge = declare(classes=classes, radius=2.0)(ground_truth)
-    case = next(c for c in challenge.cases(input_dir) if c.case_id == "image-02")
+    case = next(c for c in matched_cases(challenge, input_dir) if c.case_id == "image-02")
     path = case.output_path("points")
     document = json.loads(path.read_text())
     document["points"][0]["name"] = "mitotic figure"
     path.write_text(json.dumps(document))
     with pytest.raises(SubmissionError, match=r"^Image image-02: .*point 0 is named \"mitotic figure\""):
-        challenge.evaluate(input_dir)
+        evaluated(challenge, input_dir)
 
 
 # ---- hostile submissions through the real command ----------------------------------------------
@@ -412,7 +422,7 @@ def test_a_2d_images_third_coordinate_is_not_read(tmp_path):
     document = multiple_points([[10.5, 10.0]], probabilities=[0.9])
     document["points"][0]["point"][2] = 7.0
     input_dir = write_submission(tmp_path / "in", {"image-00": document}, "points")
-    metrics = declare(classes=("cell",), radius=1.0)(ground_truth).evaluate(input_dir)
+    metrics = evaluated(declare(classes=("cell",), radius=1.0)(ground_truth), input_dir)
     assert metrics["aggregates"]["cell"]["tp"] == 1
 
 
@@ -433,7 +443,7 @@ def test_a_large_image_stays_fast(tmp_path):
         to_world(predicted_index, entry), probabilities=rng.uniform(0, 1, len(predicted_index)).round(4))}, "points")
     challenge = declare(classes=("cell",), radius=1.0)(ground_truth)
     started = time.perf_counter()
-    metrics = challenge.evaluate(input_dir)
+    metrics = evaluated(challenge, input_dir)
     seconds = time.perf_counter() - started
     print(f"10^5 predictions x 10^4 truths: {seconds:.2f} s")
     assert metrics["aggregates"]["cell"]["tp"] > 0
@@ -461,6 +471,6 @@ def test_the_declared_ranking_rules(tmp_path):
     # the per-case values it reads: each case's mean over the classes
     data = dataset(10, classes=("cell", "other"))
     ground_truth, input_dir = write(tmp_path, data, classes=("cell", "other"))
-    metrics = per_case(ground_truth).evaluate(input_dir)
+    metrics = evaluated(per_case(ground_truth), input_dir)
     case = metrics["cases"]["image-03"]
     assert case["recall"] == pytest.approx((case["cell"]["recall"] + case["other"]["recall"]) / 2, rel=1e-15)
