@@ -182,6 +182,43 @@ def test_pooled_f1_and_froc_on_a_rotated_anisotropic_grid(tmp_path, unit, radius
                                                      "recall": 1.0}
 
 
+@pytest.mark.parametrize("unit, radius", [("mm", 4.0), ("pixels", 3.0)])
+def test_3d_points_on_an_oblique_anisotropic_grid(tmp_path, unit, radius):
+    """3D images (CT-like spacing 0.7 x 0.7 x 2.5 mm, a random rotation), F1 and FROC against
+    scipy's assignment and the FROC by definition on the test's own world <-> index."""
+    rng = np.random.default_rng(12)
+    data, outputs = {}, {}
+    for number in range(5):
+        q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+        entry = grid((64, 64, 30), (0.7, 0.7, 2.5), origin=rng.uniform(-100, 100, 3), direction=q * np.sign(np.diag(r)))
+        true_index = rng.uniform(1, [62, 62, 28], (int(rng.integers(1, 9)), 3))
+        near = np.clip(true_index[rng.random(len(true_index)) < 0.8]
+                       + rng.normal(0, 1.5, (1, 3)) / np.array([0.7, 0.7, 2.5]), 0, [63, 63, 29])
+        predicted_index = np.concatenate([near, rng.uniform(0, [63, 63, 29], (int(rng.integers(0, 4)), 3))])
+        truth_world, predicted_world = to_world(true_index, entry), to_world(predicted_index, entry)
+        scores = np.round(rng.uniform(0.01, 1, len(predicted_world)), 3)
+        data[f"ct-{number}"] = (entry, truth_world, predicted_world, scores)
+        outputs[f"ct-{number}"] = multiple_points(predicted_world, probabilities=scores)
+    ground_truth = write_reference(tmp_path / "gt", {case: {"grid": entry, "points": {"nodule": truth.tolist()}}
+                                                     for case, (entry, truth, _, _) in data.items()})
+    input_dir = write_submission(tmp_path / "in", outputs, "points")
+    metrics = evaluated(declare(classes=("nodule",), radius=radius, radius_unit=unit)(ground_truth), input_dir)
+    tp = fp = fn = 0
+    images = []
+    for entry, truth, predicted, scores in data.values():
+        if unit == "pixels":
+            truth, predicted = to_index(truth, entry), to_index(predicted, entry)
+        d = np.sqrt(((truth[:, None, :] - predicted[None, :, :]) ** 2).sum(axis=2))
+        matched = hungarian_tp(d, radius)
+        tp, fp, fn = tp + matched, fp + d.shape[1] - matched, fn + d.shape[0] - matched
+        images.append((d, scores))
+    assert (metrics["aggregates"]["nodule"]["tp"], metrics["aggregates"]["nodule"]["fp"]) == (tp, fp)
+    assert tp > 0 and fp > 0 and fn > 0  # the data exercise every count
+    assert metrics["aggregates"]["f1"] == pytest.approx(2 * tp / (2 * tp + fp + fn), rel=1e-12)
+    assert metrics["aggregates"]["froc"] == pytest.approx(froc_by_definition(images, radius, CAMELYON_RATES),
+                                                          rel=1e-12)
+
+
 def test_mm_and_pixels_differ_on_anisotropic_spacing(tmp_path):
     """A prediction 3 pixels off along the 0.25 mm axis is 0.75 mm away: a hit at 1 mm, a miss at 1 pixel."""
     entry = grid((50, 50), (1.0, 0.25))
