@@ -87,6 +87,27 @@ def test_rules_refuse_what_they_cannot_rank():
     assert all(isinstance(rule, RankingRule) for rule in (MeanOfRanks("m", (DSC,)), MeanOfCaseRanks("c", (CASE_DSC,))))
 
 
+def test_mean_of_ranks_statistics_rank_every_resample_as_scipy():
+    rng = np.random.default_rng(8)
+    names = ("a", "b", "c", "d", "e")
+    rule = MeanOfRanks("mean", (DSC, HD), weights=(1.0, 3.0))
+    documents = {name: {"aggregates": {"dsc": float(rng.integers(0, 4)) / 4, "hd95": float(rng.integers(0, 4))}}
+                 for name in names}
+    standing = rank_leaderboard(rule, documents, "average", [])
+    resamples = 150
+    resampled = {name: {DSC.path: rng.integers(0, 4, resamples) / 4, HD.path: rng.integers(0, 4, resamples) * 1.0}
+                 for name in names}
+    document, _ = leaderboard_statistics(standing, resampled, "min", 0.05, [])
+    ranks = np.empty((resamples, len(names)))
+    for r in range(resamples):
+        dsc = rankdata([-resampled[n][DSC.path][r] for n in names], method="min")
+        hd = rankdata([resampled[n][HD.path][r] for n in names], method="min")
+        ranks[r] = rankdata((dsc + 3 * hd) / 4, method="min")
+    for i, name in enumerate(names):
+        assert document[name]["mean_rank"] == pytest.approx(ranks[:, i].mean(), abs=1e-12)
+        assert document[name]["rank_ci"] == pytest.approx(np.percentile(ranks[:, i], [2.5, 97.5]).tolist())
+
+
 # ---- MeanOfCaseRanks against challengeR's definition ---------------------------------------------
 
 

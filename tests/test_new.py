@@ -1,6 +1,7 @@
 """python -m evaluation.new: each template writes a challenge that every command picks up, in a
 copy of this repository (the real tree stays untouched), adding files only; its metrics agree
-with an independent computation (scikit-learn, lifelines, a direct numpy Dice and FROC); the
+with an independent computation (scikit-learn, lifelines, a direct numpy Dice, scipy's
+linear_sum_assignment and a direct FROC, numpy radial errors); the
 generic tests pass on it; and a bad, taken or ambiguous name, or an unknown template, is
 refused with one line and nothing written."""
 
@@ -15,10 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evaluation.grand_challenge import value_at_path
 from evaluation.new import folder_for
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ("classification", "segmentation", "detection", "survival")
+TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival")
 
 
 def run(copy: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -156,26 +158,45 @@ def independent(template: str, copy: Path, name: str) -> dict[str, float]:
         lifelines = pytest.importorskip("lifelines.utils")
         return {"c_index": lifelines.concordance_index([truth[c]["time"] for c in cases],
                                                        [-values[c] for c in cases], [truth[c]["event"] for c in cases])}
-    # detection: the FROC by its definition, every distinct probability a threshold
-    fps, lesion_best, lesions = [], [], 0
+    if template == "landmarks":  # numpy distances in mm (the examples' grids have an identity direction)
+        errors = np.array([np.linalg.norm(np.array(truth[c]["landmarks"][item["name"]]) - np.array(item["point"][:2]))
+                           for c in cases for item in values[c]["points"]])
+        return {"aggregates.mre": float(errors.mean()), "aggregates.sdr_2mm": float((errors < 2.0).mean())}
+    return independent_points(truth, values, cases)
+
+
+def independent_points(truth: dict, values: dict, cases: list[str], radius: float = 2.0) -> dict[str, float]:
+    """The points template's F1 (scipy's linear_sum_assignment on the distance matrix, pairs
+    beyond the radius forbidden, counts pooled) and FROC score (by its definition: a prediction
+    hits every true point within the radius, a true point keeps its best hit's probability, every
+    distinct probability a threshold; mean sensitivity at 1/4 to 8 false positives per image), in
+    world mm (the examples' grids have an identity direction)."""
+    from scipy.optimize import linear_sum_assignment
+
+    tp = fp = fn = 0
+    fps, lesion_best = [], []
     for c in cases:
-        centres = np.array(truth[c], dtype=float).reshape(-1, 2)
-        lesions += len(centres)
-        best = np.zeros(len(centres))
-        for item in values[c]["points"]:
-            point, p = np.array(item["point"][:2]), item["probability"]
-            distances = np.hypot(*(centres - point).T) if len(centres) else np.zeros(0)
-            if len(distances) and distances.min() <= 10.0:
-                best[distances.argmin()] = max(best[distances.argmin()], p)
-            else:
-                fps.append(p)
+        centres = np.array(truth[c]["points"]["mitosis"], dtype=float).reshape(-1, 2)
+        points = np.array([item["point"][:2] for item in values[c]["points"]], dtype=float).reshape(-1, 2)
+        scores = np.array([item["probability"] for item in values[c]["points"]], dtype=float)
+        distances = np.sqrt(((centres[:, None, :] - points[None, :, :]) ** 2).sum(axis=2))
+        within = distances <= radius
+        rows, columns = linear_sum_assignment(np.where(within, distances, 1e9))
+        matched = int(within[rows, columns].sum())
+        tp, fp, fn = tp + matched, fp + len(points) - matched, fn + len(centres) - matched
+        best = np.full(len(centres), -np.inf)
+        for k in range(len(points)):
+            hit = within[:, k]
+            best[hit] = np.maximum(best[hit], scores[k])
+            if not hit.any():
+                fps.append(scores[k])
         lesion_best.extend(best)
     fps, lesion_best = np.array(fps), np.array(lesion_best)
-    thresholds = np.unique(np.concatenate([fps, lesion_best]))
-    thresholds = thresholds[thresholds > 0]
+    thresholds = np.unique(np.concatenate([fps, lesion_best[np.isfinite(lesion_best)]]))
     rates = [(fps >= t).sum() / len(cases) for t in thresholds] + [0.0]
-    sensitivities = [(lesion_best >= t).sum() / lesions for t in thresholds] + [0.0]
-    return {"froc": float(np.mean(np.interp([0.25, 0.5, 1, 2, 4, 8], rates[::-1], sensitivities[::-1])))}
+    sensitivities = [(lesion_best >= t).sum() / len(lesion_best) for t in thresholds] + [0.0]
+    froc = float(np.mean(np.interp([0.25, 0.5, 1, 2, 4, 8], rates[::-1], sensitivities[::-1])))
+    return {"aggregates.f1": 2 * tp / (2 * tp + fp + fn), "aggregates.froc": froc}
 
 
 def independent_segmentation(ground_truth: Path, predictions: list[tuple[str, Path]]) -> dict[str, float]:
@@ -212,8 +233,6 @@ def independent_segmentation(ground_truth: Path, predictions: list[tuple[str, Pa
 
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_template_metrics_agree_with_an_independent_computation(scaffolded, template):
-    from evaluation.grand_challenge import value_at_path
-
     copy, name = scaffolded[template]
     expected = json.loads((copy / "test" / name / "expected_metrics.json").read_text())
     for path, value in independent(template, copy, name).items():
@@ -251,6 +270,24 @@ def test_the_segmentation_teams_trade_the_metrics_off(scaffolded, tmp_path):
     assert ranking.returncode == 0, ranking.stderr
     entries = json.loads((tmp_path / "ranking" / "ranking.json").read_text())["leaderboards"][0]["entries"]
     assert entries[0]["submission"] == winners[1] and entries[0]["rank"] == 1
+
+
+@pytest.mark.parametrize("template", ["points", "landmarks"])
+def test_the_leaderboard_teams_trade_the_metrics_off(scaffolded, template, tmp_path):
+    """The team best on the score is not the best on the tie-break: an ordering and a mean of
+    ranks rank them differently. Scored here without evaluation/metrics (`independent`)."""
+    copy, name = scaffolded[template]
+    values = {}
+    for team in ("team-a", "team-b", "team-c"):
+        team_copy = tmp_path / team
+        (team_copy / "test" / name).mkdir(parents=True)
+        (team_copy / "ground-truth").symlink_to(copy / "ground-truth")
+        (team_copy / "test" / name / "input").symlink_to(copy / "test" / name / "leaderboard" / team)
+        values[team] = independent(template, team_copy, name)
+    first, second = list(values["team-a"])
+    signs = {first: 1 if template == "points" else -1, second: 1}  # MRE: lower is better
+    best = {path: max(values, key=lambda team, path=path: signs[path] * values[team][path]) for path in (first, second)}
+    assert best[first] != best[second], values
 
 
 # The test files parametrised over the registry (and the hostile suite, which takes each

@@ -295,6 +295,8 @@ class MeanOfRanks(RankingRule):
     tie_method: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))  # a list given: the rule stays hashable
+        object.__setattr__(self, "weights", tuple(self.weights))
         _check_columns("mean of ranks", self.columns)
         _check_weights("mean of ranks", self.weights, self.columns)
         _check_tie_method("mean of ranks", self.tie_method)
@@ -345,6 +347,8 @@ class MeanOfCaseRanks(RankingRule):
     tie_method: str = "min"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))  # a list given: the rule stays hashable
+        object.__setattr__(self, "weights", tuple(self.weights))
         _check_columns("mean of case ranks", self.columns)
         _check_weights("mean of case ranks", self.weights, self.columns)
         _check_tie_method("mean of case ranks", self.tie_method)
@@ -366,9 +370,9 @@ class MeanOfCaseRanks(RankingRule):
 
     def describe(self, tie_method: str = "average") -> str:
         ranked = ", ".join(column.describe() for column in self.columns)
-        return (f"Mean of per-case ranks (challengeR's rank-then-aggregate): on every case of {self.cases_path}, the "
-                f"submissions ranked on {ranked}, {_ties_text(self.tie_method)}, a submission without a value for "
-                f"the case ranked one below the worst rank given; mean_case_rank = the "
+        return (f"Mean of per-case ranks (challengeR's rank-then-aggregate): on every case of metrics.json's "
+                f"{self.cases_path}, the submissions ranked on {ranked}, {_ties_text(self.tie_method)}, a submission "
+                f"without a value for the case ranked one below the worst rank given; mean_case_rank = the "
                 f"{_weights_text(self.weights, self.columns)} over the metrics of each metric's mean rank over the "
                 f"cases; final rank = competition rank of mean_case_rank ascending (1, 1, 3).")
 

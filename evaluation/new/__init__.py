@@ -1,6 +1,6 @@
 """The scaffold of a new challenge (docs/adding-a-challenge.md):
 
-    python -m evaluation.new NAME --template classification|segmentation|detection|survival
+    python -m evaluation.new NAME --template classification|segmentation|points|landmarks|survival
 
 writes a working challenge NAME, the simplest honest instance of its kind, into this repository:
 
@@ -57,7 +57,7 @@ from evaluation.interruption import (
 )
 from evaluation.launch import CommandParser, run_command
 
-TEMPLATES = ("classification", "segmentation", "detection", "survival")
+TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival")
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the folder holding the evaluation package
 # A name: lowercase letters, digits and "_" in its folder part, then "-"-separated parts.
@@ -66,7 +66,8 @@ NAME_LENGTH = 32  # the class line `title = "NAME: ..."` stays within 120 charac
 TITLES = {
     "classification": "binary classification, ROC AUC (ties: balanced accuracy)",
     "segmentation": "3D multi-label segmentation, mean rank of Dice, HD95, NSD at 2 mm",
-    "detection": "lesion detection, FROC score (sensitivity at 1/4 to 8 FP per image)",
+    "points": "point detection, F1 at 2 mm (ties: FROC score)",
+    "landmarks": "landmark detection, mean radial error (ties: SDR at 2 mm)",
     "survival": "survival, Harrell's C-index",
 }
 
@@ -299,7 +300,8 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("name", metavar="NAME", help="the challenge's name, e.g. acme2027 or acme2027-task1")
     parser.add_argument("--template", required=True, metavar="TEMPLATE",
                         help=f"the kind of challenge: {', '.join(TEMPLATES)} (classification: ROC AUC and "
-                             f"balanced accuracy; segmentation: Dice and NSD; detection: FROC; survival: C-index)")
+                             f"balanced accuracy; segmentation: Dice, HD95 and NSD per label; points: F1 and FROC; "
+                             f"landmarks: MRE and SDR; survival: C-index)")
     args = parser.parse_args(argv)
     written = scaffold(args.name, args.template)  # UsageError: refused, nothing written (exit 2)
     print(f"Wrote the challenge {args.name}: " + ", ".join(f"{path}" for path in written) + ". Try: "

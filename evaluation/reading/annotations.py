@@ -28,7 +28,7 @@ A point is inside the image when every index lies within the voxels' extent, −
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -185,7 +185,7 @@ class _Reader:
                 self.fail(f"{what} has {axis} = {shown(number)}; every coordinate must be a finite number")
         return [float(v) for v in value]
 
-    def inside(self, world: np.ndarray, index: np.ndarray, geometry: Geometry, what: str) -> None:
+    def inside(self, world: np.ndarray, index: np.ndarray, geometry: Geometry, what: Callable[[int], str]) -> None:
         """Refuse the first point (rows of `index`, numpy order) outside the voxels' extent."""
         upper = np.asarray(tuple(reversed(geometry.size)), dtype=np.float64) - 0.5
         outside = ((index < -0.5 - INSIDE_TOLERANCE) | (index > upper + INSIDE_TOLERANCE)).any(axis=-1)
