@@ -290,6 +290,28 @@ def test_the_leaderboard_teams_trade_the_metrics_off(scaffolded, template, tmp_p
     assert best[first] != best[second], values
 
 
+@pytest.mark.slow
+def test_a_segmentation_challenge_ranked_case_by_case_is_written_and_ranked(tmp_path):
+    """The segmentation template declaring challengeR's rank-then-aggregate instead: its final
+    ranking reads per-case values only, and its teams are still written (checked on the score) and
+    ranked, the team that is best on most cases first."""
+    copy = repository_copy(tmp_path / "repo")
+    template = copy / "evaluation" / "new" / "templates" / "segmentation" / "__init__.py.tmpl"
+    text = template.read_text()
+    assert '    ranking = "mean_of_ranks"\n' in text
+    template.write_text(text.replace('    ranking = "mean_of_ranks"\n', '    ranking = "case_rank_then_mean"\n'))
+    written = run(copy, sys.executable, "-m", "evaluation.new", "caseseg", "--template", "segmentation")
+    assert written.returncode == 0, written.stdout + written.stderr
+    teams = sorted(str(p) for p in (copy / "test" / "caseseg" / "leaderboard").iterdir())
+    ranking = run(copy, sys.executable, "-m", "evaluation.leaderboard", "caseseg", *teams, "--output",
+                  str(tmp_path / "ranking"), "--resamples", "10")
+    assert ranking.returncode == 0, ranking.stderr
+    board = json.loads((tmp_path / "ranking" / "ranking.json").read_text())["leaderboards"][0]
+    assert "rank-then-aggregate" in board["rule"]
+    # team-b: exact on five cases of six, an empty map on the sixth (examples.py's style 2); team-d its copy
+    assert [(entry["submission"], entry["rank"]) for entry in board["entries"][:2]] == [("team-b", 1), ("team-d", 1)]
+
+
 # The test files parametrised over the registry (and the hostile suite, which takes each
 # challenge's first case from its example).
 GENERIC_FILES = tuple(sorted({"tests/test_hostile.py", *(

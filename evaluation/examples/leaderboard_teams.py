@@ -51,10 +51,13 @@ def lineup(challenge: str) -> Lineup:
 
 def ranked_paths(challenge: str) -> tuple[str, ...]:
     """The metrics.json paths the challenge's official final ranking reads, primary key first
-    (csv2026 ranks score_without_time only when no submission has timing): its declaration's."""
+    (csv2026 ranks score_without_time only when no submission has timing): its declaration's; for
+    a rule of per-case values only (MeanOfCaseRanks reads no submission-level path), the
+    leaderboard's ranked paths, the score first."""
     from evaluation.challenges import challenge_class
 
-    return challenge_class(challenge).final_ranking_paths()
+    cls = challenge_class(challenge)
+    return cls.final_ranking_paths() or cls.ranked_paths
 
 
 class NoRanking(InternalError):
