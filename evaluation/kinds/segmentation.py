@@ -254,7 +254,7 @@ class Hausdorff(_SurfaceMetric):
     def name(self) -> str:
         return "HD" if self.percentile == 100 else f"HD{self.percentile:g}"
 
-    def value(self, distances, tolerance: float) -> float:
+    def value(self, distances, label: str) -> float:
         return distances.hausdorff_distance(self.percentile, self.combine, **self.policy())
 
 
@@ -285,7 +285,7 @@ class AverageSurfaceDistance(_SurfaceMetric):
     def name(self) -> str:
         return self.default_key().upper()
 
-    def value(self, distances, tolerance: float) -> float:
+    def value(self, distances, label: str) -> float:
         return distances.average_surface_distance(self.combine, **self.policy())
 
 
@@ -325,8 +325,8 @@ class NormalizedSurfaceDice(_SurfaceMetric):
     def tolerance_of(self, label: str) -> float:
         return float(self.tolerance[label] if isinstance(self.tolerance, Mapping) else self.tolerance)
 
-    def value(self, distances, tolerance: float) -> float:
-        return distances.normalized_surface_dice(tolerance, **self.policy())
+    def value(self, distances, label: str) -> float:
+        return distances.normalized_surface_dice(self.tolerance_of(label), **self.policy())
 
     def __hash__(self) -> int:  # a dict of tolerances is not hashable
         return hash((self.key, self.boundary, self.connectivity))
@@ -429,8 +429,6 @@ class Segmentation(Declared):
     spacing: ClassVar[str] = "header"
     dimensions: ClassVar[tuple[int, ...]] = (2, 3)
     settings_class = SegmentationSettings
-    case_label = "Case"
-    worker_memory_bytes = 256 << 20
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if cls.labels:
@@ -637,30 +635,27 @@ def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[
 
     values = list(labels)
     counts = label_overlap_counts(prediction, truth, values)
-    distances: dict[tuple[str, int], dict[int, Any]] = {}
-    for metric in metrics:
-        variant = metric.surface_variant
-        if variant is not None and variant not in distances:
-            distances[variant] = label_surface_distances(prediction, truth, values, spacing, *variant, counts=counts)
-    result: dict[str, float] = {}
+    result: dict[str, Any] = {}
     for index, name in enumerate(labels.values()):
         result[f"{name}/truth_voxels"] = int(counts.truth_size[index])
         result[f"{name}/prediction_voxels"] = int(counts.prediction_size[index])
-    for metric in metrics:
-        if metric.surface_variant is None:
-            per_label = [float(v) for v in metric.values(counts, None)]
-        else:
-            found = distances[metric.surface_variant]
-            per_label = [float(metric.value(found[value], metric.tolerance_of(name)
-                                            if isinstance(metric, NormalizedSurfaceDice) else 0.0))
-                         for value, name in labels.items()]
+    per_metric = {metric.key: [float(v) for v in metric.values(counts, None)]
+                  for metric in metrics if metric.surface_variant is None}
+    # one variant's distances at a time (a noise map's are large), every metric read off them
+    for variant in dict.fromkeys(metric.surface_variant for metric in metrics if metric.surface_variant):
+        found = label_surface_distances(prediction, truth, values, spacing, *variant, counts=counts)
+        for metric in metrics:
+            if metric.surface_variant == variant:
+                per_metric[metric.key] = [float(metric.value(found[value], name)) for value, name in labels.items()]
+        del found
+    for metric in metrics:  # in declaration order
+        per_label = per_metric[metric.key]
         for name, v in zip(labels.values(), per_label, strict=True):
             result[f"{name}/{metric.key}"] = v
-        per_label = np.array(per_label)
-        defined = ~np.isnan(per_label)
-        result[metric.key] = float(mean_over_labels(per_label, None if defined.all() else defined))
+        array = np.array(per_label)
+        defined = ~np.isnan(array)
+        result[metric.key] = float(mean_over_labels(array, None if defined.all() else defined))
     return result
-
 
 
 __all__ = ["AverageSurfaceDistance", "Composite", "Dice", "Hausdorff", "IoU", "LabelMapPair", "NormalizedSurfaceDice",
