@@ -1,6 +1,6 @@
 """The scaffold of a new challenge (docs/adding-a-challenge.md):
 
-    python -m evaluation.new NAME --template classification|segmentation|detection|survival
+    python -m evaluation.new NAME --template classification|segmentation|detection|survival|lesions|instances
 
 writes a working challenge NAME, the simplest honest instance of its kind, into this repository:
 
@@ -57,7 +57,7 @@ from evaluation.interruption import (
 )
 from evaluation.launch import CommandParser, run_command
 
-TEMPLATES = ("classification", "segmentation", "detection", "survival")
+TEMPLATES = ("classification", "segmentation", "detection", "survival", "lesions", "instances")
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the folder holding the evaluation package
 # A name: lowercase letters, digits and "_" in its folder part, then "-"-separated parts.
@@ -68,6 +68,8 @@ TITLES = {
     "segmentation": "segmentation, mean Dice (ties: mean NSD at 2 px)",
     "detection": "lesion detection, FROC score (sensitivity at 1/4 to 8 FP per image)",
     "survival": "survival, Harrell's C-index",
+    "lesions": "lesion segmentation, pooled lesion F1 (then FP/FN volume, Dice)",
+    "instances": "instance segmentation, panoptic quality per class (pooled)",
 }
 
 

@@ -1,0 +1,154 @@
+"""The instances kind: the job writes an instance label map (2D or 3D, each instance one distinct
+positive integer, 0 background) on the ground truth's grid, and, when the challenge declares
+classes, a class map beside it (each voxel its class, 0 background); instances are scored by
+panoptic quality.
+
+The organizer declares (class attributes of the challenge; default in brackets):
+
+- `labels` ({1: "instance"}): the classes. One entry: class-agnostic, no class map is read.
+  Several: the job writes a class map too (output socket `class_output_socket`), and each class
+  is scored on the instances of that class (the instance map where the class map has it: CoNIC's
+  per-class PQ, an instance split between classes counting in each);
+- `iou_threshold` (0.5) and `assignment` (None): a true and a predicted instance match when
+  their IoU is strictly above the threshold; at 0.5 or above such matches are unique (PQ's
+  convention, no assignment rule involved); below it name a one-to-one rule of
+  evaluation.metrics.instances ("hungarian_then_threshold" is CoNIC's and HoVer-Net's);
+- `ranked_metrics` ({"pq": "pooled"}): pq, sq, rq -> "pooled" (TP, FP, FN and the IoU sum summed over
+  the images, then the ratios: CoNIC's multi-class PQ when averaged over the classes), "mean" or
+  "median" (of each image's value);
+- `both_empty` (1.0): PQ, SQ and RQ of an image (or a pooled test set) with no instance on
+  either side of a class;
+- `labels_ranked`, `composite`, `ranking`: evaluation/kinds/per_label.py.
+
+Settings (config.json): the sockets, and `geometry_tolerance` (relative, on spacing, origin and
+direction; the size must be equal; images are never resampled).
+
+Ground truth: one instance map per case, `<case id>.mha` (or .nii.gz, .nii, .nrrd), and with
+classes a class map per case in `classes/<case id>.mha`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from evaluation.grand_challenge import Case
+from evaluation.kinds.label_images import read_pair, truth_images, whole_labels
+from evaluation.kinds.per_label import MetricSpec, PerLabel
+from evaluation.metrics.instances import ONE_TO_ONE, panoptic_quality, panoptic_quality_from_counts
+from evaluation.reading.images import open_image
+from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
+
+CLASS_FOLDER = "classes"  # the ground truth's class maps, one per case
+
+
+@dataclass(frozen=True)
+class InstanceSettings(Settings):
+    """What the phase's config.json may change; the scoring rules are the challenge's declaration."""
+
+    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
+                                            doc="input socket whose image name is the case id (empty: the job's "
+                                                "only image input; a list: one per interface of the phase)")
+    output_socket: str = setting("instance-segmentation", socket=IMAGE_OUTPUT,
+                                 doc="output socket read: the instance map (0 background, one positive integer "
+                                     "per instance)")
+    class_output_socket: str = setting("instance-classes", socket=IMAGE_OUTPUT,
+                                       doc="output socket read when the challenge declares several classes: the "
+                                           "class map (0 background, the declared class labels)")
+    geometry_tolerance: float = setting(1e-4, minimum=0.0,
+                                        doc="relative tolerance on spacing, origin and direction; the size must be "
+                                            "equal; images are never resampled")
+
+
+def _pooled(part: str, both_empty: float):
+    def compute(tp, fp, fn, iou_sum):
+        return getattr(panoptic_quality_from_counts(tp, fp, fn, iou_sum, both_empty), part)
+    return compute
+
+
+class Instances(PerLabel):
+    """An instance-segmentation challenge (module docstring: what it declares)."""
+
+    settings_class = InstanceSettings
+    labels: ClassVar = {1: "instance"}
+    iou_threshold: ClassVar[float] = 0.5
+    assignment: ClassVar[str | None] = None
+    both_empty: ClassVar[float] = 1.0
+
+    @classmethod
+    def metric_specs(cls) -> dict[str, MetricSpec]:
+        counts = ("tp", "fp", "fn", "iou_sum")
+        return {
+            "pq": MetricSpec("PQ", "desc", counts, _pooled("pq", cls.both_empty)),
+            "sq": MetricSpec("SQ", "desc", counts, _pooled("sq", cls.both_empty)),
+            "rq": MetricSpec("RQ", "desc", counts, _pooled("rq", cls.both_empty)),
+        }
+
+    @classmethod
+    def check_declaration(cls) -> None:
+        super().check_declaration()
+        if cls.assignment is not None and cls.assignment not in ONE_TO_ONE:
+            raise TypeError(f"{cls.__name__}.assignment {cls.assignment!r} is not None nor one of "
+                            f"{', '.join(ONE_TO_ONE)}")
+        empty = np.zeros((2, 2), dtype=np.uint8)
+        try:  # the library's own checks of the rule: a bad threshold fails the import, not the first case
+            panoptic_quality(empty, empty, cls.iou_threshold, cls.both_empty, cls.assignment)
+        except ValueError as error:
+            raise TypeError(f"{cls.__name__}: {error}") from None
+
+    @classmethod
+    def with_classes(cls) -> bool:
+        return len(cls.labels) > 1
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def load_ground_truth(self, directory: Path) -> dict[str, Path]:
+        found = truth_images(self.truth, directory)
+        if self.with_classes():
+            classes = truth_images(self.truth, directory / CLASS_FOLDER) if (directory / CLASS_FOLDER).is_dir() else {}
+            missing = sorted(set(found) - set(classes))
+            if missing:
+                self.truth.fail(f"Ground truth: no class map {CLASS_FOLDER}/<case id>.mha for case(s) "
+                                f"{', '.join(missing[:5])}; a challenge with classes needs one per case.")
+        return found
+
+    def read_job_prediction(self, case: Case, ground_truth: Path):
+        settings = self.settings
+        image = case.image(settings.output_socket, f"{case.name}, output {settings.output_socket!r}")
+        tolerance = settings.geometry_tolerance
+        predicted, truth, _ = read_pair(image, ground_truth, self.truth, tolerance, case.name, "instance map")
+        predicted = whole_labels(predicted, case.origin, f"{case.name}: the instance map")
+        truth = whole_labels(truth, self.truth, f"Ground truth {ground_truth.name}")
+        if not self.with_classes():
+            return {self.label_names()[0]: (truth, predicted)}
+        labels = tuple(self.labels)
+        classes = self.ground_truth_dir / CLASS_FOLDER / ground_truth.name
+        class_image = case.image(settings.class_output_socket,
+                                 f"{case.name}, output {settings.class_output_socket!r}")
+        predicted_classes, truth_classes, _ = read_pair(class_image, classes, self.truth, tolerance, case.name,
+                                                        "class map")
+        truth_grid = open_image(self.truth, ground_truth, f"Ground truth {ground_truth.name}").geometry
+        different = truth_grid.differences(open_image(self.truth, classes, f"Ground truth {classes.name}").geometry,
+                                           rtol=tolerance)
+        if different:
+            self.truth.fail(f"Ground truth {CLASS_FOLDER}/{classes.name}: its {' and '.join(different)} differ from "
+                            f"its instance map {ground_truth.name}'s.")
+        predicted_classes = whole_labels(predicted_classes, case.origin, f"{case.name}: the class map", labels)
+        truth_classes = whole_labels(truth_classes, self.truth, f"Ground truth {CLASS_FOLDER}/{classes.name}", labels)
+        # the instances of each class: the instance map where the class map has that class (CoNIC)
+        return {self.labels[label]: (np.where(truth_classes == label, truth, 0),
+                                     np.where(predicted_classes == label, predicted, 0))
+                for label in sorted(self.labels)}
+
+    # ---- one case --------------------------------------------------------------------------
+
+    def score_case(self, case: Case, prediction, ground_truth: Path) -> dict[str, dict[str, float]]:
+        scored = {}
+        for label, (truth, predicted) in prediction.items():
+            quality = panoptic_quality(truth, predicted, self.iou_threshold, self.both_empty, self.assignment)
+            scored[label] = {"pq": quality.pq, "sq": quality.sq, "rq": quality.rq, "tp": int(quality.tp),
+                             "fp": int(quality.fp), "fn": int(quality.fn), "iou_sum": quality.iou_sum}
+        return scored
