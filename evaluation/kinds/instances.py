@@ -20,7 +20,8 @@ The organizer declares (class attributes of the challenge; default in brackets):
   either side of a class;
 - `labels_ranked`, `composite`, `ranking`: evaluation/kinds/per_label.py.
 
-Settings (config.json): the sockets, and `geometry_tolerance` (relative, on spacing, origin and
+Settings (config.json): the sockets (`class_output_socket` only with several classes), and
+`geometry_tolerance` (relative, on spacing, origin and
 direction; the size must be equal; images are never resampled).
 
 Ground truth: one instance map per case, `<case id>.mha` (or .nii.gz, .nii, .nrrd), and with
@@ -55,12 +56,18 @@ class InstanceSettings(Settings):
     output_socket: str = setting("instance-segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: the instance map (0 background, one positive integer "
                                      "per instance)")
-    class_output_socket: str = setting("instance-classes", socket=IMAGE_OUTPUT,
-                                       doc="output socket read when the challenge declares several classes: the "
-                                           "class map (0 background, the declared class labels)")
     geometry_tolerance: float = setting(1e-4, minimum=0.0,
                                         doc="relative tolerance on spacing, origin and direction; the size must be "
                                             "equal; images are never resampled")
+
+
+@dataclass(frozen=True)
+class ClassInstanceSettings(InstanceSettings):
+    """A challenge with several classes reads a class map too."""
+
+    class_output_socket: str = setting("instance-classes", socket=IMAGE_OUTPUT,
+                                       doc="output socket read: the class map (0 background, the declared class "
+                                           "labels)")
 
 
 def _pooled(part: str, both_empty: float):
@@ -77,6 +84,12 @@ class Instances(PerLabel):
     iou_threshold: ClassVar[float] = 0.5
     assignment: ClassVar[str | None] = None
     both_empty: ClassVar[float] = 1.0
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        # the class map's socket is a setting only when there is a class map to read
+        if "settings_class" not in cls.__dict__ and len(cls.labels) > 1:
+            cls.settings_class = ClassInstanceSettings
+        super().__init_subclass__(**kwargs)
 
     @classmethod
     def metric_specs(cls) -> dict[str, MetricSpec]:
