@@ -325,10 +325,18 @@ def test_declarations_are_checked_at_import():
 def test_ranking_rules_by_name():
     from evaluation.declarations import ranking_rules
 
+    def declare(ranking):
+        return type("Ranked", (Lesions,), {"name": "ranked", "ranking": ranking, "labels": {1: "a", 2: "b"},
+                                           "ranked_metrics": {"lesion_f1": "pooled", "fp_volume": "mean"}})
+
     assert ranking_rule_for("ordered") is ranking_rules.OrderedRanking
-    for choice, rule in (("mean_of_ranks", "MeanOfRanks"), ("case_rank_then_mean", "CaseRankThenMean")):
-        if hasattr(ranking_rules, rule):
-            assert ranking_rule_for(choice) is getattr(ranking_rules, rule)
-        else:  # never silently another rule
-            with pytest.raises(NotImplementedError, match=rule):
-                ranking_rule_for(choice)
+    assert isinstance(declare("ordered").final_rankings[0], ranking_rules.OrderedRanking)
+    mean_of_ranks = declare("mean_of_ranks")
+    assert isinstance(mean_of_ranks.final_rankings[0], ranking_rules.MeanOfRanks)
+    assert mean_of_ranks.final_rankings[0].paths == ("aggregates.lesion_f1_pooled", "aggregates.fp_volume_mean")
+    assert mean_of_ranks.leaderboards[0].scoring_method == "avg"  # the platform ranks alike
+    per_case = declare("case_rank_then_mean").final_rankings[0]
+    assert isinstance(per_case, ranking_rules.MeanOfCaseRanks) and per_case.cases_path == "cases"
+    assert per_case.case_paths == ("a.lesion_f1", "b.lesion_f1", "a.fp_volume", "b.fp_volume")
+    with pytest.raises(TypeError, match="ranking 'borda'"):
+        declare("borda")

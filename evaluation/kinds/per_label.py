@@ -53,18 +53,22 @@ class MetricSpec:
     pooled: Callable[..., np.ndarray] | None = None
 
 
-def ranking_rule_for(choice: str) -> Callable[[str, tuple[Column, ...]], Any]:
-    """The final-ranking rule a challenge names: "ordered" (the first ranked value, ties by the
-    next), "mean_of_ranks" (the mean of each ranked value's rank), "case_rank_then_mean" (each
-    case ranked, then the mean rank). A rule whose class ranking_rules lacks is refused at the
-    declaration, never replaced by another."""
+def ranking_rule_for(choice: str, case_columns: tuple[Column, ...] = ()) -> Callable[[str, tuple[Column, ...]], Any]:
+    """The final-ranking rule a challenge names, as a function of (leaderboard name, ranked
+    columns): "ordered" (the first ranked value, ties by the next), "mean_of_ranks" (the mean of
+    each ranked value's rank over the submissions), "case_rank_then_mean" (challengeR's
+    rank-then-aggregate: on every case the submissions ranked on each of `case_columns`, paths
+    inside a case's entry of metrics.json, then the mean rank). A rule ranking_rules lacks is
+    refused at the declaration, never replaced by another."""
     if choice == "ordered":
         return ranking_rules.OrderedRanking
-    wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "CaseRankThenMean"}[choice]
+    wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "MeanOfCaseRanks"}[choice]
     rule = getattr(ranking_rules, wanted, None)
     if rule is None:
         raise NotImplementedError(f"the final-ranking rule {choice!r} needs evaluation.declarations.ranking_rules."
                                   f"{wanted}, which this version does not have; declare ranking = 'ordered'")
+    if choice == "case_rank_then_mean":
+        return lambda name, _columns: rule(name, case_columns)
     return rule
 
 
@@ -90,7 +94,7 @@ class PerLabel(Declared):
             if cls.ranking not in RANKINGS:
                 raise TypeError(f"{cls.__name__}.ranking {cls.ranking!r} is not one of {', '.join(RANKINGS)}")
             if "ranking_rule" not in cls.__dict__:
-                cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking))
+                cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.case_columns()))
             if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
                 cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)
@@ -164,6 +168,14 @@ class PerLabel(Declared):
 
             ranked.insert(0, Ranked(Column(cls.composite_title, COMPOSITE_PATH, "desc"), composite))
         return tuple(ranked)
+
+    @classmethod
+    def case_columns(cls) -> tuple[Column, ...]:
+        """Each ranked metric of each label as a column of one case's entry (cases.<case id>.<label>.
+        <metric>): what a per-case rule ranks the submissions on, case by case."""
+        specs = cls.metric_specs()
+        return tuple(Column(f"{label}: {specs[metric].title}", f"{label}.{metric}", specs[metric].order)
+                     for metric in cls.ranked_metrics for label in cls.label_names())
 
     @classmethod
     def _of_label(cls, metric: str, aggregation: str, label: str):
