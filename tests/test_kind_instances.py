@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from evaluation import run
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.kinds.instances import CLASS_FOLDER, Instances
 from tests.label_kind_files import write_image, write_submission
@@ -101,7 +102,7 @@ def test_per_class_pq_equals_conic_counts(tmp_path):
         write_image(ground_truth / CLASS_FOLDER / f"{case_id}.mha", truth_classes)
     write_submission(tmp_path / "input", {case_id: {INSTANCES: (p.astype(np.uint16), None), CLASSES: (pc, None)}
                                           for case_id, (_, _, p, pc) in cases.items()})
-    metrics = Nuclei(ground_truth).evaluate(tmp_path / "input")
+    metrics = run.evaluate(Nuclei(ground_truth), tmp_path / "input")[0]
     pooled_per_class = []
     for label, name in Nuclei.labels.items():
         counts = {case_id: conic_counts(np.where(tc == label, t, 0), np.where(pc == label, p, 0))
@@ -149,7 +150,7 @@ def test_class_agnostic_3d_equals_panoptica(tmp_path):
     for case_id, (truth, _) in cases.items():
         write_image(tmp_path / "ground-truth" / f"{case_id}.mha", truth, spacing)
     write_submission(tmp_path / "input", {case_id: {INSTANCES: (p, spacing)} for case_id, (_, p) in cases.items()})
-    metrics = Cells3D(tmp_path / "ground-truth").evaluate(tmp_path / "input")
+    metrics = run.evaluate(Cells3D(tmp_path / "ground-truth"), tmp_path / "input")[0]
     theirs = {case_id: panoptica_quality(t, p, 0.6) for case_id, (t, p) in cases.items()}
     assert metrics["aggregates"]["pq_mean"] == pytest.approx(np.mean([r.pq for r in theirs.values()]), rel=1e-12)
     tp, fp, fn = (sum(getattr(r, key) for r in theirs.values()) for key in ("tp", "fp", "fn"))
@@ -171,7 +172,7 @@ def hostile(tmp_path, name: str, instances=None, classes=None, spacing=None, dro
     write_submission(folder / "input", {"image-1": first, "image-2": {INSTANCES: (truth, None),
                                                                       CLASSES: (truth_classes, None)}})
     with pytest.raises(SubmissionError) as raised:
-        Nuclei(folder / "ground-truth").evaluate(folder / "input")
+        run.evaluate(Nuclei(folder / "ground-truth"), folder / "input")[0]
     return str(raised.value)
 
 
@@ -191,10 +192,11 @@ def test_hostile_maps_are_refused_in_one_line_naming_the_case(tmp_path):
     }
     for kind, message in messages.items():
         assert message.startswith("Case image-1") and "\n" not in message, (kind, message)
-    assert "negative labels: -2 (1 voxel)" in messages["negative"]
-    assert "inf (1 voxel)" in messages["float"] and "0.25 (1 voxel)" in messages["float"]
-    assert "label(s) 9 (1 voxel); only 0, 1, 2" in messages["class"]
-    assert "spacing differs" in messages["grid"] and "size and spacing" in messages["volume"]
+    assert "instance map holds value(s) -2 (1 voxel); an instance map holds 0" in messages["negative"]
+    assert "0.25 (1 voxel), inf (1 voxel)" in messages["float"]
+    assert "class map holds label(s) 9 (1 voxel); only 0, 1 and 2" in messages["class"]
+    assert "spacing (1, 2) differs from the ground truth's (1, 1)" in messages["grid"]
+    assert "the instance map is 3D, size (64, 64, 2), where the ground truth is 2D" in messages["volume"]
     assert "no output 'instance-classes'" in messages["no class map"]
 
 

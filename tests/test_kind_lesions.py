@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
+from evaluation import run
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.kinds.lesions import Lesions
 from evaluation.kinds.per_label import ranking_rule_for
@@ -125,7 +126,7 @@ def pooled(cases: list[dict], metric: str) -> float:
 def test_any_overlap_equals_scipy_and_numpy_counts(tmp_path):
     cases = case_masks(np.random.default_rng(1))
     ground_truth, input_dir = written(tmp_path, cases)
-    metrics = AnyOverlap(ground_truth).evaluate(input_dir)
+    metrics = run.evaluate(AnyOverlap(ground_truth), input_dir)[0]
     voxel_ml = float(np.prod(SPACING)) / 1000
     structure = ndimage.generate_binary_structure(3, 1)
     for label, name in AnyOverlap.labels.items():
@@ -180,7 +181,7 @@ def test_iou_hungarian_equals_panoptica(tmp_path):
     ground_truth, input_dir = written(tmp_path, {k: (t.astype(np.uint8), p.astype(np.uint8))
                                                  for k, (t, p) in cases.items()})
     evaluation = IouHungarian(ground_truth)
-    metrics = evaluation.evaluate(input_dir)
+    metrics = run.evaluate(evaluation, input_dir)[0]
     f1s, fp_volumes, dices = [], [], []
     structure = np.ones((3, 3, 3))
     for case_id in sorted(cases):
@@ -208,7 +209,7 @@ def test_bootstrap_rows_equal_the_drawn_cases(tmp_path):
     cases = case_masks(np.random.default_rng(3))
     ground_truth, input_dir = written(tmp_path, cases)
     evaluation = AnyOverlap(ground_truth)
-    results = {case.case_id: evaluation.score_one(case) for case in evaluation.cases(input_dir)}
+    results = {case.case_id: run.score_case(evaluation, case) for case in run.matched_cases(evaluation, input_dir)}
     ids = sorted(results)
     counts = np.random.default_rng(4).integers(0, 3, size=(5, len(ids)))
     counts[:, 0] += 1  # no empty row
@@ -232,7 +233,7 @@ def hostile(tmp_path, name: str, prediction: np.ndarray, spacing=SPACING) -> str
                                         "scan-2": {SOCKET: (truth, SPACING)}})
     evaluation = IouHungarian(folder / "ground-truth")
     with pytest.raises(SubmissionError) as raised:
-        evaluation.evaluate(folder / "input")
+        run.evaluate(evaluation, folder / "input")[0]
     return str(raised.value)
 
 
@@ -252,10 +253,12 @@ def test_hostile_masks_are_refused_in_one_line_naming_the_case(tmp_path):
     }
     for kind, message in messages.items():
         assert message.startswith("Case scan-1") and "\n" not in message, (kind, message)
-    assert "spacing differs" in messages["grid"] and "size" in messages["size"]
-    assert "size and spacing" in messages["dimensions"]
-    assert "label(s) 2 (1 voxel)" in messages["label"] and "-3 (1 voxel)" in messages["negative"]
-    assert "nan (1 voxel)" in messages["float"] and "1.5 (1 voxel)" in messages["float"]
+    assert "spacing (0.7, 0.9, 1.5) differs from the ground truth's (0.7, 0.9, 3)" in messages["grid"]
+    assert "size (23, 20, 12) differs" in messages["size"]
+    assert "the lesion mask is 2D, size (24, 20), where the ground truth is 3D" in messages["dimensions"]
+    assert "label(s) 2 (1 voxel); only 0 and 1 are allowed" in messages["label"]
+    assert "-3 (1 voxel)" in messages["negative"]
+    assert "NaN (1 voxel)" in messages["float"] and "1.5 (1 voxel)" in messages["float"]
     # a float mask of whole numbers is a mask
     assert hostile_free(tmp_path, good.astype(np.float32))
 
@@ -264,7 +267,8 @@ def hostile_free(tmp_path, prediction) -> bool:
     folder = tmp_path / "whole-floats"
     write_image(folder / "ground-truth" / "scan-1.mha", np.zeros(SHAPE, np.uint8), SPACING)
     write_submission(folder / "input", {"scan-1": {SOCKET: (prediction, SPACING)}})
-    return IouHungarian(folder / "ground-truth").evaluate(folder / "input")["aggregates"]["lesion_f1_mean"] == 1.0
+    metrics, _ = run.evaluate(IouHungarian(folder / "ground-truth"), folder / "input")
+    return metrics["aggregates"]["lesion_f1_mean"] == 1.0
 
 
 def test_a_ground_truth_label_out_of_range_is_the_organizers(tmp_path):
@@ -272,8 +276,8 @@ def test_a_ground_truth_label_out_of_range_is_the_organizers(tmp_path):
     truth[0, 0, 0] = 7
     write_image(tmp_path / "ground-truth" / "scan-1.mha", truth, SPACING)
     write_submission(tmp_path / "input", {"scan-1": {SOCKET: (np.zeros(SHAPE, np.uint8), SPACING)}})
-    with pytest.raises(SetupError, match=r"^Ground truth scan-1.mha: the image holds label\(s\) 7"):
-        IouHungarian(tmp_path / "ground-truth").evaluate(tmp_path / "input")
+    with pytest.raises(SetupError, match=r"^Ground truth scan-1\.mha holds label\(s\) 7 \(1 voxel\); only 0 and 1"):
+        run.evaluate(IouHungarian(tmp_path / "ground-truth"), tmp_path / "input")[0]
 
 
 def test_a_noise_mask_of_many_lesions_is_scored_in_bounded_time():

@@ -37,10 +37,10 @@ from typing import ClassVar
 import numpy as np
 
 from evaluation.grand_challenge import Case
-from evaluation.kinds.label_images import read_pair, truth_images, whole_labels
+from evaluation.kinds.label_images import read_instance_map, read_truth_instance_map, truth_images
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import ONE_TO_ONE, panoptic_quality, panoptic_quality_from_counts
-from evaluation.reading.images import open_image
+from evaluation.reading.label_maps import grid_problem, read_label_map, read_truth_label_map
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 
 CLASS_FOLDER = "classes"  # the ground truth's class maps, one per case
@@ -129,30 +129,26 @@ class Instances(PerLabel):
         return found
 
     def read_job_prediction(self, case: Case, ground_truth: Path):
+        """{class name: (true instances, predicted instances)}: the ground truth read first (its
+        problems the organizer's), then each job image checked on its grid before decoding."""
         settings = self.settings
-        image = case.image(settings.output_socket, f"{case.name}, output {settings.output_socket!r}")
         tolerance = settings.geometry_tolerance
-        predicted, truth, _ = read_pair(image, ground_truth, self.truth, tolerance, case.name, "instance map")
-        predicted = whole_labels(predicted, case.origin, f"{case.name}: the instance map")
-        truth = whole_labels(truth, self.truth, f"Ground truth {ground_truth.name}")
+        truth, grid = read_truth_instance_map(self.truth, ground_truth)
+        image = case.image(settings.output_socket, f"{case.name}, output {settings.output_socket!r}")
+        predicted = read_instance_map(image, grid, tolerance, case.name, "instance map")
         if not self.with_classes():
             return {self.label_names()[0]: (truth, predicted)}
-        labels = tuple(self.labels)
+        labels = (0, *self.labels)
         classes = self.ground_truth_dir / CLASS_FOLDER / ground_truth.name
-        class_image = case.image(settings.class_output_socket,
-                                 f"{case.name}, output {settings.class_output_socket!r}")
-        predicted_classes, truth_classes, _ = read_pair(class_image, classes, self.truth, tolerance, case.name,
-                                                        "class map")
-        truth_grid = open_image(self.truth, ground_truth, f"Ground truth {ground_truth.name}").geometry
-        different = truth_grid.differences(open_image(self.truth, classes, f"Ground truth {classes.name}").geometry,
-                                           rtol=tolerance)
-        if different:
-            self.truth.fail(f"Ground truth {CLASS_FOLDER}/{classes.name}: its {' and '.join(different)} differ from "
-                            f"its instance map {ground_truth.name}'s.")
-        predicted_classes = whole_labels(predicted_classes, case.origin, f"{case.name}: the class map", labels)
-        truth_classes = whole_labels(truth_classes, self.truth, f"Ground truth {CLASS_FOLDER}/{classes.name}", labels)
+        truth_classes = read_truth_label_map(self.ground_truth_dir, classes, labels)
+        problem = grid_problem(truth_classes.geometry, grid, "class map", f"instance map {ground_truth.name}")
+        if problem is not None:
+            self.truth.fail(f"Ground truth {CLASS_FOLDER}/{classes.name}: {problem}.")
+        class_image = case.image(settings.class_output_socket, f"{case.name}, output {settings.class_output_socket!r}")
+        predicted_classes = read_label_map(class_image, grid, labels, case.name, what="class map",
+                                           tolerance=tolerance).voxels
         # the instances of each class: the instance map where the class map has that class (CoNIC)
-        return {self.labels[label]: (np.where(truth_classes == label, truth, 0),
+        return {self.labels[label]: (np.where(truth_classes.voxels == label, truth, 0),
                                      np.where(predicted_classes == label, predicted, 0))
                 for label in sorted(self.labels)}
 

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.grand_challenge import Case
-from evaluation.kinds.label_images import read_pair, truth_images, whole_labels
+from evaluation.kinds.label_images import truth_images
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import (
     ASSIGNMENTS,
@@ -54,6 +54,7 @@ from evaluation.metrics.instances import (
     match_instances,
 )
 from evaluation.metrics.overlap import absolute_volume_difference, dice, dice_from_counts, overlap_counts, union_box
+from evaluation.reading.label_maps import read_label_map, read_truth_label_map
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 
 VOLUME_UNITS = {"ml": 1e-3, "mm3": 1.0}  # per mm³
@@ -139,13 +140,14 @@ class Lesions(PerLabel):
         return truth_images(self.truth, directory)  # paths: each image is read where its case is scored
 
     def read_job_prediction(self, case: Case, ground_truth: Path):
+        """(truth, prediction, the grid): the ground truth read first (its problems the
+        organizer's), then the job's mask checked on its grid before decoding, then its labels."""
+        labels = (0, *self.labels)
+        truth = read_truth_label_map(self.ground_truth_dir, ground_truth, labels)
         image = case.image(self.settings.output_socket, f"{case.name}, output {self.settings.output_socket!r}")
-        predicted, truth, geometry = read_pair(image, ground_truth, self.truth, self.settings.geometry_tolerance,
-                                               case.name, self.mask_title)
-        labels = tuple(self.labels)
-        predicted = whole_labels(predicted, case.origin, f"{case.name}: the {self.mask_title}", labels)
-        truth = whole_labels(truth, self.truth, f"Ground truth {ground_truth.name}", labels)
-        return truth, predicted, geometry
+        predicted = read_label_map(image, truth.geometry, labels, case.name, what=self.mask_title,
+                                   tolerance=self.settings.geometry_tolerance)
+        return truth.voxels, predicted.voxels, truth.geometry
 
     # ---- one case --------------------------------------------------------------------------
 
