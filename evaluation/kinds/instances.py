@@ -66,6 +66,7 @@ class ClassInstanceSettings(InstanceSettings):
     """A challenge with several classes reads a class map too."""
 
     class_output_socket: str = setting("instance-classes", socket=IMAGE_OUTPUT,
+                                       hints=("class", "classes", "type", "types", "classification"),
                                        doc="output socket read: the class map (0 background, the declared class "
                                            "labels)")
 

@@ -54,6 +54,7 @@ from evaluation.metrics.instances import (
     match_instances,
 )
 from evaluation.metrics.overlap import absolute_volume_difference, dice, dice_from_counts, overlap_counts, union_box
+from evaluation.metrics.validation import check_connectivity
 from evaluation.reading.label_maps import read_label_map, read_truth_label_map
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 
@@ -124,13 +125,14 @@ class Lesions(PerLabel):
             raise TypeError(f"{where}.matching {cls.matching!r} is not one of {', '.join(ASSIGNMENTS)}")
         if cls.volume_unit not in VOLUME_UNITS:
             raise TypeError(f"{where}.volume_unit {cls.volume_unit!r} is not one of {', '.join(VOLUME_UNITS)}")
-        # the library's own checks of the rule, on an empty image: a bad threshold or
-        # connectivity fails the import, not the first case
-        empty = np.zeros((2, 2, 2) if cls.connectivity in (6, 18, 26) else (2, 2), dtype=bool)
+        # the library's own checks of the rule, on an empty image (no component library imported:
+        # a challenge's import stays light): a bad threshold or connectivity fails the import, not
+        # the first case
+        dimensions = 3 if cls.connectivity in (6, 18, 26) else 2
+        empty = np.zeros((2,) * dimensions, dtype=np.uint8)
         try:
-            match_instances(empty.view(np.uint8), empty.view(np.uint8), cls.hit_criterion, cls.hit_threshold,
-                            cls.hit_inclusive, cls.matching)
-            connected_components(empty, cls.connectivity)
+            match_instances(empty, empty, cls.hit_criterion, cls.hit_threshold, cls.hit_inclusive, cls.matching)
+            check_connectivity(cls.connectivity, dimensions)
         except ValueError as error:
             raise TypeError(f"{where}: {error}") from None
 
