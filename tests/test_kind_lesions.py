@@ -149,6 +149,7 @@ def test_any_overlap_equals_scipy_and_numpy_counts(tmp_path):
     paths = AnyOverlap.ranked_paths
     assert paths[0] == "aggregates.edema.lesion_f1.pooled" and len(paths) == 16
     assert "aggregates.tumour.fn_volume.median" in paths
+    assert AnyOverlap.final_rankings[0].name == "edema_lesion_f1_pooled"
     # the empty cases: nothing on either side scores 1 and 0; a false lesion alone scores F1 0
     assert metrics["cases"]["a-empty"]["edema"]["lesion_f1"] == 1.0
     assert metrics["cases"]["b-false-only"]["edema"]["lesion_f1"] == 0.0
@@ -344,3 +345,64 @@ def test_ranking_rules_by_name():
     assert per_case.case_paths == ("a.lesion_f1", "b.lesion_f1", "a.fp_volume", "b.fp_volume")
     with pytest.raises(TypeError, match="ranking 'borda'"):
         declare("borda")
+
+
+class Flat(Lesions):
+    """2D masks of two classes, 8-connected lesions, one to one greedy at Dice >= 0.2, the ranked
+    values the mean over the classes."""
+
+    name = "test-lesions-2d"
+    labels: ClassVar = {1: "small", 3: "large"}
+    connectivity = 8
+    hit_criterion, hit_threshold, hit_inclusive, matching = "dice", 0.2, True, "greedy"
+    ranked_metrics: ClassVar = {"lesion_recall": "pooled", "lesion_count_difference": "median"}
+
+
+def test_2d_classes_averaged_equal_scipy_counts(tmp_path):
+    """Greedy one-to-one at Dice >= 0.2 by its definition (pairs by descending Dice, each taken
+    when both are free), on scipy's 8-connected components; the ranked value the mean over the
+    classes of each class's pooled recall."""
+    rng = np.random.default_rng(7)
+    shape, spacing = (40, 48), (0.5, 0.5)
+    cases = {}
+    for number in range(4):
+        truth, prediction = np.zeros(shape, np.uint8), np.zeros(shape, np.uint8)
+        for label in (1, 3):
+            true_mask = blobs(rng, shape, int(rng.integers(0, 5)), 5.0)
+            truth[true_mask] = label
+            moved = np.roll(true_mask, tuple(int(v) for v in rng.integers(-3, 4, 2)), axis=(0, 1))
+            prediction[moved | blobs(rng, shape, int(rng.integers(0, 3)), 3.0)] = label
+        cases[f"slide-{number}"] = (truth, prediction)
+    ground_truth, input_dir = written(tmp_path, cases, spacing)
+    metrics, _ = run.evaluate(Flat(ground_truth), input_dir)
+    structure = np.ones((3, 3))
+    recalls, count_differences = [], []
+    for label, name in Flat.labels.items():
+        found = true_total = 0
+        differences = []
+        for case_id in sorted(cases):
+            truth, prediction = (cases[case_id][0] == label), (cases[case_id][1] == label)
+            true_lesions, n_true = ndimage.label(truth, structure)
+            predicted_lesions, n_predicted = ndimage.label(prediction, structure)
+            pairs = []
+            for t in range(1, n_true + 1):
+                for p in range(1, n_predicted + 1):
+                    a, b = true_lesions == t, predicted_lesions == p
+                    score = 2 * (a & b).sum() / (a.sum() + b.sum())
+                    if (a & b).any() and score >= 0.2:
+                        pairs.append((-score, t, p))
+            used_t, used_p = set(), set()
+            for _, t, p in sorted(pairs):
+                if t not in used_t and p not in used_p:
+                    used_t.add(t)
+                    used_p.add(p)
+            assert metrics["cases"][case_id][name]["tp"] == len(used_t), (case_id, name)
+            found, true_total = found + len(used_t), true_total + n_true
+            differences.append(abs(n_predicted - n_true))
+        fp = sum(metrics["cases"][c][name]["fp"] for c in cases)
+        recalls.append(found / true_total if true_total else (1.0 if fp == 0 else 0.0))
+        count_differences.append(float(np.median(differences)))
+        assert metrics["aggregates"][name]["lesion_recall"]["pooled"] == pytest.approx(recalls[-1], rel=1e-12)
+    assert metrics["aggregates"]["lesion_recall_pooled"] == pytest.approx(np.mean(recalls), rel=1e-12)
+    assert metrics["aggregates"]["lesion_count_difference_median"] == pytest.approx(np.mean(count_differences))
+    assert Flat.leaderboards[0].score.title == "Lesion recall (pooled, mean over classes)"

@@ -95,6 +95,8 @@ class PerLabel(Declared):
                 raise TypeError(f"{cls.__name__}.ranking {cls.ranking!r} is not one of {', '.join(RANKINGS)}")
             if "ranking_rule" not in cls.__dict__:
                 cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.case_columns()))
+            if not cls.leaderboard_name:  # "edema_lesion_f1_pooled", not the path's last part "pooled"
+                cls.leaderboard_name = cls.ranked[0].path.removeprefix("aggregates.").replace(".", "_")
             if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
                 cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)
