@@ -22,14 +22,21 @@ def write_image(path: Path, array: np.ndarray, spacing=None) -> Path:
     return path
 
 
-def write_submission(input_dir: Path, outputs: dict[str, dict[str, tuple[np.ndarray, tuple | None]]]) -> None:
-    """One job per case: {case id: {output socket: (array, spacing)}}, each an Image output."""
+def write_submission(input_dir: Path, outputs: dict[str, dict[str, tuple[np.ndarray, tuple | None] | dict | list]]
+                     ) -> None:
+    """One job per case: {case id: {output socket: (array, spacing) for an Image output, or a
+    dict or list for a JSON output the platform keeps as a file}}."""
     rng = np.random.default_rng(0)
     jobs = []
     for case_id, images in sorted(outputs.items()):
         pk = synthetic.job_pk(rng)
         written = []
-        for number, (slug, (array, spacing)) in enumerate(images.items()):
+        for number, (slug, content) in enumerate(images.items()):
+            if isinstance(content, (dict, list)):
+                synthetic.write_output(input_dir, pk, f"{slug}.json", content)
+                written.append(synthetic.file_output(slug, f"{slug}.json"))
+                continue
+            array, spacing = content
             name = f"{case_id}-{number}.mha"
             write_image(input_dir / pk / "output" / "images" / slug / name, array, spacing)
             written.append({"pk": 0, "file": None, "value": None, "image": {"pk": f"image-{pk}-{number}", "name": name},

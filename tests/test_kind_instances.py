@@ -217,3 +217,50 @@ def test_declarations_are_checked_at_import():
         declare(assignment="many_to_many")
     with pytest.raises(TypeError, match="unknown metric 'dice'"):
         declare(ranked_metrics={"dice": "mean"})
+
+
+class NucleiPerInstance(Nuclei):
+    """Nuclei's declaration with the classes given per instance (a JSON object)."""
+
+    name = "test-instances-per-instance"
+    class_output = "per_instance"
+
+
+def test_classes_per_instance_score_as_the_class_map(tmp_path):
+    """{instance label: class} scores as the class map painting each instance with its class."""
+    rng = np.random.default_rng(14)
+    ground_truth = tmp_path / "ground-truth"
+    maps, objects = {}, {}
+    for number in range(3):
+        truth, truth_classes = discs(rng, SIZE, 10)
+        write_image(ground_truth / f"image-{number}.mha", truth)
+        write_image(ground_truth / CLASS_FOLDER / f"image-{number}.mha", truth_classes)
+        prediction = np.roll(truth, 1, axis=0)
+        labels = np.unique(prediction[prediction > 0]).tolist()
+        given = {label: int(rng.integers(1, 3)) for label in labels}
+        painted = np.zeros(SIZE, np.uint8)
+        for label, kind in given.items():
+            painted[prediction == label] = kind
+        maps[f"image-{number}"] = {INSTANCES: (prediction, None), CLASSES: (painted, None)}
+        objects[f"image-{number}"] = {INSTANCES: (prediction, None), CLASSES: {str(k): v for k, v in given.items()}}
+    write_submission(tmp_path / "maps", maps)
+    write_submission(tmp_path / "objects", objects)
+    by_map, _ = run.evaluate(Nuclei(ground_truth), tmp_path / "maps")
+    by_object, _ = run.evaluate(NucleiPerInstance(ground_truth), tmp_path / "objects")
+    assert by_object["aggregates"] == by_map["aggregates"] and by_object["cases"] == by_map["cases"]
+    assert [name for name, _ in NucleiPerInstance.settings_class.socket_fields()] == [
+        "input_socket", "output_socket", "instance_classes_socket"]
+    # hostile objects: one line naming the case
+    first = objects["image-0"][CLASSES]
+    without_first = dict(list(first.items())[1:])
+    for number, (broken, message) in enumerate((
+            ({**first, "7x": 1}, 'the key "7x" is not an instance label'),
+            ({**first, next(iter(first)): 5}, "has the class 5; the classes are 1, 2"),
+            (without_first, "1 instance(s) of the instance map have no class"),
+            ([1, 2], "must be a JSON object {instance label: class label}, not a list of 2 items"))):
+        folder = tmp_path / f"broken-{number}"
+        write_submission(folder, {**objects, "image-0": {INSTANCES: objects["image-0"][INSTANCES], CLASSES: broken}})
+        with pytest.raises(SubmissionError) as raised:
+            run.evaluate(NucleiPerInstance(ground_truth), folder)
+        text = str(raised.value)
+        assert text.startswith("Case image-0: the instances' classes") and message in text and "\n" not in text

@@ -103,6 +103,7 @@ def test_every_command_picks_it_up(scaffolded, template, tmp_path):
                      str(case / "input"), "--output", str(tmp_path / case.name))
         assert failed.returncode == 1
         assert failed.stderr.strip().splitlines()[-1] == (case / "expected_error.txt").read_text().strip()
+        assert not (tmp_path / case.name / "metrics.json").exists(), case.name
     # the phase's leaderboard
     phase = run(copy, python, "-m", "evaluation.phase", name)
     assert phase.returncode == 0 and json.loads(phase.stdout)[0]["score_jsonpath"]

@@ -5,10 +5,14 @@ panoptic quality.
 
 The organizer declares (class attributes of the challenge; default in brackets):
 
-- `labels` ({1: "instance"}): the classes. One entry: class-agnostic, no class map is read.
-  Several: the job writes a class map too (output socket `class_output_socket`), and each class
-  is scored on the instances of that class (the instance map where the class map has it: CoNIC's
-  per-class PQ, an instance split between classes counting in each);
+- `labels` ({1: "instance"}): the classes. One entry: class-agnostic, no class is read.
+  Several: the job gives each voxel or each instance its class, and each class is scored on the
+  instances of that class (the instance map where the class map has it: CoNIC's per-class PQ, an
+  instance split between classes counting in each);
+- `class_output` ("map"): how the job gives the classes: "map", a class map image (0
+  background, the class labels; output socket `class_output_socket`), or "per_instance", a JSON
+  object {instance label: class label} with every instance of the map in it (output socket
+  `instance_classes_socket`);
 - `iou_threshold` (0.5) and `assignment` (None): a true and a predicted instance match when
   their IoU is strictly above the threshold; at 0.5 or above such matches are unique (PQ's
   convention, no assignment rule involved); below it name a one-to-one rule of
@@ -20,7 +24,8 @@ The organizer declares (class attributes of the challenge; default in brackets):
   either side of a class;
 - `labels_ranked`, `composite`, `ranking`: evaluation/kinds/per_label.py.
 
-Settings (config.json): the sockets (`class_output_socket` only with several classes), and
+Settings (config.json): the sockets (`class_output_socket` or `instance_classes_socket` only with
+several classes), and
 `geometry_tolerance` (relative, on spacing, origin and
 direction; the size must be equal; images are never resampled).
 
@@ -30,20 +35,24 @@ classes a class map per case in `classes/<case id>.mha`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.errors import SubmissionError, id_list
 from evaluation.grand_challenge import Case
 from evaluation.kinds.label_images import read_instance_map, read_truth_instance_map, truth_images
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import ONE_TO_ONE, panoptic_quality, panoptic_quality_from_counts
 from evaluation.reading.label_maps import grid_problem, read_label_map, read_truth_label_map
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
+from evaluation.reading.values import shown
+from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
 
 CLASS_FOLDER = "classes"  # the ground truth's class maps, one per case
+CLASS_OUTPUTS = ("map", "per_instance")
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,44 @@ class ClassInstanceSettings(InstanceSettings):
                                            "labels)")
 
 
+@dataclass(frozen=True)
+class PerInstanceClassSettings(InstanceSettings):
+    """A challenge with several classes given per instance reads a JSON object too."""
+
+    instance_classes_socket: str = setting("instance-classes", socket=JSON_OUTPUT, json_value="any",
+                                           hints=("class", "classes", "type", "types", "classification"),
+                                           doc="output socket read: {instance label: class label} for every "
+                                               "instance of the instance map")
+
+
+def classes_of_instances(instances: np.ndarray, given: Any, labels: tuple[int, ...], case_name: str) -> np.ndarray:
+    """The class map of an instance map whose instances' classes are `given` (a job's JSON object
+    {"7": 2, ...}), or SubmissionError naming the case: not an object, a key that is no whole
+    number, a class not declared, an instance of the map without a class."""
+    what = f"{case_name}: the instances' classes"
+    if not isinstance(given, dict):
+        raise SubmissionError(f"{what} must be a JSON object {{instance label: class label}}, not {shown(given)}.")
+    classes: dict[int, int] = {}
+    for key, value in given.items():
+        if not re.fullmatch(r"[0-9]{1,18}", key) or int(key) == 0:
+            raise SubmissionError(f"{what}: the key {shown(key)} is not an instance label (a positive whole number).")
+        if isinstance(value, bool) or not isinstance(value, int) or value not in labels:
+            raise SubmissionError(f"{what}: instance {key} has the class {shown(value)}; the classes are "
+                                  f"{', '.join(str(label) for label in labels)}.")
+        classes[int(key)] = value
+    present = np.unique(instances[instances > 0])
+    missing = [int(label) for label in present if int(label) not in classes]
+    if missing:
+        raise SubmissionError(f"{what}: {len(missing)} instance(s) of the instance map have no class "
+                              f"({id_list(missing, 5)}).")
+    dtype = np.min_scalar_type(max(labels))
+    table = np.array([classes[int(label)] for label in present], dtype=dtype)
+    class_map = np.zeros(instances.shape, dtype=dtype)
+    inside = instances > 0
+    class_map[inside] = table[np.searchsorted(present, instances[inside])]
+    return class_map
+
+
 def _pooled(part: str, both_empty: float):
     def compute(tp, fp, fn, iou_sum):
         return getattr(panoptic_quality_from_counts(tp, fp, fn, iou_sum, both_empty), part)
@@ -85,11 +132,12 @@ class Instances(PerLabel):
     iou_threshold: ClassVar[float] = 0.5
     assignment: ClassVar[str | None] = None
     both_empty: ClassVar[float] = 1.0
+    class_output: ClassVar[str] = "map"
 
     def __init_subclass__(cls, **kwargs) -> None:
-        # the class map's socket is a setting only when there is a class map to read
+        # the classes' socket is a setting only when there are classes to read
         if "settings_class" not in cls.__dict__ and len(cls.labels) > 1:
-            cls.settings_class = ClassInstanceSettings
+            cls.settings_class = ClassInstanceSettings if cls.class_output == "map" else PerInstanceClassSettings
         super().__init_subclass__(**kwargs)
 
     @classmethod
@@ -104,6 +152,9 @@ class Instances(PerLabel):
     @classmethod
     def check_declaration(cls) -> None:
         super().check_declaration()
+        if cls.class_output not in CLASS_OUTPUTS:
+            raise TypeError(f"{cls.__name__}.class_output {cls.class_output!r} is not one of "
+                            f"{', '.join(CLASS_OUTPUTS)}")
         if cls.assignment is not None and cls.assignment not in ONE_TO_ONE:
             raise TypeError(f"{cls.__name__}.assignment {cls.assignment!r} is not None nor one of "
                             f"{', '.join(ONE_TO_ONE)}")
@@ -145,9 +196,14 @@ class Instances(PerLabel):
         problem = grid_problem(truth_classes.geometry, grid, "class map", f"instance map {ground_truth.name}")
         if problem is not None:
             self.truth.fail(f"Ground truth {CLASS_FOLDER}/{classes.name}: {problem}.")
-        class_image = case.image(settings.class_output_socket, f"{case.name}, output {settings.class_output_socket!r}")
-        predicted_classes = read_label_map(class_image, grid, labels, case.name, what="class map",
-                                           tolerance=tolerance).voxels
+        if self.class_output == "map":
+            class_image = case.image(settings.class_output_socket,
+                                     f"{case.name}, output {settings.class_output_socket!r}")
+            predicted_classes = read_label_map(class_image, grid, labels, case.name, what="class map",
+                                               tolerance=tolerance).voxels
+        else:
+            predicted_classes = classes_of_instances(predicted, case.read_json(settings.instance_classes_socket),
+                                                     tuple(self.labels), case.name)
         # the instances of each class: the instance map where the class map has that class (CoNIC)
         return {self.labels[label]: (np.where(truth_classes.voxels == label, truth, 0),
                                      np.where(predicted_classes == label, predicted, 0))
