@@ -38,6 +38,7 @@ AGGREGATION_TITLES = {"mean": "mean over cases", "median": "median over cases", 
 LABELS_RANKED = ("mean", "each")
 RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 COMPOSITE_PATH = "aggregates.score"
+WHOLE_COUNTS = ("tp", "fp", "fn")
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,7 @@ class PerLabel(Declared):
                 for key in spec.counts:
                     counted[key] = float(weighted_sum(np.array([r[label][key] for r in ordered], dtype=np.float64),
                                                       ones)[0])
-            entry["counts"] = {key: int(value) if value == int(value) else value for key, value in counted.items()}
+            # TP, FP and FN are whole numbers, shown as such (sums of whole floats: exact)
+            entry["counts"] = {key: int(value) if key in WHOLE_COUNTS else value for key, value in counted.items()}
             aggregates[label] = entry
         return {"aggregates": aggregates, "counts": {"cases": len(ordered)}}
