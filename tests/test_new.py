@@ -20,7 +20,7 @@ from evaluation.grand_challenge import value_at_path
 from evaluation.new import folder_for
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival")
+TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival", "lesions", "instances")
 
 
 def run(copy: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -105,6 +105,7 @@ def test_every_command_picks_it_up(scaffolded, template, tmp_path):
                      str(case / "input"), "--output", str(tmp_path / case.name))
         assert failed.returncode == 1
         assert failed.stderr.strip().splitlines()[-1] == (case / "expected_error.txt").read_text().strip()
+        assert not (tmp_path / case.name / "metrics.json").exists(), case.name
     # the phase's leaderboard
     phase = run(copy, python, "-m", "evaluation.phase", name)
     assert phase.returncode == 0 and json.loads(phase.stdout)[0]["score_jsonpath"]
@@ -153,6 +154,10 @@ def independent(template: str, copy: Path, name: str) -> dict[str, float]:
             truth = sitk.GetArrayFromImage(sitk.ReadImage(str(ground_truth / f"{case_id(job)}.mha"))).astype(bool)
             dices.append(2 * (prediction & truth).sum() / (prediction.sum() + truth.sum()))
         return {"dice": float(np.mean(dices))}
+    if template == "lesions":
+        return independent_lesions(ground_truth, example, jobs)
+    if template == "instances":
+        return independent_instances(ground_truth, example, jobs)
     truth = json.loads((ground_truth / "reference.json").read_text())
     values = {case_id(job): json.loads(output(job).read_text()) for job in jobs}
     cases = sorted(truth)
@@ -206,10 +211,86 @@ def independent_points(truth: dict, values: dict, cases: list[str], radius: floa
     return {"aggregates.f1": 2 * tp / (2 * tp + fp + fn), "aggregates.froc": froc}
 
 
+def image_output(example: Path, job: dict, slug: str | None = None) -> Path:
+    output = next(o for o in job["outputs"] if slug is None or o["socket"]["slug"] == slug)
+    return next((example / job["pk"] / "output" / output["socket"]["relative_path"]).iterdir())
+
+
+def independent_lesions(ground_truth: Path, example: Path, jobs: list[dict]) -> dict[str, float]:
+    """The lesions template's declaration (26-connected lesions, a hit is any shared voxel, many
+    to many) as autoPET and ISLES compute it: scipy's labelling, numpy counts, SimpleITK's spacing."""
+    import SimpleITK as sitk
+    from scipy import ndimage
+
+    tp = fp = fn = 0
+    fp_volumes, fn_volumes, dices = [], [], []
+    for job in jobs:
+        case_id = job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+        truth_image = sitk.ReadImage(str(ground_truth / f"{case_id}.mha"))
+        truth = sitk.GetArrayFromImage(truth_image) > 0
+        prediction = sitk.GetArrayFromImage(sitk.ReadImage(str(image_output(example, job)))) > 0
+        ml = float(np.prod(truth_image.GetSpacing())) / 1000
+        true_lesions, n_true = ndimage.label(truth, np.ones((3, 3, 3)))
+        predicted_lesions, n_predicted = ndimage.label(prediction, np.ones((3, 3, 3)))
+        found = set(np.unique(true_lesions[prediction & truth]).tolist()) - {0}
+        touching = set(np.unique(predicted_lesions[prediction & truth]).tolist()) - {0}
+        tp, fp, fn = tp + len(found), fp + n_predicted - len(touching), fn + n_true - len(found)
+        false = [k for k in range(1, n_predicted + 1) if k not in touching]
+        missed = [k for k in range(1, n_true + 1) if k not in found]
+        fp_volumes.append(np.isin(predicted_lesions, false).sum() * ml)
+        fn_volumes.append(np.isin(true_lesions, missed).sum() * ml)
+        total = truth.sum() + prediction.sum()
+        dices.append(2 * (truth & prediction).sum() / total if total else 1.0)
+    return {"aggregates.lesion_f1_pooled": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0,
+            "aggregates.fp_volume_mean": float(np.mean(fp_volumes)),
+            "aggregates.fn_volume_mean": float(np.mean(fn_volumes)), "aggregates.dice_mean": float(np.mean(dices))}
+
+
+def conic_counts(truth: np.ndarray, prediction: np.ndarray) -> tuple[int, int, int, float]:
+    """(TP, FP, FN, IoU sum) of two instance maps at IoU > 0.5, as CoNIC's get_pq pairs them (every
+    pair's IoU, then those above 0.5: unique, so no assignment is needed)."""
+    true_ids = [i for i in np.unique(truth).tolist() if i]
+    predicted_ids = [i for i in np.unique(prediction).tolist() if i]
+    ious = np.zeros((len(true_ids), len(predicted_ids)))
+    for row, t in enumerate(true_ids):
+        mask = truth == t
+        for column, p in enumerate(predicted_ids):
+            other = prediction == p
+            ious[row, column] = (mask & other).sum() / (mask | other).sum()
+    matched = ious > 0.5
+    tp = int(matched.sum())
+    return tp, len(predicted_ids) - tp, len(true_ids) - tp, float(ious[matched].sum())
+
+
+def independent_instances(ground_truth: Path, example: Path, jobs: list[dict]) -> dict[str, float]:
+    """The instances template's declaration (two classes, IoU > 0.5, counts pooled over the images
+    per class, then the mean over the classes: CoNIC's multi-class PQ), by a direct numpy count."""
+    import SimpleITK as sitk
+
+    def read(path):
+        return sitk.GetArrayFromImage(sitk.ReadImage(str(path))).astype(np.int64)
+
+    sums = np.zeros((2, 4))
+    for job in jobs:
+        case_id = job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+        truth, truth_classes = read(ground_truth / f"{case_id}.mha"), read(ground_truth / "classes" / f"{case_id}.mha")
+        prediction = read(image_output(example, job, "instance-segmentation"))
+        predicted_classes = read(image_output(example, job, "instance-classes"))
+        for row, label in enumerate((1, 2)):
+            sums[row] += conic_counts(np.where(truth_classes == label, truth, 0),
+                                      np.where(predicted_classes == label, prediction, 0))
+    tp, fp, fn, iou_sum = sums.T
+    rq, sq = tp / (tp + fp / 2 + fn / 2), iou_sum / tp
+    return {"aggregates.pq_pooled": float(np.mean(rq * sq)), "aggregates.sq_pooled": float(np.mean(sq)),
+            "aggregates.rq_pooled": float(np.mean(rq))}
+
+
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_template_metrics_agree_with_an_independent_computation(scaffolded, template):
     copy, name = scaffolded[template]
     expected = json.loads((copy / "test" / name / "expected_metrics.json").read_text())
+    from evaluation.grand_challenge import value_at_path
+
     for path, value in independent(template, copy, name).items():
         assert value_at_path(expected, path) == pytest.approx(value, rel=1e-12, abs=1e-12), path
 

@@ -1,6 +1,6 @@
 """The scaffold of a new challenge (docs/adding-a-challenge.md):
 
-    python -m evaluation.new NAME --template classification|segmentation|points|landmarks|survival
+    python -m evaluation.new NAME --template classification|segmentation|points|landmarks|survival|lesions|instances
 
 writes a working challenge NAME, the simplest honest instance of its kind, into this repository:
 
@@ -57,7 +57,7 @@ from evaluation.interruption import (
 )
 from evaluation.launch import CommandParser, run_command
 
-TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival")
+TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival", "lesions", "instances")
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the folder holding the evaluation package
 # A name: lowercase letters, digits and "_" in its folder part, then "-"-separated parts.
@@ -69,6 +69,8 @@ TITLES = {
     "points": "point detection, F1 at 2 mm (ties: FROC score)",
     "landmarks": "landmark detection, mean radial error (ties: SDR at 2 mm)",
     "survival": "survival, Harrell's C-index",
+    "lesions": "lesion segmentation, pooled lesion F1 (then FP/FN volume, Dice)",
+    "instances": "instance segmentation, panoptic quality per class (pooled)",
 }
 
 
