@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository: the folder holding
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9]+)*")
 NAME_LENGTH = 32  # the class line `title = "NAME: ..."` stays within 120 characters
 TITLES = {
-    "classification": "binary classification, ROC AUC (ties: balanced accuracy)",
+    "classification": "binary classification: ROC AUC, balanced accuracy, sensitivity",
     "segmentation": "segmentation, mean Dice (ties: mean NSD at 2 px)",
     "detection": "lesion detection, FROC score (sensitivity at 1/4 to 8 FP per image)",
     "survival": "survival, Harrell's C-index",

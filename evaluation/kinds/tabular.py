@@ -1,0 +1,130 @@
+"""What the tabular kinds (classification.py, regression.py, survival.py) share: a ground truth
+that is one JSON file {case id: value}, a job that writes one or more JSON values, and ranked
+values that are metrics of the whole test set, declared as data (`Metric`), with the final
+ranking's rule chosen by name (`ranking_rule_named`) and an optional composite score
+(`Composite`, a weighted sum of the declared metrics).
+
+Generic parts a lead may hoist next to declared.py: `Metric`, `Composite`, `ranking_rule_named`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column
+from evaluation.grand_challenge import Case, single_ground_truth_file
+from evaluation.kinds.declared import Ranked, ordered_ranking, weighted_sum_of
+from evaluation.reading.files import Origin
+from evaluation.reading.json_files import read_json
+from evaluation.reading.values import finite_number
+from evaluation.settings import socket_names
+
+# The final-ranking rules a challenge may name (its `ranking` attribute).
+RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
+BETTER = {"higher": "desc", "lower": "asc"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One declared metric of the whole test set: its metrics.json key, its leaderboard title,
+    which way is better, and `of`, the kind's computation (the kind's arrays and the case
+    weights (rows, cases) in, one value per row out). `reads` says what of the job's output it
+    needs (classification: "scores" or "decisions"); `tasks` what it is defined for."""
+
+    key: str
+    title: str
+    better: str
+    of: Callable[..., np.ndarray] = field(compare=False)
+    reads: str = ""
+    tasks: tuple[str, ...] = ()  # the kind's variants it is defined for (classification: binary, ...)
+
+    def __post_init__(self) -> None:
+        if self.better not in BETTER:
+            raise ValueError(f"metric {self.key!r}: better must be 'higher' or 'lower', not {self.better!r}")
+        if not self.key or "." in self.key:
+            raise ValueError(f"metric key {self.key!r} must be a non-empty metrics.json key without '.'")
+
+    @property
+    def order(self) -> str:
+        return BETTER[self.better]
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A composite score ranked first: Σ weight × metric over declared metrics (by key, as the
+    kind names its ranked values, e.g. "roc_auc" or "volume.mae"). A lower-is-better metric takes a
+    negative weight."""
+
+    title: str
+    parts: Mapping[str, float]
+    key: str = "score"
+    better: str = "higher"
+
+
+def composite_ranked(composite: Composite, parts: Mapping[str, Ranked], path: str) -> Ranked:
+    """The composite as a Ranked value that computes its parts itself (so it can come first, the
+    score, before the values it adds up)."""
+    unknown = sorted(set(composite.parts) - set(parts))
+    if unknown:
+        raise TypeError(f"the composite {composite.title!r} adds {unknown}, which are not declared metrics "
+                        f"({sorted(parts)})")
+    paths = {parts[key].path: float(weight) for key, weight in composite.parts.items()}
+    total = weighted_sum_of(paths)
+
+    def compute(results, weights, computed):
+        own = dict(computed)
+        for key in composite.parts:
+            value = parts[key]
+            if value.path not in own:
+                own[value.path] = np.asarray(value.compute(results, weights, own), dtype=np.float64)
+        return total(results, weights, own)
+
+    return Ranked(Column(composite.title, path, BETTER[composite.better]), compute)
+
+
+def ranking_rule_named(ranking: str):
+    """(the final ranking's rule for Declared.ranking_rule, the platform's scoring method) of a
+    ranking named in RANKINGS. "mean_of_ranks" and "case_rank_then_mean" need the rules of
+    evaluation/declarations/ranking_rules.py that another branch adds: a clear NotImplementedError
+    until they are there."""
+    from evaluation.declarations import ranking_rules
+
+    if ranking not in RANKINGS:
+        raise TypeError(f"ranking {ranking!r} is not one of {', '.join(RANKINGS)}")
+    if ranking == "ordered":
+        return staticmethod(ordered_ranking), ABSOLUTE
+    wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "CaseRankThenMean"}[ranking]
+    rule = getattr(ranking_rules, wanted, None)
+    if rule is None:
+        raise NotImplementedError(f"the final ranking {ranking!r} needs {wanted} in "
+                                  f"evaluation/declarations/ranking_rules.py, which this version does not have yet")
+    return staticmethod(rule), MEAN_OF_RANKS if ranking == "mean_of_ranks" else ABSOLUTE
+
+
+def reference_document(truth: Origin, directory: Path, shape: str) -> tuple[Path, dict[str, Any]]:
+    """(path, content) of the ground truth's one JSON file, a non-empty object {case id: `shape`}."""
+    path = single_ground_truth_file(directory, ".json")
+    document = read_json(truth, path, "The ground truth")
+    if not isinstance(document, dict) or not document:
+        truth.fail(f"Ground truth {path.name} must be a non-empty object mapping case ids to {shape}.")
+    return path, document
+
+
+def job_values(case: Case, output_socket: str | list[str] | tuple[str, ...]) -> Any | list[Any]:
+    """The job's JSON output(s): the one socket's value, or a list of each socket's value when the
+    setting names several (one per class or target)."""
+    names = socket_names(output_socket)
+    if isinstance(output_socket, str):
+        return case.read_json(output_socket)
+    return [case.read_json(name) for name in names]
+
+
+def output_number(value: Any, case: Case, slug: str, *, minimum: float | None = None,
+                  maximum: float | None = None) -> float:
+    """One finite number of a job's output (SubmissionError naming the case and the socket)."""
+    return finite_number(value, f"{case.name}: the output {slug!r}", minimum=minimum, maximum=maximum)
