@@ -34,7 +34,8 @@ class Metric:
     """One declared metric of the whole test set: its metrics.json key, its leaderboard title,
     which way is better, and `of`, the kind's computation (the kind's arrays and the case
     weights (rows, cases) in, one value per row out). `reads` says what of the job's output it
-    needs (classification: "scores" or "decisions"); `tasks` what it is defined for."""
+    needs (classification: "scores" or "decisions"); `tasks` what it is defined for; `over` how
+    a regression metric covers the targets."""
 
     key: str
     title: str
@@ -42,10 +43,13 @@ class Metric:
     of: Callable[..., np.ndarray] = field(compare=False)
     reads: str = ""
     tasks: tuple[str, ...] = ()  # the kind's variants it is defined for (classification: binary, ...)
+    over: str = "each"  # regression: each target its own ranked value, or "mean" over the targets
 
     def __post_init__(self) -> None:
         if self.better not in BETTER:
             raise ValueError(f"metric {self.key!r}: better must be 'higher' or 'lower', not {self.better!r}")
+        if self.over not in ("each", "mean"):
+            raise ValueError(f"metric {self.key!r}: over must be 'each' or 'mean', not {self.over!r}")
         if not self.key or "." in self.key:
             raise ValueError(f"metric key {self.key!r} must be a non-empty metrics.json key without '.'")
 

@@ -57,7 +57,7 @@ from evaluation.interruption import (
 )
 from evaluation.launch import CommandParser, run_command
 
-TEMPLATES = ("classification", "segmentation", "detection", "survival")
+TEMPLATES = ("classification", "segmentation", "detection", "survival", "regression")
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the folder holding the evaluation package
 # A name: lowercase letters, digits and "_" in its folder part, then "-"-separated parts.
@@ -68,6 +68,7 @@ TITLES = {
     "segmentation": "segmentation, mean Dice (ties: mean NSD at 2 px)",
     "detection": "lesion detection, FROC score (sensitivity at 1/4 to 8 FP per image)",
     "survival": "survival, Harrell's C-index",
+    "regression": "regression of a volume and an age: R2, MAE",
 }
 
 
