@@ -274,7 +274,7 @@ class Regression(Declared):
         if extra:
             raise SubmissionError(f"{case.name}: the output {sockets!r} holds {shown(extra[0])}, which is not a "
                                   f"target; the targets are {', '.join(names)}.")
-        return tuple(finite_number(value[name], f"{case.name}: the output {sockets!r}'s {name}") for name in names)
+        return tuple(finite_number(value[name], f"{case.name}: the {name} in the output {sockets!r}") for name in names)
 
     def score_case(self, case: Case, prediction: tuple[float, ...], ground_truth: tuple[float, ...]) -> dict[str, Any]:
         return {"truth": ground_truth, "prediction": prediction}
