@@ -115,6 +115,7 @@ def package(tmp_path_factory):
     b'{"volume": 100.0}', b'{"volume": 100.0, "age": 40, "weight": 70}', b'{"volume": "100 ml", "age": 40}',
     b'{"volume": NaN, "age": 40}', b'{"volume": 100.0, "age": -Infinity}', b"100.0", b"[100.0, 40]",
     b'{"volume": null, "age": 40}', b'{"volume": true, "age": 40}',
+    b'{"volume": 1e300, "age": 40}',  # finite, but its square is not: an RMSE would overflow
 ])
 def test_hostile_outputs_fail_naming_the_case(package, tmp_path, written):
     ids = case_ids(5)

@@ -26,7 +26,9 @@ A challenge subclasses `Regression` and declares (defaults in brackets):
 Undefined values, decided once: a correlation with a constant prediction is 0 (it explains
 nothing; scipy would give NaN); the ground truth must make every declared metric defined on the
 whole test set (R², correlations: a target's truth not constant; MAPE: no truth of 0), else it
-is refused (exit 3). A resample of the final ranking where a value is undefined is NaN there.
+is refused (exit 3). A resample of the final ranking where a value is undefined is NaN there. A
+value beyond ±1e100 is refused, in the ground truth and in a job's output: its square would
+overflow an RMSE or R² into a ranked value that is not a number.
 
 The ground truth is one JSON file {case id: {target: number}}. metrics.json: the ranked values,
 every declared metric of each target under aggregates.<target> with the mean and median
@@ -73,6 +75,9 @@ from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 # What a metric needs of each target's truth on the whole test set (checked at load).
 NOT_CONSTANT, NO_ZERO = "not constant", "no zero"
+# The largest magnitude of a value read: squared and summed over any test set it stays finite, so
+# no submission makes an RMSE, R² or correlation overflow into a ranked value that is not a number.
+LARGEST = 1e100
 
 
 @dataclass(frozen=True)
@@ -236,7 +241,7 @@ class Regression(Declared):
             if not isinstance(values, dict) or set(values) != set(names) \
                     or not all(is_finite_number(values[name]) for name in names):
                 self.truth.fail(f"Ground truth {path.name}: case {case_id} is {shown(values)}; it must be an object "
-                                f"with a finite number for each of {', '.join(names)} and nothing else.")
+                                f"with a number from -1e100 to 1e100 for each of {', '.join(names)} and nothing else.")
             truth[case_id] = tuple(float(values[name]) for name in names)
         self.check_defined(path, np.array(list(truth.values())))
         return truth
@@ -260,9 +265,10 @@ class Regression(Declared):
         sockets = self.settings.output_socket
         value = job_values(case, sockets)
         if not isinstance(sockets, str):
-            return tuple(output_number(item, case, slug) for item, slug in zip(value, sockets, strict=True))
+            return tuple(output_number(item, case, slug, minimum=-LARGEST, maximum=LARGEST)
+                         for item, slug in zip(value, sockets, strict=True))
         if len(names) == 1 and not isinstance(value, dict):
-            return (output_number(value, case, sockets),)
+            return (output_number(value, case, sockets, minimum=-LARGEST, maximum=LARGEST),)
         if not isinstance(value, dict):
             raise SubmissionError(f"{case.name}: the output {sockets!r} is {json_type(value)}; it must be a JSON "
                                   f"object with a number for each of {', '.join(names)}.")
@@ -274,7 +280,8 @@ class Regression(Declared):
         if extra:
             raise SubmissionError(f"{case.name}: the output {sockets!r} holds {shown(extra[0])}, which is not a "
                                   f"target; the targets are {', '.join(names)}.")
-        return tuple(finite_number(value[name], f"{case.name}: the {name} in the output {sockets!r}") for name in names)
+        return tuple(finite_number(value[name], f"{case.name}: the {name} in the output {sockets!r}", minimum=-LARGEST,
+                                   maximum=LARGEST) for name in names)
 
     def score_case(self, case: Case, prediction: tuple[float, ...], ground_truth: tuple[float, ...]) -> dict[str, Any]:
         return {"truth": ground_truth, "prediction": prediction}
