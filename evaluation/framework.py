@@ -38,7 +38,7 @@ from evaluation.settings import CASE_INPUT, Settings, socket_names
 if TYPE_CHECKING:
     import numpy as np
 
-    from evaluation.declarations.ranking_rules import FinalRanking
+    from evaluation.declarations.ranking_rules import RankingRule
 
 WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those
 
@@ -80,7 +80,7 @@ class Evaluation:
     chart_builders: ClassVar[dict[str, Callable[[Evaluation, dict[str, Any], dict[str, Any]], dict]]] = {}
     # The official rule(s) ranking submissions against each other, one per leaderboard
     # (python -m evaluation.leaderboard; evaluation/declarations/ranking_rules.py).
-    final_rankings: ClassVar[tuple[FinalRanking, ...]] = ()
+    final_rankings: ClassVar[tuple[RankingRule, ...]] = ()
     # Statistics of the final ranking: bootstrap resamples of this many rows at a time at most,
     # and no more than RESAMPLE_CELLS (rows x cases) in one block: memory stays flat.
     RESAMPLE_ROWS: ClassVar[int] = 1000
@@ -203,15 +203,14 @@ class Evaluation:
         size, the same stream whatever the block size."""
         import numpy as np
 
-        from evaluation.metrics.resampling import draws_to_counts
+        from evaluation.metrics.resampling import CaseDraws
 
         n = len(results)
-        rng = np.random.default_rng(seed)
+        draws = CaseDraws(n, seed)
         block = max(1, min(self.RESAMPLE_ROWS, self.RESAMPLE_CELLS // max(1, n)))
         parts: dict[str, list[np.ndarray]] = {}
         for start in range(0, resamples, block):
-            rows = min(block, resamples - start)
-            counts = draws_to_counts(rng.integers(0, n, size=(rows, n)), n)
+            counts = draws.counts(min(block, resamples - start))
             for path, values in self.aggregate(results, counts).items():
                 parts.setdefault(path, []).append(np.asarray(values, dtype=np.float64))
         return {path: np.concatenate(chunks) for path, chunks in parts.items()}

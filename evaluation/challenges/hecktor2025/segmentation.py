@@ -6,7 +6,7 @@ Per patient, one pass over both label maps gives every label count; GTVn lesions
 per-patient Dice of GTVp, the aggregated Dice of GTVn (HECKTOR 2022: sums weighted by each
 patient's voxel volume) and the aggregated detection F1 of GTVn (TP, FP, FN summed over the test
 set). The Borda ranking across submissions is computed from these by `final_rankings`
-(evaluation/declarations/ranking_rules.py), with `aggregate` for its bootstrap statistics.
+(ranking.py's NestedBorda), with `aggregate` for its bootstrap statistics.
 """
 
 from __future__ import annotations
