@@ -299,10 +299,17 @@ def test_a_declaration_that_cannot_run_is_refused_at_import(attributes, message)
         type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})
 
 
-def test_rankings_not_yet_available_say_so():
-    from evaluation.declarations import ranking_rules
+def test_the_ranking_is_declared_by_name():
+    from evaluation.declarations.columns import MEAN_OF_RANKS
+    from evaluation.declarations.ranking_rules import MeanOfRanks, OrderedRanking
 
-    if hasattr(ranking_rules, "MeanOfRanks"):
-        pytest.skip("the mean-of-ranks rule is merged")
-    with pytest.raises(NotImplementedError, match="MeanOfRanks"):
-        type("Ranks", (kind.Classification,), {"name": "kindtest-ranks", "ranking": "mean_of_ranks"})
+    ordered = type("Ordered", (kind.Classification,), {"name": "kindtest-ordered"})
+    assert isinstance(ordered.final_rankings[0], OrderedRanking)
+    ranks = type("Ranks", (kind.Classification,), {"name": "kindtest-ranks", "ranking": "mean_of_ranks"})
+    assert isinstance(ranks.final_rankings[0], MeanOfRanks)
+    assert ranks.final_rankings[0].paths == ("aggregates.roc_auc", "aggregates.balanced_accuracy")
+    assert ranks.leaderboards[0].scoring_method == MEAN_OF_RANKS  # the platform's leaderboard agrees
+    with pytest.raises(TypeError, match="per-case values"):  # every metric is of the whole test set
+        type("Cases", (kind.Classification,), {"name": "kindtest-cases", "ranking": "case_rank_then_mean"})
+    with pytest.raises(TypeError, match="not one of"):
+        type("Other", (kind.Classification,), {"name": "kindtest-other", "ranking": "borda"})

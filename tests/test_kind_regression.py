@@ -159,3 +159,20 @@ def test_a_ground_truth_leaving_a_metric_undefined_is_the_organizers(tmp_path, t
 def test_a_declaration_that_cannot_run_is_refused_at_import(attributes, message):
     with pytest.raises(TypeError, match=message):
         type("Broken", (kind.Regression,), {"name": "kindtest-broken", **attributes})
+
+
+def test_the_per_case_rule_ranks_each_targets_absolute_error(tmp_path):
+    """ranking = "case_rank_then_mean": challengeR's rule on paths every case of metrics.json has."""
+    from evaluation.declarations.ranking_rules import MeanOfCaseRanks
+    from evaluation.grand_challenge import value_at_path
+
+    per_case = type("PerCase", (DECLARED.Targets,), {"name": "kindtest-percase", "ranking": "case_rank_then_mean"})
+    rule = per_case.final_rankings[0]
+    assert isinstance(rule, MeanOfCaseRanks) and rule.cases_path == "cases"
+    assert rule.case_paths == ("volume.absolute_error", "age.absolute_error")
+    assert [column.order for column in rule.columns] == ["asc", "asc"]
+    ground_truth, input_dir, truth, prediction = regression_case(tmp_path, n=8)
+    metrics = per_case(ground_truth).evaluate(input_dir)
+    for n, entry in enumerate(metrics["cases"][c] for c in case_ids(8)):
+        for k, path in enumerate(rule.case_paths):
+            assert value_at_path(entry, path) == pytest.approx(abs(prediction[n, k] - truth[n, k]), rel=1e-12)

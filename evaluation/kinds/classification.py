@@ -20,8 +20,9 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
   `f1(average=None)` (binary: the positive class's; else "macro" by default, or "micro",
   "weighted"), `sensitivity_at_specificity(specificity)` (binary), `accuracy()` (multi-label:
   every label right) [(roc_auc(), balanced_accuracy())];
-- `ranking`: the final ranking's rule, "ordered" (the first metric, ties by the next),
-  "mean_of_ranks" or "case_rank_then_mean" (evaluation/kinds/tabular.py) ["ordered"];
+- `ranking`: the final ranking's rule, "ordered" (the first metric, ties by the next) or
+  "mean_of_ranks" (the mean of the metrics' ranks); a per-case rule does not apply, the metrics
+  being of the whole test set (evaluation/kinds/tabular.py) ["ordered"];
 - `composite`: a `Composite` (weighted sum of the metrics by key), ranked first [None];
 - `settings_class`: `ClassificationSettings` (input_socket, output_socket ["likelihood"],
   threshold [0.5]: a likelihood at or above it is a positive decision; multi-class decides by

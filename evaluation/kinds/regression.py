@@ -15,8 +15,10 @@ A challenge subclasses `Regression` and declares (defaults in brackets):
   one unit): `mae()`, `rmse()`, `mape()` (absolute percentage error, as a fraction),
   `smape(denominator="mean" | "sum")`, `nae()` (normalised absolute error), `r2()`, `pearson()`,
   `spearman()` [(mae(),)];
-- `ranking`: the final ranking's rule, "ordered", "mean_of_ranks" or "case_rank_then_mean"
-  (evaluation/kinds/tabular.py) ["ordered"];
+- `ranking`: the final ranking's rule, "ordered" (the first ranked value, ties by the next),
+  "mean_of_ranks" (the mean of the ranked values' ranks) or "case_rank_then_mean"
+  (challengeR's: on every case each target's absolute error ranked, the ranks' mean over the
+  cases and targets) (evaluation/kinds/tabular.py) ["ordered"];
 - `composite`: a `Composite` (weighted sum of ranked values by key: "r2" for an over="mean"
   metric, "volume.mae" for a target's), ranked first [None];
 - `settings_class`: `RegressionSettings` (input_socket, output_socket ["prediction"]: one socket
@@ -203,7 +205,10 @@ class Regression(Declared):
         if "ranked" not in cls.__dict__:
             cls.ranked = tuple(ranked)
         if "ranking_rule" not in cls.__dict__:
-            cls.ranking_rule, method = ranking_rule_named(cls.ranking)
+            # challengeR's per-case rule ranks each target's absolute error case by case
+            case_columns = tuple(Column(f"Absolute error, {cls.targets[target]}", f"{target}.absolute_error", "asc")
+                                 for target in names)
+            cls.ranking_rule, method = ranking_rule_named(cls.ranking, case_columns)
             if "scoring_method" not in cls.__dict__:
                 cls.scoring_method = method
         super().__init_subclass__(**kwargs)

@@ -6,7 +6,8 @@ resample of the final ranking (a row of counts) go through the same call.
 A challenge subclasses `Survival` and declares (defaults in brackets):
 
 - `ranking`: the final ranking's rule, "ordered" or "mean_of_ranks" (one ranked value: the
-  same ranking) (evaluation/kinds/tabular.py) ["ordered"];
+  same ranking); a per-case rule does not apply, the C-index being of pairs of patients
+  (evaluation/kinds/tabular.py) ["ordered"];
 - `case_label`: how messages name a case ["Patient"];
 - `settings_class`: `SurvivalSettings` (input_socket, output_socket ["risk-score"]: one
   JSON number, any finite value).

@@ -1,7 +1,8 @@
 """What the tabular kinds (classification.py, regression.py, survival.py) share: a ground truth
 that is one JSON file {case id: value}, a job that writes one or more JSON values, and ranked
 values that are metrics of the whole test set, declared as data (`Metric`), with the final
-ranking's rule chosen by name (`ranking_rule_named`) and an optional composite score
+ranking's rule chosen by name (`ranking_rule_named`: ordered, mean of ranks, or challengeR's
+per-case rank-then-mean) and an optional composite score
 (`Composite`, a weighted sum of the declared metrics).
 
 Generic parts a lead may hoist next to declared.py: `Metric`, `Composite`, `ranking_rule_named`.
@@ -91,23 +92,29 @@ def composite_ranked(composite: Composite, parts: Mapping[str, Ranked], path: st
     return Ranked(Column(composite.title, path, BETTER[composite.better]), compute)
 
 
-def ranking_rule_named(ranking: str):
+def ranking_rule_named(ranking: str, case_columns: tuple[Column, ...] = ()):
     """(the final ranking's rule for Declared.ranking_rule, the platform's scoring method) of a
-    ranking named in RANKINGS. "mean_of_ranks" and "case_rank_then_mean" need the rules of
-    evaluation/declarations/ranking_rules.py that another branch adds: a clear NotImplementedError
-    until they are there."""
+    ranking named in RANKINGS: "ordered" (the first ranked value, ties by the next), "mean_of_ranks"
+    (MeanOfRanks of the ranked values; the platform's leaderboard ranks on the mean of the columns'
+    ranks too) or "case_rank_then_mean" (MeanOfCaseRanks, challengeR's rank-then-aggregate, on
+    `case_columns`: paths inside each case's entry of metrics.json's "cases", which only a kind
+    with per-case values has)."""
     from evaluation.declarations import ranking_rules
 
     if ranking not in RANKINGS:
         raise TypeError(f"ranking {ranking!r} is not one of {', '.join(RANKINGS)}")
     if ranking == "ordered":
         return staticmethod(ordered_ranking), ABSOLUTE
-    wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "CaseRankThenMean"}[ranking]
-    rule = getattr(ranking_rules, wanted, None)
-    if rule is None:
-        raise NotImplementedError(f"the final ranking {ranking!r} needs {wanted} in "
-                                  f"evaluation/declarations/ranking_rules.py, which this version does not have yet")
-    return staticmethod(rule), MEAN_OF_RANKS if ranking == "mean_of_ranks" else ABSOLUTE
+    if ranking == "mean_of_ranks":
+        return staticmethod(ranking_rules.MeanOfRanks), MEAN_OF_RANKS
+    if not case_columns:
+        raise TypeError("ranking 'case_rank_then_mean' ranks per-case values, which this kind does not have (its "
+                        "ranked values are of the whole test set)")
+
+    def per_case(name: str, columns: tuple[Column, ...]):
+        return ranking_rules.MeanOfCaseRanks(name, case_columns)
+
+    return staticmethod(per_case), ABSOLUTE
 
 
 def reference_document(truth: Origin, directory: Path, shape: str) -> tuple[Path, dict[str, Any]]:
