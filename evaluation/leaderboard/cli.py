@@ -28,7 +28,7 @@ from evaluation import __version__
 from evaluation.challenges import challenge_class, named_challenge
 from evaluation.declarations.ranking_rules import TIE_METHODS
 from evaluation.errors import EXIT_OK, SetupError, UsageError, machine_limit
-from evaluation.framework import default_workers, log, stop_workers
+from evaluation.framework import log
 from evaluation.grand_challenge import (
     BAKED_GROUND_TRUTH_DIR,
     METRICS_FILE,
@@ -41,6 +41,7 @@ from evaluation.grand_challenge import (
 from evaluation.interruption import finished, stopped_by_sigterm
 from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.leaderboard.scoring import BLAMED
+from evaluation.run import default_workers, stop_workers
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth
 RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submissions in statistics
