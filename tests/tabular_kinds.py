@@ -140,6 +140,20 @@ def write_jobs(input_dir: Path, outputs: dict[str, dict[str, Any]]) -> Path:
     return input_dir
 
 
+def evaluated(challenge, input_dir: Path) -> dict[str, Any]:
+    """The metrics.json content of a run in this process (evaluation/run.py's, one worker)."""
+    from evaluation.run import evaluate
+
+    return evaluate(challenge, input_dir)[0]
+
+
+def case_results(challenge, input_dir: Path) -> dict[str, Any]:
+    """{case id: the kind's per-case result} of every case of the submission, as the run scores it."""
+    from evaluation.run import matched_cases, score_case
+
+    return {case.case_id: score_case(challenge, case) for case in matched_cases(challenge, input_dir)}
+
+
 def case_ids(n: int) -> list[str]:
     return [f"case-{number:03d}" for number in range(n)]
 

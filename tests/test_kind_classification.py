@@ -25,8 +25,10 @@ from evaluation.kinds import classification as kind
 from tests.tabular_kinds import (
     assert_one_line_naming,
     case_ids,
+    case_results,
     count_rows,
     declared,
+    evaluated,
     package_with_declarations,
     run,
     write_ground_truth,
@@ -69,7 +71,7 @@ def sklearn_binary(y, s, w=None):
 def test_binary_metrics_are_scikit_learns(tmp_path):
     ground_truth, input_dir, y, s = binary_case(tmp_path)
     evaluation = DECLARED.Binary(ground_truth)
-    metrics = evaluation.evaluate(input_dir)
+    metrics = evaluated(evaluation, input_dir)
     for key, value in sklearn_binary(y, s).items():
         assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
     assert metrics["counts"] == {"cases": 60, "benign": 30, "malignant": 30}
@@ -83,8 +85,7 @@ def test_binary_weights_are_repeated_cases(tmp_path):
     the repeated arrays), so the final ranking's bootstrap scores its resamples."""
     ground_truth, input_dir, y, s = binary_case(tmp_path, n=40, seed=3)
     evaluation = DECLARED.Binary(ground_truth)
-    cases = evaluation.cases(input_dir)
-    results = {case.case_id: evaluation.score_one(case) for case in cases}
+    results = case_results(evaluation, input_dir)
     counts = count_rows(np.random.default_rng(1), len(y))
     computed = evaluation.aggregate(results, counts)
     for row, weights in enumerate(counts):
@@ -98,7 +99,7 @@ def test_binary_weights_are_repeated_cases(tmp_path):
 def test_a_composite_is_the_weighted_sum_and_the_score(tmp_path):
     ground_truth, input_dir, y, s = binary_case(tmp_path, n=30, seed=5)
     ground_truth = write_ground_truth(tmp_path / "gt2", {c: int(v) for c, v in zip(case_ids(30), y, strict=True)})
-    metrics = DECLARED.BinaryComposite(ground_truth).evaluate(input_dir)
+    metrics = evaluated(DECLARED.BinaryComposite(ground_truth), input_dir)
     expected = 0.5 * roc_auc_score(y, s) + 0.5 * balanced_accuracy_score(y, s >= 0.5)
     assert metrics["aggregates"]["score"] == pytest.approx(expected, rel=1e-12)
     assert DECLARED.BinaryComposite.leaderboards[0].score.path == "aggregates.score"
@@ -137,11 +138,11 @@ def sklearn_multiclass(y, p, w=None):
 def test_multiclass_metrics_are_scikit_learns_with_weights(tmp_path):
     ground_truth, input_dir, y, p = multiclass_case(tmp_path)
     evaluation = DECLARED.Multiclass(ground_truth)
-    metrics = evaluation.evaluate(input_dir)
+    metrics = evaluated(evaluation, input_dir)
     for key, value in sklearn_multiclass(y, p).items():
         assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
     assert set(metrics["cases"]["case-001"]["likelihoods"]) == {"mild", "moderate", "severe"}
-    results = {case.case_id: evaluation.score_one(case) for case in evaluation.cases(input_dir)}
+    results = case_results(evaluation, input_dir)
     counts = count_rows(np.random.default_rng(2), len(y), rows=4)
     one_of_each = [int(np.flatnonzero(y == k)[0]) for k in range(3)]
     counts[:, one_of_each] = np.maximum(counts[:, one_of_each], 1)  # every class in every row
@@ -181,10 +182,10 @@ def sklearn_multilabel(y, s, w=None):
 def test_multilabel_metrics_are_scikit_learns_with_weights(tmp_path):
     ground_truth, input_dir, y, s = multilabel_case(tmp_path)
     evaluation = DECLARED.Multilabel(ground_truth)
-    metrics = evaluation.evaluate(input_dir)
+    metrics = evaluated(evaluation, input_dir)
     for key, value in sklearn_multilabel(y, s).items():
         assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
-    results = {case.case_id: evaluation.score_one(case) for case in evaluation.cases(input_dir)}
+    results = case_results(evaluation, input_dir)
     counts = count_rows(np.random.default_rng(4), len(y), rows=4)
     counts[:, :2] = np.maximum(counts[:, :2], 1)  # cases 0 and 1: every label present and absent in every row
     computed = evaluation.aggregate(results, counts)
@@ -202,7 +203,7 @@ def test_class_outputs_score_their_decisions(tmp_path):
     ids = case_ids(30)
     ground_truth = write_ground_truth(tmp_path / "gt", {c: names[k] for c, k in zip(ids, y, strict=True)})
     input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": names[k]} for c, k in zip(ids, d, strict=True)})
-    metrics = DECLARED.ClassOutput(ground_truth).evaluate(input_dir)["aggregates"]
+    metrics = evaluated(DECLARED.ClassOutput(ground_truth), input_dir)["aggregates"]
     assert metrics["cohen_kappa_quadratic"] == pytest.approx(cohen_kappa_score(y, d, weights="quadratic"), rel=1e-12)
     assert metrics["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y, d), rel=1e-12)
     assert metrics["f1"] == pytest.approx(f1_score(y, d, average="macro"), rel=1e-12)
@@ -280,7 +281,7 @@ def test_sockets_per_class_must_match_the_classes(tmp_path):
     p = {"a": [0.7, 0.2, 0.1], "b": [0.3, 0.4, 0.3], "c": [0.2, 0.2, 0.6]}
     input_dir = write_jobs(tmp_path / "input", {c: {f"p-{name}": v[k] for k, name in
                                                     enumerate(("mild", "moderate", "severe"))} for c, v in p.items()})
-    metrics = DECLARED.Multiclass(ground_truth).evaluate(input_dir)
+    metrics = evaluated(DECLARED.Multiclass(ground_truth), input_dir)
     assert metrics["aggregates"]["accuracy"] == 1.0 and metrics["cases"]["b"]["decision"] == "moderate"
 
 

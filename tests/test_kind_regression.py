@@ -16,8 +16,10 @@ from evaluation.kinds import regression as kind
 from tests.tabular_kinds import (
     assert_one_line_naming,
     case_ids,
+    case_results,
     count_rows,
     declared,
+    evaluated,
     package_with_declarations,
     run,
     write_ground_truth,
@@ -55,7 +57,7 @@ def regression_case(tmp_path, n=40, seed=0):
 
 def test_metrics_per_target_and_over_targets_are_the_references(tmp_path):
     ground_truth, input_dir, truth, prediction = regression_case(tmp_path)
-    metrics = DECLARED.Targets(ground_truth).evaluate(input_dir)
+    metrics = evaluated(DECLARED.Targets(ground_truth), input_dir)
     for k, target in enumerate(TARGETS):
         for key, value in independent(truth[:, k], prediction[:, k]).items():
             assert metrics["aggregates"][target][key] == pytest.approx(value, rel=1e-10, abs=1e-12), (target, key)
@@ -72,7 +74,7 @@ def test_metrics_per_target_and_over_targets_are_the_references(tmp_path):
 def test_weights_are_repeated_cases(tmp_path):
     ground_truth, input_dir, truth, prediction = regression_case(tmp_path, n=30, seed=2)
     evaluation = DECLARED.Targets(ground_truth)
-    results = {case.case_id: evaluation.score_one(case) for case in evaluation.cases(input_dir)}
+    results = case_results(evaluation, input_dir)
     counts = count_rows(np.random.default_rng(3), len(truth))
     computed = evaluation.aggregate(results, counts)
     for row, weights in enumerate(counts):
@@ -91,7 +93,7 @@ def test_a_constant_prediction_correlates_zero(tmp_path):
     ground_truth, *_ = regression_case(tmp_path, n=10)
     input_dir = write_jobs(tmp_path / "constant", {c: {"prediction": {"volume": 100.0, "age": 50.0}}
                                                    for c in case_ids(10)})
-    metrics = DECLARED.Targets(ground_truth).evaluate(input_dir)["aggregates"]
+    metrics = evaluated(DECLARED.Targets(ground_truth), input_dir)["aggregates"]
     assert metrics["volume"]["pearson"] == 0.0 and metrics["age"]["spearman"] == 0.0
 
 
@@ -102,7 +104,7 @@ def test_one_socket_per_target(tmp_path):
                        {"output_socket": ["volume-ml", "age-years"]})
     input_dir = write_jobs(tmp_path / "sockets", {c: {"volume-ml": row[0], "age-years": row[1]}
                                                   for c, row in zip(case_ids(12), prediction.tolist(), strict=True)})
-    metrics = DECLARED.Targets(ground_truth).evaluate(input_dir)["aggregates"]
+    metrics = evaluated(DECLARED.Targets(ground_truth), input_dir)["aggregates"]
     assert metrics["age"]["mae"] == pytest.approx(mean_absolute_error(truth[:, 1], prediction[:, 1]), rel=1e-12)
 
 
@@ -172,7 +174,7 @@ def test_the_per_case_rule_ranks_each_targets_absolute_error(tmp_path):
     assert rule.case_paths == ("volume.absolute_error", "age.absolute_error")
     assert [column.order for column in rule.columns] == ["asc", "asc"]
     ground_truth, input_dir, truth, prediction = regression_case(tmp_path, n=8)
-    metrics = per_case(ground_truth).evaluate(input_dir)
+    metrics = evaluated(per_case(ground_truth), input_dir)
     for n, entry in enumerate(metrics["cases"][c] for c in case_ids(8)):
         for k, path in enumerate(rule.case_paths):
             assert value_at_path(entry, path) == pytest.approx(abs(prediction[n, k] - truth[n, k]), rel=1e-12)

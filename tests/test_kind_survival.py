@@ -13,8 +13,10 @@ from evaluation.errors import SetupError
 from tests.tabular_kinds import (
     assert_one_line_naming,
     case_ids,
+    case_results,
     count_rows,
     declared,
+    evaluated,
     package_with_declarations,
     run,
     write_ground_truth,
@@ -52,7 +54,7 @@ def survival_case(tmp_path, n=40, seed=0):
 
 def test_the_c_index_is_lifelines(tmp_path):
     ground_truth, input_dir, time, event, risk = survival_case(tmp_path)
-    metrics = DECLARED.Risk(ground_truth).evaluate(input_dir)
+    metrics = evaluated(DECLARED.Risk(ground_truth), input_dir)
     expected = lifelines.concordance_index(time, -risk, event)
     assert metrics["aggregates"]["c_index"] == pytest.approx(expected, rel=1e-12)
     assert metrics["aggregates"]["c_index"] == pytest.approx(pairs_by_definition(time, event, risk), rel=1e-12)
@@ -63,7 +65,7 @@ def test_the_c_index_is_lifelines(tmp_path):
 def test_weights_are_repeated_patients(tmp_path):
     ground_truth, input_dir, time, event, risk = survival_case(tmp_path, n=30, seed=4)
     evaluation = DECLARED.Risk(ground_truth)
-    results = {case.case_id: evaluation.score_one(case) for case in evaluation.cases(input_dir)}
+    results = case_results(evaluation, input_dir)
     counts = count_rows(np.random.default_rng(5), len(time))
     computed = evaluation.aggregate(results, counts)["aggregates.c_index"]
     for row, weights in enumerate(counts):
