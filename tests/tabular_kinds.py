@@ -52,6 +52,11 @@ class Multiclass(Classification):
                       cohen_kappa("quadratic"), f1(), f1("micro"), f1("weighted"), accuracy())
 
 
+class MulticlassSockets(Multiclass):
+    name = "kindtest-sockets"
+    sockets = "per_class"
+
+
 class Multilabel(Classification):
     name = "kindtest-multilabel"
     task = "multilabel"
@@ -73,6 +78,11 @@ class Targets(Regression):
     targets = {"volume": "volume (ml)", "age": "age (years)"}
     ranked_metrics = (r2(over="mean", key="r2_mean"), mae(), rmse(), mape(), smape(), smape("sum"), nae(), r2(),
                       pearson(), spearman())
+
+
+class TargetSockets(Targets):
+    name = "kindtest-target-sockets"
+    sockets = "per_target"
 
 
 class Risk(Survival):

@@ -272,17 +272,24 @@ def test_a_ground_truth_without_a_class_is_the_organizers(tmp_path):
         DECLARED.Binary(ground_truth)
 
 
-def test_sockets_per_class_must_match_the_classes(tmp_path):
+def test_one_socket_per_class(package, tmp_path):
+    """sockets = "per_class": a setting per class (config.json may rename each), one number each."""
+    settings = DECLARED.MulticlassSockets.settings_class
+    assert [name for name in settings().as_dict() if name.endswith("_socket") and name != "input_socket"] == [
+        "mild_socket", "moderate_socket", "severe_socket"]
+    assert "output_socket" not in settings().as_dict()
     truth = {"a": "mild", "b": "moderate", "c": "severe"}
-    ground_truth = write_ground_truth(tmp_path / "gt", truth, {"output_socket": ["p-mild", "p-moderate"]})
-    with pytest.raises(SetupError, match="one socket per"):
-        DECLARED.Multiclass(ground_truth)
-    ground_truth = write_ground_truth(tmp_path / "gt2", truth, {"output_socket": ["p-mild", "p-moderate", "p-severe"]})
+    ground_truth = write_ground_truth(tmp_path / "gt", truth, {"severe_socket": "grade-3"})
     p = {"a": [0.7, 0.2, 0.1], "b": [0.3, 0.4, 0.3], "c": [0.2, 0.2, 0.6]}
-    input_dir = write_jobs(tmp_path / "input", {c: {f"p-{name}": v[k] for k, name in
-                                                    enumerate(("mild", "moderate", "severe"))} for c, v in p.items()})
-    metrics = evaluated(DECLARED.Multiclass(ground_truth), input_dir)
+    slugs = ("mild-likelihood", "moderate-likelihood", "grade-3")
+    input_dir = write_jobs(tmp_path / "input", {c: dict(zip(slugs, v, strict=True)) for c, v in p.items()})
+    metrics = evaluated(DECLARED.MulticlassSockets(ground_truth), input_dir)
     assert metrics["aggregates"]["accuracy"] == 1.0 and metrics["cases"]["b"]["decision"] == "moderate"
+    outputs = {c: dict(zip(slugs, v, strict=True)) for c, v in p.items()}
+    outputs["b"]["grade-3"] = b"1.25"  # a hostile file among the sockets, through the real command
+    result = run(package, "kindtest-sockets", ground_truth, write_jobs(tmp_path / "hostile", outputs), tmp_path / "out")
+    assert_one_line_naming(result, "Case b")
+    assert "'grade-3'" in result.last_error_line
 
 
 @pytest.mark.parametrize("attributes, message", [
@@ -293,6 +300,8 @@ def test_sockets_per_class_must_match_the_classes(tmp_path):
     ({"task": "multilabel", "classes": ("a", "b"), "ranked_metrics": (kind.cohen_kappa(),)}, "not multilabel"),
     ({"classes": ("a", "roc_auc")}, "not a metric's key"),
     ({"ranked_metrics": (kind.f1(), kind.f1())}, "share a key"),
+    ({"sockets": "per_class"}, "multiclass or multilabel"),
+    ({"task": "multiclass", "classes": ("a", "b-c", "d"), "sockets": "per_class"}, "identifiers"),
     ({"task": "ordinal"}, "not one of"),
 ])
 def test_a_declaration_that_cannot_run_is_refused_at_import(attributes, message):

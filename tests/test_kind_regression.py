@@ -87,6 +87,8 @@ def test_weights_are_repeated_cases(tmp_path):
                 computed[f"aggregates.{target}.mae"][row], rel=1e-12)
         r2_mean = np.mean([r2_score(truth[:, k], prediction[:, k], sample_weight=weights) for k in range(2)])
         assert computed["aggregates.r2_mean"][row] == pytest.approx(r2_mean, rel=1e-10)
+    for path, value in evaluation.point_values(results).items():  # the row of ones among others: metrics.json's
+        assert computed[path][0] == value, path
 
 
 def test_a_constant_prediction_correlates_zero(tmp_path):
@@ -100,12 +102,12 @@ def test_a_constant_prediction_correlates_zero(tmp_path):
 def test_one_socket_per_target(tmp_path):
     ground_truth, _, truth, prediction = regression_case(tmp_path, n=12)
     write_ground_truth(ground_truth, {c: dict(zip(TARGETS, row.tolist(), strict=True))
-                                      for c, row in zip(case_ids(12), truth, strict=True)},
-                       {"output_socket": ["volume-ml", "age-years"]})
-    input_dir = write_jobs(tmp_path / "sockets", {c: {"volume-ml": row[0], "age-years": row[1]}
+                                      for c, row in zip(case_ids(12), truth, strict=True)}, {"age_socket": "age-years"})
+    input_dir = write_jobs(tmp_path / "sockets", {c: {"volume": row[0], "age-years": row[1]}
                                                   for c, row in zip(case_ids(12), prediction.tolist(), strict=True)})
-    metrics = evaluated(DECLARED.Targets(ground_truth), input_dir)["aggregates"]
+    metrics = evaluated(DECLARED.TargetSockets(ground_truth), input_dir)["aggregates"]
     assert metrics["age"]["mae"] == pytest.approx(mean_absolute_error(truth[:, 1], prediction[:, 1]), rel=1e-12)
+    assert metrics["volume"]["mae"] == pytest.approx(mean_absolute_error(truth[:, 0], prediction[:, 0]), rel=1e-12)
 
 
 @pytest.fixture(scope="module")

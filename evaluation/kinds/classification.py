@@ -9,10 +9,12 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
   or "multilabel" (any number of labels per case) ["binary"];
 - `classes`: the class names, in the order of the job's list of likelihoods and of the
   ground truth's indices [("negative", "positive")]; each a metrics.json key (no ".");
-- `output`: "likelihood" (binary: one number from 0 to 1; otherwise one per class, as a JSON
-  list in `classes` order from one socket, or one number per socket when the setting
-  `output_socket` lists one socket per class) or "class" (a class name; multilabel: a list of
-  them; then only the decision metrics apply) ["likelihood"];
+- `output`: "likelihood" (binary: one number from 0 to 1; otherwise one per class, a JSON list
+  in `classes` order) or "class" (a class name; multilabel: a list of them; then only the
+  decision metrics apply) ["likelihood"];
+- `sockets`: "one" (the setting `output_socket` holds the value) or "per_class" (multi-class and
+  multi-label likelihoods: one socket per class, each one number, the settings
+  `<class>_socket`, default "<class>-likelihood") ["one"];
 - `ranked_metrics`: the ranked values, the first the leaderboard's score, built by this module's
   constructors: `roc_auc(max_fpr=None)` (a partial AUC up to max_fpr, McClish-standardised;
   multi-class: one-vs-rest macro, multi-label: macro over the labels), `average_precision()`,
@@ -49,17 +51,18 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column
-from evaluation.errors import SetupError, SubmissionError
+from evaluation.errors import SubmissionError
 from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.tabular import (
     Composite,
     Metric,
     composite_ranked,
-    job_values,
     output_number,
     ranking_rule_named,
     reference_document,
+    settings_with_sockets,
+    socket_slugs,
 )
 from evaluation.metrics.aggregation import weighted_mean
 from evaluation.metrics.classification import (
@@ -93,10 +96,9 @@ class ClassificationSettings(Settings):
     input_socket: str | list[str] = setting("", socket=CASE_INPUT,
                                             doc="input socket whose image name is the case id (empty: the job's "
                                                 "only image input; a list: one per interface of the phase)")
-    output_socket: str | list[str] = setting("likelihood", socket=JSON_OUTPUT,
-                                             doc="output socket read: a likelihood from 0 to 1 (binary), a list of "
-                                                 "one per class, or a class; a list of sockets: one number each, "
-                                                 "in the order of the classes")
+    output_socket: str = setting("likelihood", socket=JSON_OUTPUT,
+                                 doc="output socket read: a likelihood from 0 to 1 (binary), a list of one per class, "
+                                     "or a class")
     threshold: float = setting(0.5, minimum=0.0, maximum=1.0,
                                doc="a likelihood at or above this is a positive decision (binary and multi-label)")
 
@@ -259,6 +261,7 @@ class Classification(Declared):
     task: ClassVar[str] = "binary"
     classes: ClassVar[tuple[str, ...]] = ("negative", "positive")
     output: ClassVar[str] = "likelihood"
+    sockets: ClassVar[str] = "one"
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
     ranking: ClassVar[str] = "ordered"
     composite: ClassVar[Composite | None] = None
@@ -273,6 +276,10 @@ class Classification(Declared):
             ranked.insert(0, composite_ranked(cls.composite, parts, f"aggregates.{cls.composite.key}"))
         if "ranked" not in cls.__dict__:
             cls.ranked = tuple(ranked)
+        if cls.sockets == "per_class" and "settings_class" not in cls.__dict__:
+            cls.settings_class = settings_with_sockets(
+                ClassificationSettings, cls, cls.classes, lambda name: f"{name.replace('_', '-')}-likelihood",
+                "likelihood of")
         if "ranking_rule" not in cls.__dict__:
             cls.ranking_rule, method = ranking_rule_named(cls.ranking)
             if "scoring_method" not in cls.__dict__:
@@ -286,6 +293,11 @@ class Classification(Declared):
             raise TypeError(f"{cls.__name__}: task {cls.task!r} is not one of {', '.join(TASKS)}")
         if cls.output not in OUTPUTS:
             raise TypeError(f"{cls.__name__}: output {cls.output!r} is not one of {', '.join(OUTPUTS)}")
+        if cls.sockets not in ("one", "per_class"):
+            raise TypeError(f"{cls.__name__}: sockets {cls.sockets!r} is not 'one' or 'per_class'")
+        if cls.sockets == "per_class" and (cls.task == "binary" or cls.output != "likelihood"):
+            raise TypeError(f"{cls.__name__}: one socket per class is for the likelihoods of a multiclass or "
+                            f"multilabel task")
         names = list(cls.classes)
         if len(names) < 2 or (cls.task == "binary" and len(names) != 2):
             wanted = "2" if cls.task == "binary" else "2 or more"
@@ -308,15 +320,6 @@ class Classification(Declared):
             if metric.reads == SCORES and cls.output == "class":
                 raise TypeError(f"{cls.__name__}: the metric {metric.key!r} ranks likelihoods, but the job writes a "
                                 f"class (output = 'class')")
-
-    def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
-        super().__init__(ground_truth_dir, settings)
-        sockets = self.settings.output_socket
-        several = not isinstance(sockets, str)
-        if several and (self.output == "class" or self.task == "binary" or len(sockets) != len(self.classes)):
-            raise SetupError(f"Setting 'output_socket' lists {len(sockets)} sockets; a list names one socket per "
-                             f"class ({len(self.classes)}) of a multi-class or multi-label task whose job writes "
-                             f"likelihoods; otherwise it is one socket.")
 
     # ---- the ground truth -------------------------------------------------------------------
 
@@ -361,19 +364,20 @@ class Classification(Declared):
 
     def read_job_prediction(self, case: Case, ground_truth: Any) -> dict[str, Any]:
         """{"scores": the likelihood(s) or None, "decision": class index or 0/1 per label}."""
-        sockets = self.settings.output_socket
-        value = job_values(case, sockets)
-        if self.output == "class":
-            return {"scores": None, "decision": self.read_class(case, sockets, value)}
-        if self.task == "binary":
-            scores: float | tuple[float, ...] = output_number(value, case, sockets, minimum=0.0, maximum=1.0)
-            return {"scores": scores, "decision": int(scores >= self.settings.threshold)}
-        if isinstance(sockets, str):
-            scores = tuple(finite_numbers(value, len(self.classes), f"{case.name}: the output {sockets!r}",
-                                          "likelihood", minimum=0.0, maximum=1.0).tolist())
+        if self.sockets == "per_class":
+            scores: float | tuple[float, ...] = tuple(
+                output_number(case.read_json(slug), case, slug, minimum=0.0, maximum=1.0)
+                for slug in socket_slugs(self.settings, self.classes))
         else:
-            scores = tuple(output_number(item, case, slug, minimum=0.0, maximum=1.0)
-                           for item, slug in zip(value, sockets, strict=True))
+            slug = self.settings.output_socket
+            value = case.read_json(slug)
+            if self.output == "class":
+                return {"scores": None, "decision": self.read_class(case, slug, value)}
+            if self.task == "binary":
+                scores = output_number(value, case, slug, minimum=0.0, maximum=1.0)
+                return {"scores": scores, "decision": int(scores >= self.settings.threshold)}
+            scores = tuple(finite_numbers(value, len(self.classes), f"{case.name}: the output {slug!r}",
+                                          "likelihood", minimum=0.0, maximum=1.0).tolist())
         if self.task == "multiclass":
             return {"scores": scores, "decision": int(np.argmax(scores))}
         return {"scores": scores, "decision": tuple(int(s >= self.settings.threshold) for s in scores)}

@@ -21,9 +21,11 @@ A challenge subclasses `Regression` and declares (defaults in brackets):
   cases and targets) (evaluation/kinds/tabular.py) ["ordered"];
 - `composite`: a `Composite` (weighted sum of ranked values by key: "r2" for an over="mean"
   metric, "volume.mae" for a target's), ranked first [None];
-- `settings_class`: `RegressionSettings` (input_socket, output_socket ["prediction"]: one socket
-  holding a JSON object {target: number} (one target: a bare number too), or a list of one
-  socket per target, each a number).
+- `sockets`: "one" (the setting `output_socket` ["prediction"] holds a JSON object {target:
+  number}; one target: a bare number too) or "per_target" (one socket per target, each one
+  number: the settings `<target>_socket`, default the target's key) ["one"];
+- `settings_class`: `RegressionSettings` (input_socket, output_socket), or with one socket per
+  target the settings made from it.
 
 Undefined values, decided once: a correlation with a constant prediction is 0 (it explains
 nothing; scipy would give NaN); the ground truth must make every declared metric defined on the
@@ -49,17 +51,18 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column
-from evaluation.errors import SetupError, SubmissionError
+from evaluation.errors import SubmissionError
 from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.tabular import (
     Composite,
     Metric,
     composite_ranked,
-    job_values,
     output_number,
     ranking_rule_named,
     reference_document,
+    settings_with_sockets,
+    socket_slugs,
 )
 from evaluation.metrics.aggregation import weighted_median
 from evaluation.metrics.regression import (
@@ -90,10 +93,8 @@ class RegressionSettings(Settings):
     input_socket: str | list[str] = setting("", socket=CASE_INPUT,
                                             doc="input socket whose image name is the case id (empty: the job's "
                                                 "only image input; a list: one per interface of the phase)")
-    output_socket: str | list[str] = setting("prediction", socket=JSON_OUTPUT,
-                                             doc="output socket read: a JSON object {target: number} (one target: "
-                                                 "a number); a list of sockets: one number each, in the order of "
-                                                 "the targets")
+    output_socket: str = setting("prediction", socket=JSON_OUTPUT,
+                                 doc="output socket read: a JSON object {target: number} (one target: a number)")
 
 
 def _metric(key: str, title: str, better: str, over: str, of, needs: str = "") -> Metric:
@@ -158,11 +159,22 @@ def columns_of(results: Sequence[dict], side: str) -> np.ndarray:
     return np.array([result[side] for result in results], dtype=np.float64)
 
 
+def _rows(metric: Metric, truth: np.ndarray, prediction: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The metric per row of weights. A row of ones among others is computed alone: a weighted
+    mean is one matrix product (BLAS), whose last bits depend on the matrix's shape, and the final
+    ranking's contract is that the row of ones is metrics.json's value (computed alone) bit for bit."""
+    values = np.asarray(metric.of(truth, prediction, weights), dtype=np.float64).reshape(-1)
+    ones = (weights == 1).all(axis=1)
+    if len(weights) > 1 and ones.any():
+        alone = np.ones((1, weights.shape[1]))
+        values[ones] = np.asarray(metric.of(truth, prediction, alone), dtype=np.float64).reshape(-1)[0]
+    return values
+
+
 def _target_value(metric: Metric, target: int) -> Any:
     def compute(results, weights, _):
         truth, prediction = columns_of(results, "truth"), columns_of(results, "prediction")
-        values = metric.of(truth[:, target], prediction[:, target], np.atleast_2d(weights))
-        return np.asarray(values, dtype=np.float64).reshape(-1)
+        return _rows(metric, truth[:, target], prediction[:, target], np.atleast_2d(weights))
     return compute
 
 
@@ -170,9 +182,7 @@ def _mean_over_targets(metric: Metric, targets: int) -> Any:
     def compute(results, weights, _):
         truth, prediction = columns_of(results, "truth"), columns_of(results, "prediction")
         rows = np.atleast_2d(weights)
-        values = [np.asarray(metric.of(truth[:, t], prediction[:, t], rows), dtype=np.float64).reshape(-1)
-                  for t in range(targets)]
-        return np.mean(values, axis=0)
+        return np.mean([_rows(metric, truth[:, t], prediction[:, t], rows) for t in range(targets)], axis=0)
     return compute
 
 
@@ -181,6 +191,7 @@ class Regression(Declared):
 
     targets: ClassVar[Mapping[str, str]] = {"value": "Value"}
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (mae(),)
+    sockets: ClassVar[str] = "one"
     ranking: ClassVar[str] = "ordered"
     composite: ClassVar[Composite | None] = None
     settings_class = RegressionSettings
@@ -204,6 +215,9 @@ class Regression(Declared):
             ranked.insert(0, composite_ranked(cls.composite, parts, f"aggregates.{cls.composite.key}"))
         if "ranked" not in cls.__dict__:
             cls.ranked = tuple(ranked)
+        if cls.sockets == "per_target" and "settings_class" not in cls.__dict__:
+            cls.settings_class = settings_with_sockets(RegressionSettings, cls, names,
+                                                       lambda name: name.replace("_", "-"), "target")
         if "ranking_rule" not in cls.__dict__:
             # challengeR's per-case rule ranks each target's absolute error case by case
             case_columns = tuple(Column(f"Absolute error, {cls.targets[target]}", f"{target}.absolute_error", "asc")
@@ -221,6 +235,8 @@ class Regression(Declared):
             raise TypeError(f"{cls.__name__} declares no target")
         if not keys:
             raise TypeError(f"{cls.__name__} declares no metric")
+        if cls.sockets not in ("one", "per_target"):
+            raise TypeError(f"{cls.__name__}: sockets {cls.sockets!r} is not 'one' or 'per_target'")
         if len(set(keys)) != len(keys):
             raise TypeError(f"{cls.__name__}: two metrics share a key: {keys}")
         reserved = set(keys) | {"absolute_error", "counts"} | ({cls.composite.key} if cls.composite else set())
@@ -228,13 +244,6 @@ class Regression(Declared):
             if not isinstance(name, str) or not name or "." in name or name in reserved:
                 raise TypeError(f"{cls.__name__}: target {name!r} must be a non-empty metrics.json key without '.', "
                                 f"and not a metric's key")
-
-    def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
-        super().__init__(ground_truth_dir, settings)
-        sockets = self.settings.output_socket
-        if not isinstance(sockets, str) and len(sockets) != len(self.targets):
-            raise SetupError(f"Setting 'output_socket' lists {len(sockets)} sockets; a list names one socket per "
-                             f"target ({', '.join(self.targets)}).")
 
     # ---- the ground truth -------------------------------------------------------------------
 
@@ -267,11 +276,11 @@ class Regression(Declared):
 
     def read_job_prediction(self, case: Case, ground_truth: Any) -> tuple[float, ...]:
         names = list(self.targets)
+        if self.sockets == "per_target":
+            return tuple(output_number(case.read_json(slug), case, slug, minimum=-LARGEST, maximum=LARGEST)
+                         for slug in socket_slugs(self.settings, names))
         sockets = self.settings.output_socket
-        value = job_values(case, sockets)
-        if not isinstance(sockets, str):
-            return tuple(output_number(item, case, slug, minimum=-LARGEST, maximum=LARGEST)
-                         for item, slug in zip(value, sockets, strict=True))
+        value = case.read_json(sockets)
         if len(names) == 1 and not isinstance(value, dict):
             return (output_number(value, case, sockets, minimum=-LARGEST, maximum=LARGEST),)
         if not isinstance(value, dict):

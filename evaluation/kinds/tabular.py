@@ -10,7 +10,10 @@ Generic parts a lead may hoist next to declared.py: `Metric`, `Composite`, `rank
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+import re
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +26,7 @@ from evaluation.kinds.declared import Ranked, ordered_ranking, weighted_sum_of
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import finite_number
-from evaluation.settings import socket_names
+from evaluation.settings import JSON_OUTPUT, Settings, setting
 
 # The final-ranking rules a challenge may name (its `ranking` attribute).
 RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
@@ -126,13 +129,37 @@ def reference_document(truth: Origin, directory: Path, shape: str) -> tuple[Path
     return path, document
 
 
-def job_values(case: Case, output_socket: str | list[str] | tuple[str, ...]) -> Any | list[Any]:
-    """The job's JSON output(s): the one socket's value, or a list of each socket's value when the
-    setting names several (one per class or target)."""
-    names = socket_names(output_socket)
-    if isinstance(output_socket, str):
-        return case.read_json(output_socket)
-    return [case.read_json(name) for name in names]
+def settings_with_sockets(base: type[Settings], owner: type, names: Sequence[str], slug: Callable[[str], str],
+                          what: str) -> type[Settings]:
+    """`base`'s settings without its `output_socket`, plus one JSON output socket per name
+    (`<name>_socket`, default `slug(name)`, one number each): a job that writes a socket per class
+    or per target. Each is a setting of its own, as the phase pack and config.json name sockets
+    (one slug per output setting); the class is `owner.settings_class` for pickle."""
+    for name in names:
+        if not name.isidentifier():
+            raise TypeError(f"{owner.__name__}: {name!r} cannot name a setting ({name}_socket); one socket per "
+                            f"{what} needs names that are Python identifiers")
+    hints = typing.get_type_hints(base)
+    fields: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(base):
+        if f.name == "output_socket":
+            continue
+        default = {"default": f.default} if f.default is not dataclasses.MISSING else \
+            {"default_factory": f.default_factory}
+        fields.append((f.name, hints[f.name], dataclasses.field(metadata=f.metadata, **default)))
+    for name in names:
+        words = tuple(word for word in re.split(r"[^a-z0-9]+", name.lower()) if word)
+        fields.append((f"{name}_socket", str, setting(slug(name), socket=JSON_OUTPUT, json_value="number", hints=words,
+                                                      doc=f"output socket read: the {what} {name}, one number")))
+    made = dataclasses.make_dataclass(f"{owner.__name__}Settings", fields, bases=(Settings,), frozen=True)
+    made.__module__, made.__qualname__ = owner.__module__, f"{owner.__qualname__}.settings_class"
+    made.__doc__ = f"{base.__doc__}\n\n    One output socket per {what}."
+    return made
+
+
+def socket_slugs(settings: Settings, names: Sequence[str]) -> list[str]:
+    """The sockets of settings_with_sockets' settings, in the order of `names`."""
+    return [getattr(settings, f"{name}_socket") for name in names]
 
 
 def output_number(value: Any, case: Case, slug: str, *, minimum: float | None = None,
