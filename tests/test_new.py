@@ -20,7 +20,7 @@ from evaluation.grand_challenge import value_at_path
 from evaluation.new import folder_for
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival", "lesions", "instances")
+TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival", "lesions", "instances", "regression")
 
 
 def run(copy: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -58,10 +58,10 @@ SCAFFOLD_NAMES = {template: f"acme{template[:3]}" for template in TEMPLATES} | {
 
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
-    """{template: (a repository copy, the challenge written there)}, one copy for all four templates."""
+    """{template: (a repository copy, the challenge written there)}, one copy for all the templates."""
     copy = repository_copy(tmp_path_factory.mktemp("new") / "repo")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    # Four scaffolds at once, into the same copy: each builds in its own scratch folder and moves
+    # Every scaffold at once, into the same copy: each builds in its own scratch folder and moves
     # its own new paths in (renames), so they cannot see each other half-written.
     started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", SCAFFOLD_NAMES[template],
                                            "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
@@ -162,14 +162,24 @@ def independent(template: str, copy: Path, name: str) -> dict[str, float]:
     values = {case_id(job): json.loads(output(job).read_text()) for job in jobs}
     cases = sorted(truth)
     if template == "classification":
-        from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+        from sklearn.metrics import balanced_accuracy_score, roc_auc_score, roc_curve
 
         y, s = [truth[c] for c in cases], [values[c] for c in cases]
-        return {"auc": roc_auc_score(y, s), "balanced_accuracy": balanced_accuracy_score(y, [v >= 0.5 for v in s])}
+        fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
+        return {"aggregates.roc_auc": roc_auc_score(y, s),
+                "aggregates.balanced_accuracy": balanced_accuracy_score(y, [v >= 0.5 for v in s]),
+                "aggregates.sensitivity_at_specificity_90": float(tpr[1 - fpr >= 0.9].max())}
+    if template == "regression":
+        from sklearn.metrics import mean_absolute_error, r2_score
+
+        targets = {target: ([truth[c][target] for c in cases], [values[c][target] for c in cases])
+                   for target in ("volume", "age")}
+        return {"aggregates.r2": float(np.mean([r2_score(*pair) for pair in targets.values()])),
+                **{f"aggregates.{target}.mae": mean_absolute_error(*pair) for target, pair in targets.items()}}
     if template == "survival":
         lifelines = pytest.importorskip("lifelines.utils")
-        return {"c_index": lifelines.concordance_index([truth[c]["time"] for c in cases],
-                                                       [-values[c] for c in cases], [truth[c]["event"] for c in cases])}
+        return {"aggregates.c_index": lifelines.concordance_index(
+            [truth[c]["time"] for c in cases], [-values[c] for c in cases], [truth[c]["event"] for c in cases])}
     if template == "landmarks":  # numpy distances in mm (the examples' grids have an identity direction)
         errors = np.array([np.linalg.norm(np.array(truth[c]["landmarks"][item["name"]]) - np.array(item["point"][:2]))
                            for c in cases for item in values[c]["points"]])
@@ -289,6 +299,8 @@ def independent_instances(ground_truth: Path, example: Path, jobs: list[dict]) -
 def test_template_metrics_agree_with_an_independent_computation(scaffolded, template):
     copy, name = scaffolded[template]
     expected = json.loads((copy / "test" / name / "expected_metrics.json").read_text())
+    from evaluation.grand_challenge import value_at_path
+
     for path, value in independent(template, copy, name).items():
         assert value_at_path(expected, path) == pytest.approx(value, rel=1e-12, abs=1e-12), path
 
@@ -342,7 +354,7 @@ def test_generic_tests_run_on_a_new_challenge(scaffolded):
     (["rare26", "--template", "survival"], "exists already"),
     (["rare2", "--template", "survival"], "start alike"),
     (["isic2020", "--template", "survival"], "start alike"),
-    (["acme", "--template", "regression"], "Unknown template"),
+    (["acme", "--template", "spectroscopy"], "Unknown template"),
 ])
 def test_refusals_write_nothing(scaffolded, arguments, message):
     copy = next(iter(scaffolded.values()))[0]  # a copy: a refusal that broke would write there, not here
@@ -389,5 +401,5 @@ def test_the_guide_shows_the_scaffold_output():
 
     files = rendered("classification", "acme2027", "acme2027")
     guide = (ROOT / "docs" / "adding-a-challenge.md").read_text()
-    for name in ("__init__.py", "scoring.py", "examples.py"):
+    for name in ("__init__.py", "examples.py"):
         assert f"```python\n{files[name]}```" in guide, name
