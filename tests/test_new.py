@@ -299,8 +299,6 @@ def independent_instances(ground_truth: Path, example: Path, jobs: list[dict]) -
 def test_template_metrics_agree_with_an_independent_computation(scaffolded, template):
     copy, name = scaffolded[template]
     expected = json.loads((copy / "test" / name / "expected_metrics.json").read_text())
-    from evaluation.grand_challenge import value_at_path
-
     for path, value in independent(template, copy, name).items():
         assert value_at_path(expected, path) == pytest.approx(value, rel=1e-12, abs=1e-12), path
 
