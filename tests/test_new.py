@@ -20,7 +20,7 @@ from evaluation.grand_challenge import value_at_path
 from evaluation.new import folder_for
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival")
+TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival", "lesions", "instances", "regression")
 
 
 def run(copy: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -58,10 +58,10 @@ SCAFFOLD_NAMES = {template: f"acme{template[:3]}" for template in TEMPLATES} | {
 
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
-    """{template: (a repository copy, the challenge written there)}, one copy for all four templates."""
+    """{template: (a repository copy, the challenge written there)}, one copy for all the templates."""
     copy = repository_copy(tmp_path_factory.mktemp("new") / "repo")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    # Four scaffolds at once, into the same copy: each builds in its own scratch folder and moves
+    # Every scaffold at once, into the same copy: each builds in its own scratch folder and moves
     # its own new paths in (renames), so they cannot see each other half-written.
     started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", SCAFFOLD_NAMES[template],
                                            "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
@@ -105,6 +105,7 @@ def test_every_command_picks_it_up(scaffolded, template, tmp_path):
                      str(case / "input"), "--output", str(tmp_path / case.name))
         assert failed.returncode == 1
         assert failed.stderr.strip().splitlines()[-1] == (case / "expected_error.txt").read_text().strip()
+        assert not (tmp_path / case.name / "metrics.json").exists(), case.name
     # the phase's leaderboard
     phase = run(copy, python, "-m", "evaluation.phase", name)
     assert phase.returncode == 0 and json.loads(phase.stdout)[0]["score_jsonpath"]
@@ -146,18 +147,32 @@ def independent(template: str, copy: Path, name: str) -> dict[str, float]:
 
     if template == "segmentation":
         return independent_segmentation(ground_truth, [(case_id(job), next(output(job).iterdir())) for job in jobs])
+    if template == "lesions":
+        return independent_lesions(ground_truth, example, jobs)
+    if template == "instances":
+        return independent_instances(ground_truth, example, jobs)
     truth = json.loads((ground_truth / "reference.json").read_text())
     values = {case_id(job): json.loads(output(job).read_text()) for job in jobs}
     cases = sorted(truth)
     if template == "classification":
-        from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+        from sklearn.metrics import balanced_accuracy_score, roc_auc_score, roc_curve
 
         y, s = [truth[c] for c in cases], [values[c] for c in cases]
-        return {"auc": roc_auc_score(y, s), "balanced_accuracy": balanced_accuracy_score(y, [v >= 0.5 for v in s])}
+        fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
+        return {"aggregates.roc_auc": roc_auc_score(y, s),
+                "aggregates.balanced_accuracy": balanced_accuracy_score(y, [v >= 0.5 for v in s]),
+                "aggregates.sensitivity_at_specificity_90": float(tpr[1 - fpr >= 0.9].max())}
+    if template == "regression":
+        from sklearn.metrics import mean_absolute_error, r2_score
+
+        targets = {target: ([truth[c][target] for c in cases], [values[c][target] for c in cases])
+                   for target in ("volume", "age")}
+        return {"aggregates.r2": float(np.mean([r2_score(*pair) for pair in targets.values()])),
+                **{f"aggregates.{target}.mae": mean_absolute_error(*pair) for target, pair in targets.items()}}
     if template == "survival":
         lifelines = pytest.importorskip("lifelines.utils")
-        return {"c_index": lifelines.concordance_index([truth[c]["time"] for c in cases],
-                                                       [-values[c] for c in cases], [truth[c]["event"] for c in cases])}
+        return {"aggregates.c_index": lifelines.concordance_index(
+            [truth[c]["time"] for c in cases], [-values[c] for c in cases], [truth[c]["event"] for c in cases])}
     if template == "landmarks":  # numpy distances in mm (the examples' grids have an identity direction)
         errors = np.array([np.linalg.norm(np.array(truth[c]["landmarks"][item["name"]]) - np.array(item["point"][:2]))
                            for c in cases for item in values[c]["points"]])
@@ -229,6 +244,80 @@ def independent_segmentation(ground_truth: Path, predictions: list[tuple[str, Pa
         per_case.append(np.mean(values, axis=0))
     dice, hd95, nsd = np.mean(per_case, axis=0)
     return {"aggregates.dice_mean": dice, "aggregates.hd95_mean": hd95, "aggregates.nsd_mean": nsd}
+
+
+def image_output(example: Path, job: dict, slug: str | None = None) -> Path:
+    output = next(o for o in job["outputs"] if slug is None or o["socket"]["slug"] == slug)
+    return next((example / job["pk"] / "output" / output["socket"]["relative_path"]).iterdir())
+
+
+def independent_lesions(ground_truth: Path, example: Path, jobs: list[dict]) -> dict[str, float]:
+    """The lesions template's declaration (26-connected lesions, a hit is any shared voxel, many
+    to many) as autoPET and ISLES compute it: scipy's labelling, numpy counts, SimpleITK's spacing."""
+    import SimpleITK as sitk
+    from scipy import ndimage
+
+    tp = fp = fn = 0
+    fp_volumes, fn_volumes, dices = [], [], []
+    for job in jobs:
+        case_id = job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+        truth_image = sitk.ReadImage(str(ground_truth / f"{case_id}.mha"))
+        truth = sitk.GetArrayFromImage(truth_image) > 0
+        prediction = sitk.GetArrayFromImage(sitk.ReadImage(str(image_output(example, job)))) > 0
+        ml = float(np.prod(truth_image.GetSpacing())) / 1000
+        true_lesions, n_true = ndimage.label(truth, np.ones((3, 3, 3)))
+        predicted_lesions, n_predicted = ndimage.label(prediction, np.ones((3, 3, 3)))
+        found = set(np.unique(true_lesions[prediction & truth]).tolist()) - {0}
+        touching = set(np.unique(predicted_lesions[prediction & truth]).tolist()) - {0}
+        tp, fp, fn = tp + len(found), fp + n_predicted - len(touching), fn + n_true - len(found)
+        false = [k for k in range(1, n_predicted + 1) if k not in touching]
+        missed = [k for k in range(1, n_true + 1) if k not in found]
+        fp_volumes.append(np.isin(predicted_lesions, false).sum() * ml)
+        fn_volumes.append(np.isin(true_lesions, missed).sum() * ml)
+        total = truth.sum() + prediction.sum()
+        dices.append(2 * (truth & prediction).sum() / total if total else 1.0)
+    return {"aggregates.lesion_f1_pooled": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0,
+            "aggregates.fp_volume_mean": float(np.mean(fp_volumes)),
+            "aggregates.fn_volume_mean": float(np.mean(fn_volumes)), "aggregates.dice_mean": float(np.mean(dices))}
+
+
+def conic_counts(truth: np.ndarray, prediction: np.ndarray) -> tuple[int, int, int, float]:
+    """(TP, FP, FN, IoU sum) of two instance maps at IoU > 0.5, as CoNIC's get_pq pairs them (every
+    pair's IoU, then those above 0.5: unique, so no assignment is needed)."""
+    true_ids = [i for i in np.unique(truth).tolist() if i]
+    predicted_ids = [i for i in np.unique(prediction).tolist() if i]
+    ious = np.zeros((len(true_ids), len(predicted_ids)))
+    for row, t in enumerate(true_ids):
+        mask = truth == t
+        for column, p in enumerate(predicted_ids):
+            other = prediction == p
+            ious[row, column] = (mask & other).sum() / (mask | other).sum()
+    matched = ious > 0.5
+    tp = int(matched.sum())
+    return tp, len(predicted_ids) - tp, len(true_ids) - tp, float(ious[matched].sum())
+
+
+def independent_instances(ground_truth: Path, example: Path, jobs: list[dict]) -> dict[str, float]:
+    """The instances template's declaration (two classes, IoU > 0.5, counts pooled over the images
+    per class, then the mean over the classes: CoNIC's multi-class PQ), by a direct numpy count."""
+    import SimpleITK as sitk
+
+    def read(path):
+        return sitk.GetArrayFromImage(sitk.ReadImage(str(path))).astype(np.int64)
+
+    sums = np.zeros((2, 4))
+    for job in jobs:
+        case_id = job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+        truth, truth_classes = read(ground_truth / f"{case_id}.mha"), read(ground_truth / "classes" / f"{case_id}.mha")
+        prediction = read(image_output(example, job, "instance-segmentation"))
+        predicted_classes = read(image_output(example, job, "instance-classes"))
+        for row, label in enumerate((1, 2)):
+            sums[row] += conic_counts(np.where(truth_classes == label, truth, 0),
+                                      np.where(predicted_classes == label, prediction, 0))
+    tp, fp, fn, iou_sum = sums.T
+    rq, sq = tp / (tp + fp / 2 + fn / 2), iou_sum / tp
+    return {"aggregates.pq_pooled": float(np.mean(rq * sq)), "aggregates.sq_pooled": float(np.mean(sq)),
+            "aggregates.rq_pooled": float(np.mean(rq))}
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
@@ -343,7 +432,7 @@ def test_generic_tests_run_on_a_new_challenge(scaffolded):
     (["rare26", "--template", "survival"], "exists already"),
     (["rare2", "--template", "survival"], "start alike"),
     (["isic2020", "--template", "survival"], "start alike"),
-    (["acme", "--template", "regression"], "Unknown template"),
+    (["acme", "--template", "spectroscopy"], "Unknown template"),
 ])
 def test_refusals_write_nothing(scaffolded, arguments, message):
     copy = next(iter(scaffolded.values()))[0]  # a copy: a refusal that broke would write there, not here
@@ -390,5 +479,5 @@ def test_the_guide_shows_the_scaffold_output():
 
     files = rendered("classification", "acme2027", "acme2027")
     guide = (ROOT / "docs" / "adding-a-challenge.md").read_text()
-    for name in ("__init__.py", "scoring.py", "examples.py"):
+    for name in ("__init__.py", "examples.py"):
         assert f"```python\n{files[name]}```" in guide, name

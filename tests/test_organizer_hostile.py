@@ -614,7 +614,7 @@ def test_a_leftover_pycache_in_the_new_folder_is_replaced(tmp_path, repository):
     assert report["code"] == 0, report["stderr"]
     assert installed(repository, name) == new_paths(name)
     package = repository / "evaluation" / "challenges" / name
-    assert sorted(p.name for p in package.iterdir()) == ["__init__.py", "examples.py", "scoring.py"]
+    assert sorted(p.name for p in package.iterdir()) == ["__init__.py", "examples.py"]  # a declaration
     assert scratch_folders(repository) == []
     remove_challenge(repository, name)
 

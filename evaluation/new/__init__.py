@@ -1,6 +1,6 @@
 """The scaffold of a new challenge (docs/adding-a-challenge.md):
 
-    python -m evaluation.new NAME --template classification|segmentation|points|landmarks|survival
+    python -m evaluation.new NAME --template classification|segmentation|points|landmarks|survival|lesions|instances
 
 writes a working challenge NAME, the simplest honest instance of its kind, into this repository:
 
@@ -57,18 +57,21 @@ from evaluation.interruption import (
 )
 from evaluation.launch import CommandParser, run_command
 
-TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival")
+TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival", "lesions", "instances", "regression")
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the folder holding the evaluation package
 # A name: lowercase letters, digits and "_" in its folder part, then "-"-separated parts.
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*(-[a-z0-9]+)*")
 NAME_LENGTH = 32  # the class line `title = "NAME: ..."` stays within 120 characters
 TITLES = {
-    "classification": "binary classification, ROC AUC (ties: balanced accuracy)",
+    "classification": "binary classification: ROC AUC, balanced accuracy, sensitivity",
     "segmentation": "3D multi-label segmentation, mean rank of Dice, HD95, NSD at 2 mm",
     "points": "point detection, F1 at 2 mm (ties: FROC score)",
     "landmarks": "landmark detection, mean radial error (ties: SDR at 2 mm)",
     "survival": "survival, Harrell's C-index",
+    "lesions": "lesion segmentation, pooled lesion F1 (then FP/FN volume, Dice)",
+    "instances": "instance segmentation, panoptic quality per class (pooled)",
+    "regression": "regression of a volume and an age: R2, MAE",
 }
 
 

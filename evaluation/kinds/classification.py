@@ -1,0 +1,436 @@
+"""The classification kind: one job per case writes a likelihood, a list of likelihoods or a class,
+and the ranked values are metrics of the whole test set (evaluation/metrics/classification.py
+and confusion.py), each computed with the case weights so that metrics.json (a row of ones) and
+every bootstrap resample of the final ranking (a row of counts) go through the same call.
+
+A challenge subclasses `Classification` and declares (defaults in brackets):
+
+- `task`: "binary" (the second class is the positive one), "multiclass" (one class per case)
+  or "multilabel" (any number of labels per case) ["binary"];
+- `classes`: the class names, in the order of the job's list of likelihoods and of the
+  ground truth's indices [("negative", "positive")]; each a metrics.json key (no ".");
+- `output`: "likelihood" (binary: one number from 0 to 1; otherwise one per class, a JSON list
+  in `classes` order) or "class" (a class name; multilabel: a list of them; then only the
+  decision metrics apply) ["likelihood"];
+- `sockets`: "one" (the setting `output_socket` holds the value) or "per_class" (multi-class and
+  multi-label likelihoods: one socket per class, each one number, the settings
+  `<class>_socket`, default "<class>-likelihood") ["one"];
+- `ranked_metrics`: the ranked values, the first the leaderboard's score, built by this module's
+  constructors: `roc_auc(max_fpr=None)` (a partial AUC up to max_fpr, McClish-standardised;
+  multi-class: one-vs-rest macro, multi-label: macro over the labels), `average_precision()`,
+  `balanced_accuracy()`, `cohen_kappa(weights=None | "linear" | "quadratic")`,
+  `f1(average=None)` (binary: the positive class's; else "macro" by default, or "micro",
+  "weighted"), `sensitivity_at_specificity(specificity)` (binary), `accuracy()` (multi-label:
+  every label right) [(roc_auc(), balanced_accuracy())];
+- `ranking`: the final ranking's rule, "ordered" (the first metric, ties by the next) or
+  "mean_of_ranks" (the mean of the metrics' ranks); a per-case rule does not apply, the metrics
+  being of the whole test set (evaluation/kinds/tabular.py) ["ordered"];
+- `composite`: a `Composite` (weighted sum of the metrics by key), ranked first [None];
+- `settings_class`: `ClassificationSettings` (input_socket, output_socket ["likelihood"],
+  threshold [0.5]: a likelihood at or above it is a positive decision; multi-class decides by
+  the largest likelihood, the first class on a tie).
+
+The ground truth is one JSON file {case id: class}: binary 0 or 1 (or a class name),
+multi-class a class name (or its index), multi-label a list of class names; every class
+present (multi-label: every label present in one case and absent from another), so that every
+ranked value of the whole test set is defined.
+
+metrics.json: the ranked values under "aggregates" (e.g. aggregates.roc_auc), each class's
+sensitivity and PPV at the decisions under aggregates.<class>, "counts" (cases and cases per
+class), and per case the job's likelihood(s) and decision under "cases" (never the truth:
+metrics.json may be shown to the participant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from evaluation.declarations.columns import Column
+from evaluation.errors import SubmissionError
+from evaluation.grand_challenge import Case
+from evaluation.kinds.declared import Declared, Ranked
+from evaluation.kinds.tabular import (
+    Composite,
+    Metric,
+    composite_ranked,
+    output_number,
+    ranking_rule_named,
+    reference_document,
+    settings_with_sockets,
+    socket_slugs,
+)
+from evaluation.metrics.aggregation import weighted_mean
+from evaluation.metrics.classification import (
+    average_precision_score,
+    roc_auc_score,
+)
+from evaluation.metrics.classification import (
+    sensitivity_at_specificity as sensitivity_at_specificity_score,
+)
+from evaluation.metrics.confusion import (
+    accuracy_score,
+    balanced_accuracy_score,
+    cohen_kappa_score,
+    f1_score,
+    precision_score,
+    recall_score,
+)
+from evaluation.reading.values import finite_numbers, json_type, shown
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+
+TASKS = ("binary", "multiclass", "multilabel")
+OUTPUTS = ("likelihood", "class")
+SCORES, DECISIONS = "scores", "decisions"
+
+
+@dataclass(frozen=True)
+class ClassificationSettings(Settings):
+    """The defaults; the phase's config.json next to the ground truth may change them (python -m
+    evaluation --list lists them with their defaults)."""
+
+    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
+                                            doc="input socket whose image name is the case id (empty: the job's "
+                                                "only image input; a list: one per interface of the phase)")
+    output_socket: str = setting("likelihood", socket=JSON_OUTPUT,
+                                 doc="output socket read: a likelihood from 0 to 1 (binary), a list of one per class, "
+                                     "or a class")
+    threshold: float = setting(0.5, minimum=0.0, maximum=1.0,
+                               doc="a likelihood at or above this is a positive decision (binary and multi-label)")
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """The test set as arrays, cases in id order: `truth` and `decisions` (cases,) class indices,
+    or (cases, classes) 0/1 for multi-label; `scores` (cases,) the positive class's likelihood
+    (binary) or (cases, classes), None when the job writes classes."""
+
+    task: str
+    classes: int
+    truth: np.ndarray
+    decisions: np.ndarray
+    scores: np.ndarray | None
+
+
+def outcomes_of(results: Sequence[dict], task: str, classes: int) -> Outcomes:
+    truth = np.array([result["truth"] for result in results], dtype=np.int64)
+    decisions = np.array([result["decision"] for result in results], dtype=np.int64)
+    scores = None
+    if results and results[0].get("scores") is not None:
+        scores = np.array([result["scores"] for result in results], dtype=np.float64)
+    return Outcomes(task, classes, truth, decisions, scores)
+
+
+def _metric(key, title, better, reads, tasks, of) -> Metric:
+    return Metric(key, title, better, of, reads, tasks)
+
+
+def _number_key(value: float) -> str:
+    """0.9 -> "90", 0.125 -> "12_5": a percentage as a metrics.json key part."""
+    return f"{value * 100:g}".replace(".", "_")
+
+
+def _labels(o: Outcomes) -> np.ndarray:
+    return np.arange(o.classes)
+
+
+def _per_label(o: Outcomes, weights, binary) -> np.ndarray:
+    """A binary decision metric of each label of a multi-label task, (rows, labels)."""
+    return np.stack([np.asarray(binary(o.truth[:, c], o.decisions[:, c], weights), dtype=np.float64).reshape(-1)
+                     for c in range(o.classes)], axis=-1)
+
+
+def roc_auc(max_fpr: float | None = None, key: str | None = None) -> Metric:
+    """ROC AUC of the likelihoods (scikit-learn's roc_auc_score): binary; multi-class one class
+    against the rest, the mean over the classes; multi-label the mean over the labels. max_fpr:
+    the partial AUC up to that false positive rate, McClish-standardised (binary, multi-label)."""
+    partial = max_fpr is not None and max_fpr != 1
+
+    def of(o: Outcomes, weights):
+        if o.task == "binary":
+            return roc_auc_score(o.truth == 1, o.scores, weights, max_fpr=max_fpr)
+        if o.task == "multiclass":
+            return roc_auc_score(o.truth, o.scores, weights, multi_class="ovr", average="macro", labels=_labels(o))
+        return roc_auc_score(o.truth, o.scores, weights, max_fpr=max_fpr, average="macro")
+
+    if partial:
+        return _metric(key or f"partial_roc_auc_{_number_key(max_fpr)}",
+                       f"Partial ROC AUC (FPR <= {max_fpr:g}, McClish)", "higher", SCORES, ("binary", "multilabel"), of)
+    return _metric(key or "roc_auc", "ROC AUC", "higher", SCORES, TASKS, of)
+
+
+def average_precision(key: str = "average_precision") -> Metric:
+    """Average precision of the likelihoods (scikit-learn's average_precision_score; multi-class
+    and multi-label: the mean over the classes, each against the rest)."""
+    def of(o: Outcomes, weights):
+        if o.task == "binary":
+            return average_precision_score(o.truth == 1, o.scores, weights)
+        labels = _labels(o) if o.task == "multiclass" else None
+        return average_precision_score(o.truth, o.scores, weights, average="macro", labels=labels)
+
+    return _metric(key, "Average precision", "higher", SCORES, TASKS, of)
+
+
+def sensitivity_at_specificity(specificity: float, key: str | None = None) -> Metric:
+    """Binary: the largest sensitivity among the ROC points with at least this specificity."""
+    def of(o: Outcomes, weights):
+        return sensitivity_at_specificity_score(o.truth == 1, o.scores, specificity, weights)
+
+    return _metric(key or f"sensitivity_at_specificity_{_number_key(specificity)}",
+                   f"Sensitivity at {specificity * 100:g}% specificity", "higher", SCORES, ("binary",), of)
+
+
+def balanced_accuracy(key: str = "balanced_accuracy") -> Metric:
+    """The mean over the classes of their sensitivity at the decisions (binary: (sensitivity +
+    specificity) / 2); multi-label: the mean over the labels of each label's balanced accuracy."""
+    def of(o: Outcomes, weights):
+        if o.task == "multilabel":
+            return _per_label(o, weights, lambda t, d, w: balanced_accuracy_score(t, d, w, labels=[0, 1])).mean(axis=1)
+        return balanced_accuracy_score(o.truth, o.decisions, weights, labels=_labels(o))
+
+    return _metric(key, "Balanced accuracy", "higher", DECISIONS, TASKS, of)
+
+
+def cohen_kappa(weights: str | None = None, key: str | None = None) -> Metric:
+    """Cohen's kappa of the decisions against the truth; weights None, "linear" or "quadratic"
+    (by the distance of the classes' positions in `classes`: ordinal grades)."""
+    if weights not in (None, "linear", "quadratic"):
+        raise ValueError(f"cohen_kappa weights must be None, 'linear' or 'quadratic', not {weights!r}")
+
+    def of(o: Outcomes, sample_weight):
+        return cohen_kappa_score(o.truth, o.decisions, sample_weight, labels=_labels(o), weights=weights)
+
+    title = "Cohen's kappa" + (f" ({weights} weights)" if weights else "")
+    return _metric(key or ("cohen_kappa" + (f"_{weights}" if weights else "")), title, "higher", DECISIONS,
+                   ("binary", "multiclass"), of)
+
+
+def f1(average: str | None = None, key: str | None = None) -> Metric:
+    """F1 of the decisions: binary, the positive class's; otherwise averaged over the classes
+    ("macro" by default, "micro": the counts summed first, "weighted": by each class's cases)."""
+    if average not in (None, "macro", "micro", "weighted"):
+        raise ValueError(f"f1 average must be None, 'macro', 'micro' or 'weighted', not {average!r}")
+
+    def of(o: Outcomes, weights):
+        if o.task == "binary":
+            return f1_score(o.truth, o.decisions, weights, labels=[0, 1], pos_label=1, average="binary")
+        mean = average or "macro"
+        if o.task == "multiclass":
+            return f1_score(o.truth, o.decisions, weights, labels=_labels(o), average=mean)
+        rows = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        if mean == "micro":  # every (case, label) one binary decision
+            return f1_score(o.truth.ravel(), o.decisions.ravel(), np.repeat(rows, o.classes, axis=1), labels=[0, 1],
+                            average="binary")
+        scores = _per_label(o, rows, lambda t, d, w: f1_score(t, d, w, labels=[0, 1], average="binary"))
+        if mean == "macro":
+            return scores.mean(axis=1)
+        support = rows @ o.truth
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (np.where(support > 0, scores, 0.0) * support).sum(axis=1) / support.sum(axis=1)
+
+    name = "f1" if average in (None, "macro") else f"f1_{average}"
+    title = "F1" + (f" ({average})" if average else "")
+    return _metric(key or name, title, "higher", DECISIONS, TASKS, of)
+
+
+def accuracy(key: str = "accuracy") -> Metric:
+    """The share of cases decided right (multi-label: every label right, the subset accuracy)."""
+    def of(o: Outcomes, weights):
+        if o.task == "multilabel":
+            return weighted_mean((o.truth == o.decisions).all(axis=1).astype(np.float64), np.atleast_2d(weights))
+        return accuracy_score(o.truth, o.decisions, weights, labels=_labels(o))
+
+    return _metric(key, "Accuracy", "higher", DECISIONS, TASKS, of)
+
+
+def _metric_ranked(metric: Metric, task: str, classes: int) -> Ranked:
+    def compute(results, weights, _):
+        values = metric.of(outcomes_of(results, task, classes), np.atleast_2d(weights))
+        return np.asarray(values, dtype=np.float64).reshape(-1)
+
+    return Ranked(Column(metric.title, f"aggregates.{metric.key}", metric.order), compute)
+
+
+class Classification(Declared):
+    """A classification challenge, declared (the module docstring lists every choice)."""
+
+    task: ClassVar[str] = "binary"
+    classes: ClassVar[tuple[str, ...]] = ("negative", "positive")
+    output: ClassVar[str] = "likelihood"
+    sockets: ClassVar[str] = "one"
+    ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
+    ranking: ClassVar[str] = "ordered"
+    composite: ClassVar[Composite | None] = None
+    settings_class = ClassificationSettings
+    cases_in_workers = False  # a few numbers per case: a process pool would cost more than it saves
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        cls.check_declaration()
+        parts = {metric.key: _metric_ranked(metric, cls.task, len(cls.classes)) for metric in cls.ranked_metrics}
+        ranked = list(parts.values())
+        if cls.composite is not None:
+            ranked.insert(0, composite_ranked(cls.composite, parts, f"aggregates.{cls.composite.key}"))
+        if "ranked" not in cls.__dict__:
+            cls.ranked = tuple(ranked)
+        if cls.sockets == "per_class" and "settings_class" not in cls.__dict__:
+            cls.settings_class = settings_with_sockets(
+                ClassificationSettings, cls, cls.classes, lambda name: f"{name.replace('_', '-')}-likelihood",
+                "likelihood of")
+        if "ranking_rule" not in cls.__dict__:
+            cls.ranking_rule, method = ranking_rule_named(cls.ranking)
+            if "scoring_method" not in cls.__dict__:
+                cls.scoring_method = method
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def check_declaration(cls) -> None:
+        """TypeError naming what is wrong with the declaration (at import: a challenge that cannot run)."""
+        if cls.task not in TASKS:
+            raise TypeError(f"{cls.__name__}: task {cls.task!r} is not one of {', '.join(TASKS)}")
+        if cls.output not in OUTPUTS:
+            raise TypeError(f"{cls.__name__}: output {cls.output!r} is not one of {', '.join(OUTPUTS)}")
+        if cls.sockets not in ("one", "per_class"):
+            raise TypeError(f"{cls.__name__}: sockets {cls.sockets!r} is not 'one' or 'per_class'")
+        if cls.sockets == "per_class" and (cls.task == "binary" or cls.output != "likelihood"):
+            raise TypeError(f"{cls.__name__}: one socket per class is for the likelihoods of a multiclass or "
+                            f"multilabel task")
+        names = list(cls.classes)
+        if len(names) < 2 or (cls.task == "binary" and len(names) != 2):
+            wanted = "2" if cls.task == "binary" else "2 or more"
+            raise TypeError(f"{cls.__name__}: a {cls.task} task declares {wanted} classes, not {names}")
+        keys = {metric.key for metric in cls.ranked_metrics} | ({cls.composite.key} if cls.composite else set())
+        for name in names:
+            if not isinstance(name, str) or not name or "." in name or name in keys or name == "counts":
+                raise TypeError(f"{cls.__name__}: class name {name!r} must be a non-empty metrics.json key without "
+                                f"'.', and not a metric's key")
+        if len(set(names)) != len(names):
+            raise TypeError(f"{cls.__name__}: a class is named twice in {names}")
+        if not cls.ranked_metrics:
+            raise TypeError(f"{cls.__name__} declares no metric")
+        if len(keys) != len(cls.ranked_metrics) + (1 if cls.composite else 0):
+            raise TypeError(f"{cls.__name__}: two metrics share a key: {[m.key for m in cls.ranked_metrics]}")
+        for metric in cls.ranked_metrics:
+            if cls.task not in metric.tasks:
+                raise TypeError(f"{cls.__name__}: the metric {metric.key!r} is defined for {', '.join(metric.tasks)} "
+                                f"tasks, not {cls.task}")
+            if metric.reads == SCORES and cls.output == "class":
+                raise TypeError(f"{cls.__name__}: the metric {metric.key!r} ranks likelihoods, but the job writes a "
+                                f"class (output = 'class')")
+
+    # ---- the ground truth -------------------------------------------------------------------
+
+    def load_ground_truth(self, directory: Path) -> dict[str, Any]:
+        shape = {"binary": "0 or 1", "multiclass": "a class name", "multilabel": "a list of class names"}[self.task]
+        path, document = reference_document(self.truth, directory, shape)
+        truth = {case_id: self.truth_of(path, case_id, value) for case_id, value in document.items()}
+        self.check_classes_present(path, truth)
+        return truth
+
+    def truth_of(self, path: Path, case_id: str, value: Any) -> int | tuple[int, ...]:
+        names = list(self.classes)
+        if self.task == "multilabel":
+            if isinstance(value, list) and all(isinstance(v, str) and v in names for v in value) \
+                    and len(set(value)) == len(value):
+                return tuple(int(name in value) for name in names)
+            self.truth.fail(f"Ground truth {path.name}: case {case_id} is {shown(value)}; it must be a list of "
+                            f"distinct class names of {names}.")
+        if isinstance(value, str) and value in names:
+            return names.index(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
+            return value
+        self.truth.fail(f"Ground truth {path.name}: the class of case {case_id} is {shown(value)}; it must be one of "
+                        f"{names} or its index (0 to {len(names) - 1}).")
+        raise AssertionError  # fail raises
+
+    def check_classes_present(self, path: Path, truth: dict[str, Any]) -> None:
+        """Every class in the ground truth (multi-label: present in one case and absent from
+        another): without it the ranked values of the whole test set are undefined."""
+        values = np.array(list(truth.values()))
+        if self.task == "multilabel":
+            missing = [name for c, name in enumerate(self.classes) if values[:, c].all() or not values[:, c].any()]
+            what = "present in at least one case and absent from another"
+        else:
+            missing = [name for c, name in enumerate(self.classes) if not (values == c).any()]
+            what = "the class of at least one case"
+        if missing:
+            self.truth.fail(f"Ground truth {path.name}: every class must be {what}; {', '.join(missing)} "
+                            f"{'is' if len(missing) == 1 else 'are'} not.")
+
+    # ---- the job's output -------------------------------------------------------------------
+
+    def read_job_prediction(self, case: Case, ground_truth: Any) -> dict[str, Any]:
+        """{"scores": the likelihood(s) or None, "decision": class index or 0/1 per label}."""
+        if self.sockets == "per_class":
+            scores: float | tuple[float, ...] = tuple(
+                output_number(case.read_json(slug), case, slug, minimum=0.0, maximum=1.0)
+                for slug in socket_slugs(self.settings, self.classes))
+        else:
+            slug = self.settings.output_socket
+            value = case.read_json(slug)
+            if self.output == "class":
+                return {"scores": None, "decision": self.read_class(case, slug, value)}
+            if self.task == "binary":
+                scores = output_number(value, case, slug, minimum=0.0, maximum=1.0)
+                return {"scores": scores, "decision": int(scores >= self.settings.threshold)}
+            scores = tuple(finite_numbers(value, len(self.classes), f"{case.name}: the output {slug!r}",
+                                          "likelihood", minimum=0.0, maximum=1.0).tolist())
+        if self.task == "multiclass":
+            return {"scores": scores, "decision": int(np.argmax(scores))}
+        return {"scores": scores, "decision": tuple(int(s >= self.settings.threshold) for s in scores)}
+
+    def read_class(self, case: Case, slug: str, value: Any) -> int | tuple[int, ...]:
+        names = list(self.classes)
+        if self.task == "multilabel":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v in names for v in value):
+                raise SubmissionError(f"{case.name}: the output {slug!r} is {shown(value)}; it must be a list of class "
+                                      f"names of {names}.")
+            return tuple(int(name in value) for name in names)
+        if not isinstance(value, str) or value not in names:
+            found = shown(value) if isinstance(value, str) else json_type(value)
+            raise SubmissionError(f"{case.name}: the output {slug!r} is {found}; it must be one of the class names "
+                                  f"{names}.")
+        return names.index(value)
+
+    def score_case(self, case: Case, prediction: dict[str, Any], ground_truth: Any) -> dict[str, Any]:
+        return {"truth": ground_truth, **prediction}
+
+    # ---- metrics.json -----------------------------------------------------------------------
+
+    def case_entry(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The job's likelihood(s) and decision; never the truth (metrics.json may be shown)."""
+        names = list(self.classes)
+        entry: dict[str, Any] = {}
+        if result["scores"] is not None:
+            if self.task == "binary":
+                entry["likelihood"] = result["scores"]
+            else:
+                entry["likelihoods"] = dict(zip(names, result["scores"], strict=True))
+        if self.task == "multilabel":
+            entry["decisions"] = [name for name, on in zip(names, result["decision"], strict=True) if on]
+        else:
+            entry["decision"] = names[result["decision"]]
+        return entry
+
+    def report(self, results: dict[str, Any]) -> dict[str, Any]:
+        """Counts, and each class's sensitivity and PPV at the decisions (one against the rest)."""
+        o = outcomes_of([results[c] for c in sorted(results)], self.task, len(self.classes))
+        if self.task == "multilabel":
+            present = o.truth.sum(axis=0)
+            sensitivity = [recall_score(o.truth[:, c], o.decisions[:, c], labels=[0, 1]) for c in range(o.classes)]
+            ppv = [precision_score(o.truth[:, c], o.decisions[:, c], labels=[0, 1]) for c in range(o.classes)]
+        else:
+            present = np.bincount(o.truth, minlength=o.classes)
+            sensitivity = recall_score(o.truth, o.decisions, labels=_labels(o), average=None)
+            ppv = precision_score(o.truth, o.decisions, labels=_labels(o), average=None)
+        per_class = {name: {"sensitivity": float(sensitivity[c]), "ppv": float(ppv[c])}
+                     for c, name in enumerate(self.classes)}
+        counts = {"cases": len(results), **{name: int(present[c]) for c, name in enumerate(self.classes)}}
+        return {"aggregates": per_class, "counts": counts}
+
+
+__all__ = ["Classification", "ClassificationSettings", "Composite", "accuracy", "average_precision",
+           "balanced_accuracy", "cohen_kappa", "f1", "roc_auc", "sensitivity_at_specificity"]

@@ -1,0 +1,325 @@
+"""The classification kind (evaluation/kinds/classification.py): binary, multi-class and
+multi-label challenges declared as data score as scikit-learn does, on the whole test set and on
+rows of case counts (a case of weight 2 is the case twice); hostile job outputs, as real files
+through the real command, exit 1 naming the case with no metrics.json; a declaration that
+cannot run is refused when it is imported; a ground truth without every class exits 3."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import (
+    accuracy_score,
+    average_precision_score,
+    balanced_accuracy_score,
+    cohen_kappa_score,
+    f1_score,
+    roc_auc_score,
+    roc_curve,
+)
+
+from evaluation.errors import SetupError
+from evaluation.kinds import classification as kind
+from tests.tabular_kinds import (
+    assert_one_line_naming,
+    case_ids,
+    case_results,
+    count_rows,
+    declared,
+    evaluated,
+    package_with_declarations,
+    run,
+    write_ground_truth,
+    write_jobs,
+)
+
+DECLARED = declared()
+
+
+def sensitivity_at_specificity(y, s, specificity, weights=None):
+    fpr, tpr, _ = roc_curve(y, s, sample_weight=weights, drop_intermediate=False)
+    return float(tpr[1 - fpr >= specificity].max())
+
+
+def binary_case(tmp_path, n=60, seed=0):
+    """A binary ground truth (class names and 0/1 mixed) and likelihoods with ties (2 decimals)."""
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n) % 2)
+    s = np.round(np.clip(0.5 + 0.25 * (2 * y - 1) + rng.normal(0, 0.25, n), 0, 1), 2)
+    ids = case_ids(n)
+    truth = {c: ("malignant" if label else 0) if i % 3 == 0 else int(label)
+             for i, (c, label) in enumerate(zip(ids, y, strict=True))}
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": float(v)} for c, v in zip(ids, s, strict=True)})
+    return ground_truth, input_dir, y, s
+
+
+def sklearn_binary(y, s, w=None):
+    d = (s >= 0.5).astype(int)
+    return {"roc_auc": roc_auc_score(y, s, sample_weight=w),
+            "partial_roc_auc_20": roc_auc_score(y, s, sample_weight=w, max_fpr=0.2),
+            "average_precision": average_precision_score(y, s, sample_weight=w),
+            "balanced_accuracy": balanced_accuracy_score(y, d, sample_weight=w),
+            "cohen_kappa": cohen_kappa_score(y, d, sample_weight=w),
+            "f1": f1_score(y, d, sample_weight=w),
+            "sensitivity_at_specificity_90": sensitivity_at_specificity(y, s, 0.9, w),
+            "accuracy": accuracy_score(y, d, sample_weight=w)}
+
+
+def test_binary_metrics_are_scikit_learns(tmp_path):
+    ground_truth, input_dir, y, s = binary_case(tmp_path)
+    evaluation = DECLARED.Binary(ground_truth)
+    metrics = evaluated(evaluation, input_dir)
+    for key, value in sklearn_binary(y, s).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    assert metrics["counts"] == {"cases": 60, "benign": 30, "malignant": 30}
+    assert metrics["cases"]["case-000"] == {"likelihood": float(s[0]), "decision": "malignant" if s[0] >= 0.5
+                                            else "benign"}
+    assert "truth" not in json.dumps(metrics["cases"])  # metrics.json may be shown to the participant
+
+
+def test_binary_weights_are_repeated_cases(tmp_path):
+    """Each row of case counts gives the metrics of the cases repeated that often (scikit-learn on
+    the repeated arrays), so the final ranking's bootstrap scores its resamples."""
+    ground_truth, input_dir, y, s = binary_case(tmp_path, n=40, seed=3)
+    evaluation = DECLARED.Binary(ground_truth)
+    results = case_results(evaluation, input_dir)
+    counts = count_rows(np.random.default_rng(1), len(y))
+    computed = evaluation.aggregate(results, counts)
+    for row, weights in enumerate(counts):
+        repeated = sklearn_binary(np.repeat(y, weights), np.repeat(s, weights))
+        weighted = sklearn_binary(y, s, weights)
+        for key, value in repeated.items():
+            assert computed[f"aggregates.{key}"][row] == pytest.approx(value, rel=1e-12, abs=1e-12), (row, key)
+            assert weighted[key] == pytest.approx(value, rel=1e-12, abs=1e-12), (row, key)
+
+
+def test_a_composite_is_the_weighted_sum_and_the_score(tmp_path):
+    ground_truth, input_dir, y, s = binary_case(tmp_path, n=30, seed=5)
+    ground_truth = write_ground_truth(tmp_path / "gt2", {c: int(v) for c, v in zip(case_ids(30), y, strict=True)})
+    metrics = evaluated(DECLARED.BinaryComposite(ground_truth), input_dir)
+    expected = 0.5 * roc_auc_score(y, s) + 0.5 * balanced_accuracy_score(y, s >= 0.5)
+    assert metrics["aggregates"]["score"] == pytest.approx(expected, rel=1e-12)
+    assert DECLARED.BinaryComposite.leaderboards[0].score.path == "aggregates.score"
+
+
+def multiclass_case(tmp_path, n=45, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n) % 3)
+    logits = rng.normal(0, 1, (n, 3)) + 1.5 * np.eye(3)[y]
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)  # sums to 1: scikit-learn's multi-class AUC
+    names = ("mild", "moderate", "severe")
+    ids = case_ids(n)
+    truth = {c: (names[k] if i % 2 else int(k)) for i, (c, k) in enumerate(zip(ids, y, strict=True))}
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": row.tolist()} for c, row in zip(ids, p, strict=True)})
+    return ground_truth, input_dir, y, p
+
+
+def sklearn_multiclass(y, p, w=None):
+    d = p.argmax(axis=1)
+    labels = [0, 1, 2]
+    indicator = np.eye(3)[y]
+    return {"roc_auc": roc_auc_score(y, p, sample_weight=w, multi_class="ovr", average="macro", labels=labels),
+            "average_precision": float(np.mean([average_precision_score(indicator[:, c], p[:, c], sample_weight=w)
+                                                for c in labels])),
+            "balanced_accuracy": balanced_accuracy_score(y, d, sample_weight=w),
+            "cohen_kappa": cohen_kappa_score(y, d, sample_weight=w, labels=labels),
+            "cohen_kappa_linear": cohen_kappa_score(y, d, sample_weight=w, labels=labels, weights="linear"),
+            "cohen_kappa_quadratic": cohen_kappa_score(y, d, sample_weight=w, labels=labels, weights="quadratic"),
+            "f1": f1_score(y, d, sample_weight=w, labels=labels, average="macro"),
+            "f1_micro": f1_score(y, d, sample_weight=w, labels=labels, average="micro"),
+            "f1_weighted": f1_score(y, d, sample_weight=w, labels=labels, average="weighted"),
+            "accuracy": accuracy_score(y, d, sample_weight=w)}
+
+
+def test_multiclass_metrics_are_scikit_learns_with_weights(tmp_path):
+    ground_truth, input_dir, y, p = multiclass_case(tmp_path)
+    evaluation = DECLARED.Multiclass(ground_truth)
+    metrics = evaluated(evaluation, input_dir)
+    for key, value in sklearn_multiclass(y, p).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    assert set(metrics["cases"]["case-001"]["likelihoods"]) == {"mild", "moderate", "severe"}
+    results = case_results(evaluation, input_dir)
+    counts = count_rows(np.random.default_rng(2), len(y), rows=4)
+    one_of_each = [int(np.flatnonzero(y == k)[0]) for k in range(3)]
+    counts[:, one_of_each] = np.maximum(counts[:, one_of_each], 1)  # every class in every row
+    computed = evaluation.aggregate(results, counts)
+    for row, weights in enumerate(counts):
+        repeated = sklearn_multiclass(np.repeat(y, weights), np.repeat(p, weights, axis=0))
+        for key, value in repeated.items():
+            assert computed[f"aggregates.{key}"][row] == pytest.approx(value, rel=1e-12, abs=1e-12), (row, key)
+
+
+def multilabel_case(tmp_path, n=50, seed=0):
+    rng = np.random.default_rng(seed)
+    y = (rng.random((n, 3)) < 0.4).astype(int)
+    y[0], y[1] = 1, 0  # every label present and absent
+    s = np.round(np.clip(0.5 + 0.3 * (2 * y - 1) + rng.normal(0, 0.3, (n, 3)), 0, 1), 2)
+    names = ("edema", "effusion", "nodule")
+    ids = case_ids(n)
+    truth = {c: [names[k] for k in range(3) if row[k]] for c, row in zip(ids, y, strict=True)}
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": row.tolist()} for c, row in zip(ids, s, strict=True)})
+    return ground_truth, input_dir, y, s
+
+
+def sklearn_multilabel(y, s, w=None):
+    d = (s >= 0.5).astype(int)
+    return {"roc_auc": roc_auc_score(y, s, sample_weight=w, average="macro"),
+            "partial_roc_auc_50": roc_auc_score(y, s, sample_weight=w, average="macro", max_fpr=0.5),
+            "average_precision": average_precision_score(y, s, sample_weight=w, average="macro"),
+            "balanced_accuracy": float(np.mean([balanced_accuracy_score(y[:, c], d[:, c], sample_weight=w)
+                                                for c in range(3)])),
+            "f1": f1_score(y, d, sample_weight=w, average="macro"),
+            "f1_micro": f1_score(y, d, sample_weight=w, average="micro"),
+            "f1_weighted": f1_score(y, d, sample_weight=w, average="weighted"),
+            "accuracy": accuracy_score(y, d, sample_weight=w)}
+
+
+def test_multilabel_metrics_are_scikit_learns_with_weights(tmp_path):
+    ground_truth, input_dir, y, s = multilabel_case(tmp_path)
+    evaluation = DECLARED.Multilabel(ground_truth)
+    metrics = evaluated(evaluation, input_dir)
+    for key, value in sklearn_multilabel(y, s).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    results = case_results(evaluation, input_dir)
+    counts = count_rows(np.random.default_rng(4), len(y), rows=4)
+    counts[:, :2] = np.maximum(counts[:, :2], 1)  # cases 0 and 1: every label present and absent in every row
+    computed = evaluation.aggregate(results, counts)
+    for row, weights in enumerate(counts):
+        repeated = sklearn_multilabel(np.repeat(y, weights, axis=0), np.repeat(s, weights, axis=0))
+        for key, value in repeated.items():
+            assert computed[f"aggregates.{key}"][row] == pytest.approx(value, rel=1e-12, abs=1e-12), (row, key)
+
+
+def test_class_outputs_score_their_decisions(tmp_path):
+    rng = np.random.default_rng(7)
+    names = ("mild", "moderate", "severe")
+    y = rng.permutation(np.arange(30) % 3)
+    d = np.where(rng.random(30) < 0.7, y, rng.integers(0, 3, 30))
+    ids = case_ids(30)
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: names[k] for c, k in zip(ids, y, strict=True)})
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": names[k]} for c, k in zip(ids, d, strict=True)})
+    metrics = evaluated(DECLARED.ClassOutput(ground_truth), input_dir)["aggregates"]
+    assert metrics["cohen_kappa_quadratic"] == pytest.approx(cohen_kappa_score(y, d, weights="quadratic"), rel=1e-12)
+    assert metrics["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y, d), rel=1e-12)
+    assert metrics["f1"] == pytest.approx(f1_score(y, d, average="macro"), rel=1e-12)
+    assert metrics["accuracy"] == pytest.approx(accuracy_score(y, d), rel=1e-12)
+
+
+# ---- hostile outputs, as real files, through the real command ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    return package_with_declarations(tmp_path_factory.mktemp("kindtest"))
+
+
+HOSTILE = [
+    ("kindtest-binary", b"NaN"), ("kindtest-binary", b"Infinity"), ("kindtest-binary", b"1.5"),
+    ("kindtest-binary", b"-0.01"), ("kindtest-binary", b'"0.7"'), ("kindtest-binary", b"[0.7]"),
+    ("kindtest-binary", b"null"), ("kindtest-binary", b"{broken"),
+    ("kindtest-multiclass", b"[0.2, 0.8]"), ("kindtest-multiclass", b"[0.2, 0.3, 0.5, 0.0]"),
+    ("kindtest-multiclass", b'[0.2, "0.3", 0.5]'), ("kindtest-multiclass", b"[0.2, NaN, 0.5]"),
+    ("kindtest-multiclass", b"0.5"), ("kindtest-multilabel", b"[0.2, 1.2, 0.5]"),
+    ("kindtest-classes", b'"catastrophic"'), ("kindtest-classes", b"2"),
+]
+
+
+@pytest.mark.parametrize("challenge, written", HOSTILE)
+def test_hostile_outputs_fail_naming_the_case(package, tmp_path, challenge, written):
+    names = {"kindtest-binary": ["benign", "malignant"], "kindtest-multilabel": ["edema", "effusion", "nodule"]}.get(
+        challenge, ["mild", "moderate", "severe"])
+    ids = case_ids(6)
+    truth = {c: ([names[i % 3]] if challenge == "kindtest-multilabel" else names[i % len(names)])
+             for i, c in enumerate(ids)}
+    if challenge == "kindtest-multilabel":
+        truth[ids[-1]] = []
+    valid = {"kindtest-binary": 0.5, "kindtest-classes": "mild"}.get(challenge, [0.2, 0.3, 0.5])
+    outputs = {c: {"likelihood": valid} for c in ids}
+    outputs["case-004"] = {"likelihood": written}
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    result = run(package, challenge, ground_truth, write_jobs(tmp_path / "input", outputs), tmp_path / "out")
+    assert_one_line_naming(result, "case-004")
+
+
+def test_the_valid_files_score_through_the_command(package, tmp_path):
+    """The same layout as the hostile runs, every output valid: exit 0 (the failures above are
+    the hostile value's)."""
+    ids = case_ids(6)
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: i % 2 for i, c in enumerate(ids)})
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": 0.1 * i} for i, c in enumerate(ids)})
+    result = run(package, "kindtest-binary", ground_truth, input_dir, tmp_path / "out")
+    assert result.code == 0, result.stderr
+    assert result.metrics["aggregates"]["roc_auc"] == pytest.approx(roc_auc_score([0, 1] * 3, np.arange(6) * 0.1))
+
+
+# ---- the organizer's side -----------------------------------------------------------------------
+
+
+def test_a_ground_truth_without_a_class_is_the_organizers(tmp_path):
+    ground_truth = write_ground_truth(tmp_path / "gt", {"a": "mild", "b": "moderate", "c": 1})
+    with pytest.raises(SetupError, match="severe is not"):
+        DECLARED.Multiclass(ground_truth)
+    ground_truth = write_ground_truth(tmp_path / "gt2", {"a": ["edema"], "b": ["edema", "effusion"], "c": []})
+    with pytest.raises(SetupError, match="nodule"):
+        DECLARED.Multilabel(ground_truth)
+    ground_truth = write_ground_truth(tmp_path / "gt3", {"a": 2, "b": 0})
+    with pytest.raises(SetupError, match="case a"):
+        DECLARED.Binary(ground_truth)
+
+
+def test_one_socket_per_class(package, tmp_path):
+    """sockets = "per_class": a setting per class (config.json may rename each), one number each."""
+    settings = DECLARED.MulticlassSockets.settings_class
+    assert [name for name in settings().as_dict() if name.endswith("_socket") and name != "input_socket"] == [
+        "mild_socket", "moderate_socket", "severe_socket"]
+    assert "output_socket" not in settings().as_dict()
+    truth = {"a": "mild", "b": "moderate", "c": "severe"}
+    ground_truth = write_ground_truth(tmp_path / "gt", truth, {"severe_socket": "grade-3"})
+    p = {"a": [0.7, 0.2, 0.1], "b": [0.3, 0.4, 0.3], "c": [0.2, 0.2, 0.6]}
+    slugs = ("mild-likelihood", "moderate-likelihood", "grade-3")
+    input_dir = write_jobs(tmp_path / "input", {c: dict(zip(slugs, v, strict=True)) for c, v in p.items()})
+    metrics = evaluated(DECLARED.MulticlassSockets(ground_truth), input_dir)
+    assert metrics["aggregates"]["accuracy"] == 1.0 and metrics["cases"]["b"]["decision"] == "moderate"
+    outputs = {c: dict(zip(slugs, v, strict=True)) for c, v in p.items()}
+    outputs["b"]["grade-3"] = b"1.25"  # a hostile file among the sockets, through the real command
+    result = run(package, "kindtest-sockets", ground_truth, write_jobs(tmp_path / "hostile", outputs), tmp_path / "out")
+    assert_one_line_naming(result, "Case b")
+    assert "'grade-3'" in result.last_error_line
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"task": "multiclass", "classes": ("a", "b", "c"), "ranked_metrics": (kind.sensitivity_at_specificity(0.9),)},
+     "defined for binary"),
+    ({"output": "class", "ranked_metrics": (kind.roc_auc(),)}, "ranks likelihoods"),
+    ({"classes": ("a", "b", "c")}, "declares 2 classes"),
+    ({"task": "multilabel", "classes": ("a", "b"), "ranked_metrics": (kind.cohen_kappa(),)}, "not multilabel"),
+    ({"classes": ("a", "roc_auc")}, "not a metric's key"),
+    ({"ranked_metrics": (kind.f1(), kind.f1())}, "share a key"),
+    ({"sockets": "per_class"}, "multiclass or multilabel"),
+    ({"task": "multiclass", "classes": ("a", "b-c", "d"), "sockets": "per_class"}, "identifiers"),
+    ({"task": "ordinal"}, "not one of"),
+])
+def test_a_declaration_that_cannot_run_is_refused_at_import(attributes, message):
+    with pytest.raises(TypeError, match=message):
+        type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})
+
+
+def test_the_ranking_is_declared_by_name():
+    from evaluation.declarations.columns import MEAN_OF_RANKS
+    from evaluation.declarations.ranking_rules import MeanOfRanks, OrderedRanking
+
+    ordered = type("Ordered", (kind.Classification,), {"name": "kindtest-ordered"})
+    assert isinstance(ordered.final_rankings[0], OrderedRanking)
+    ranks = type("Ranks", (kind.Classification,), {"name": "kindtest-ranks", "ranking": "mean_of_ranks"})
+    assert isinstance(ranks.final_rankings[0], MeanOfRanks)
+    assert ranks.final_rankings[0].paths == ("aggregates.roc_auc", "aggregates.balanced_accuracy")
+    assert ranks.leaderboards[0].scoring_method == MEAN_OF_RANKS  # the platform's leaderboard agrees
+    with pytest.raises(TypeError, match="per-case values"):  # every metric is of the whole test set
+        type("Cases", (kind.Classification,), {"name": "kindtest-cases", "ranking": "case_rank_then_mean"})
+    with pytest.raises(TypeError, match="not one of"):
+        type("Other", (kind.Classification,), {"name": "kindtest-other", "ranking": "borda"})
