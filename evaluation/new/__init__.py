@@ -293,10 +293,10 @@ def check_name(name: str, root: Path = ROOT, ours: Collection[Path] = ()) -> str
         raise UsageError(f"{name!r} cannot be a challenge name: its folder {folder!r} is not a Python package name.")
     folders = challenge_folders()
     package = root / "evaluation" / "challenges" / folder
-    if folder in folders or existing_folder(root, folder):
-        if name == folder:
-            raise UsageError(f"The folder evaluation/challenges/{folder}/ exists already; a new challenge named as its "
-                             f"folder gets a folder of its own.")
+    if name == folder and folder in folders:
+        raise UsageError(f"The folder evaluation/challenges/{folder}/ exists already; a new challenge named as its "
+                         f"folder gets a folder of its own.")
+    if name != folder and (folder in folders or existing_folder(root, folder)):
         tasks = scaffolded_tasks(package, folder)
         if tasks is None:
             raise UsageError(f"{name} cannot be added to evaluation/challenges/{folder}/, which exists already: the "
