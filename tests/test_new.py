@@ -431,3 +431,29 @@ def test_templates_are_the_template_folders():
     folders = sorted(p.name for p in TEMPLATE_DIR.iterdir() if p.is_dir() and list(p.glob("*.tmpl")))
     assert list(TEMPLATES) == folders
     assert set(folders) <= set(TITLES) and all("\n" not in TITLES[kind] for kind in folders)
+
+
+def test_a_failed_final_rename_puts_the_replaced_folder_and_page_back(tmp_path):
+    """The last step of an addition (evaluation.interruption.install, a trash folder beside each
+    target): when a rename fails after the folder was replaced (here the page's new file is
+    missing), the old folder and page are back byte for byte, the new folder back where it was
+    built, nothing in the trash folders."""
+    from evaluation.interruption import install
+
+    challenges, docs = tmp_path / "challenges", tmp_path / "docs"
+    folder, page = challenges / "acme", docs / "acme.md"
+    (folder / "acme_task1").mkdir(parents=True)
+    (folder / "__init__.py").write_text("old declaration\n")
+    (folder / "acme_task1" / "__init__.py").write_text("task 1\n")
+    docs.mkdir()
+    page.write_text("# acme-task1\n")
+    beside_folder, beside_page = challenges / ".new-acme-task2-in-progress-x", docs / ".new-acme-task2-in-progress-y"
+    (beside_folder / "acme" / "acme_task2").mkdir(parents=True)
+    (beside_folder / "acme" / "__init__.py").write_text("new declaration\n")
+    beside_page.mkdir()
+    before = (tree(folder), page.read_bytes(), tree(beside_folder / "acme"))
+    with pytest.raises(FileNotFoundError):
+        install([(beside_folder / "acme", folder), (beside_page / "acme.md", page)], [beside_folder, beside_page],
+                replace={folder, page})
+    assert (tree(folder), page.read_bytes(), tree(beside_folder / "acme")) == before
+    assert sorted(p.name for p in beside_folder.iterdir()) == ["acme"] and list(beside_page.iterdir()) == []

@@ -126,7 +126,10 @@ def _main(argv: list[str] | None) -> int:
     parser = CommandParser(prog="python -m evaluation.examples",
                            description="Write a synthetic ground truth and a submission for it (--out), or a test "
                                        "example for your own ground truth (--ground-truth, --output), laid out as "
-                                       "test/<challenge>/.")
+                                       "test/<challenge>/ (its leaderboard/ teams too, when --output has one).",
+                           epilog="To regenerate ALL of a bundled example of this repository (ground-truth/"
+                                  "<challenge>/ and test/<challenge>/, teams included, stale files removed): "
+                                  "python scripts/make_example.py CHALLENGE --force.")
     parser.add_argument("challenge")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--out", type=Path, help="synthetic: folder to write ground-truth/ and input/ into")
@@ -139,7 +142,8 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--force", action="store_true", help="with --out: write into a folder that holds files, "
                                                              "replacing its ground-truth/ and input/; with "
                                                              "--ground-truth: replace an existing input/, "
-                                                             "expected_metrics.json and invalid/ in --output")
+                                                             "expected_metrics.json, invalid/ and leaderboard/ in "
+                                                             "--output, each whole (stale files removed)")
     args = parser.parse_args(argv)
     from evaluation.examples.organizer import make_organizer_example, write_synthetic_example
 
