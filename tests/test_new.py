@@ -264,6 +264,7 @@ def test_generic_tests_run_on_a_new_challenge(scaffolded):
     ([SCAFFOLD_NAMES["classification"], "--template", "survival"], "exists already"),
     ([SCAFFOLD_NAMES["segmentation"], "--template", "survival"], "holds the task"),
     ([SCAFFOLD_NAMES[ADDED], "--template", "classification"], "holds the task"),
+    ([SCAFFOLD_NAMES["segmentation"].replace("-task1", "-task-1"), "--template", "survival"], "would be the task"),
 ])
 def test_refusals_write_nothing(scaffolded, arguments, message):
     copy = next(iter(scaffolded.values()))[0]  # a copy: a refusal that broke would write there, not here

@@ -83,6 +83,8 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 def template_kinds() -> tuple[str, ...]:
     """The templates: the folders of evaluation/new/templates/ that hold `*.tmpl` files, sorted."""
+    if not TEMPLATE_DIR.is_dir():
+        return ()
     return tuple(sorted(path.name for path in TEMPLATE_DIR.iterdir()
                         if path.is_dir() and not path.name.startswith((".", "_")) and any(path.glob("*.tmpl"))))
 
@@ -307,6 +309,10 @@ def check_name(name: str, root: Path = ROOT, ours: Collection[Path] = ()) -> str
         if name in tasks or os.path.lexists(package / task_module(name)):
             raise UsageError(f"evaluation/challenges/{folder}/ holds the task {name} already "
                              f"({task_module(name)}/); pick another name.")
+        same_class = [task for task in tasks if class_name(task) == class_name(name)]
+        if same_class:  # acme-x-1 and acme-x1 are both AcmeX1: one import would hide the other
+            raise UsageError(f"{name} cannot be added to evaluation/challenges/{folder}/: its class "
+                             f"{class_name(name)} would be the task {same_class[0]}'s; pick another name.")
     else:
         for existing in folders:
             # The run imports the folder whose name is the longest prefix of the challenge's name:
