@@ -17,7 +17,7 @@ from pathlib import Path
 from evaluation import __version__
 from evaluation.challenges import available_challenges, challenge_names, named_challenge
 from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError
-from evaluation.framework import default_workers, log, stop_workers
+from evaluation.framework import log
 from evaluation.grand_challenge import (
     CONFIG_FILE,
     INPUT_DIR,
@@ -28,6 +28,7 @@ from evaluation.grand_challenge import (
     write_outputs,
 )
 from evaluation.launch import CommandParser, run_command, whole_number
+from evaluation.run import default_workers, evaluate, stop_workers
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 
@@ -98,12 +99,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             settings = settings.replace(seed=args.seed)
     evaluation = challenge(ground_truth_dir, settings)
-    metrics = evaluation.evaluate(args.input, default_workers(args.workers))
+    metrics, charts = evaluate(evaluation, args.input, default_workers(args.workers))
     # From here a SIGTERM waits (blocked) until the run has ended: the outputs are written whole,
     # and a run that wrote metrics.json exits 0.
     _block_sigterm()
     # The charts, then metrics.json, the success marker; a failure removes the charts again.
-    path = write_outputs(args.output, evaluation.drawn_charts, metrics, challenge.ranked_paths)
+    path = write_outputs(args.output, charts, metrics, challenge.ranked_paths)
     log(f"Wrote {path} in {time.perf_counter() - started:.2f} s.")
     return EXIT_OK
 

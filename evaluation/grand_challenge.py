@@ -17,7 +17,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -290,6 +290,80 @@ def parse_predictions(document: Any) -> list[Job]:
     return jobs
 
 
+# ---------------------------------------------------------------------------------------------
+# Job timing: a runtime metric's input.
+#
+# predictions.json gives each job's exec_duration (the algorithm container's own run, ISO 8601
+# "P0DT00H10M22.910000S"; newer files), and its started_at and completed_at instants (older files
+# have only these). A predictions-file phase gives no timing at all: the participant ran the
+# algorithm elsewhere. So a processing time is a number only when every job carries one; else it
+# is Undefined (null with the reason in metrics.json's notes), never 0 and never a guess.
+
+
+@dataclass(frozen=True)
+class JobTiming:
+    """What a job says of its duration: exec_duration in seconds, or its instants (aware, a
+    naive one read as UTC, as the platform writes UTC), kept as datetimes so that a span is exact
+    to the microsecond."""
+
+    exec_seconds: float | None
+    started: datetime | None
+    completed: datetime | None
+
+    @property
+    def seconds(self) -> float | None:
+        """The job's processing time: exec_duration, else completed_at - started_at when both are
+        given and in that order; None otherwise."""
+        if self.exec_seconds is not None:
+            return self.exec_seconds
+        if self.started is not None and self.completed is not None and self.completed >= self.started:
+            return (self.completed - self.started) / timedelta(microseconds=1) / 1e6
+        return None
+
+
+def job_timing(job: Job) -> JobTiming:
+    """The timing predictions.json gives `job`."""
+    def utc(instant: datetime | None) -> datetime | None:
+        if instant is not None and instant.tzinfo is None:  # the platform writes UTC ("Z")
+            return instant.replace(tzinfo=UTC)
+        return instant
+
+    return JobTiming(job.exec_duration_seconds, utc(job.started_at), utc(job.completed_at))
+
+
+EXEC_DURATION_SUM = "sum of the jobs' exec_duration"
+SPAN_OF_JOBS = "span from the earliest started_at to the latest completed_at"
+
+
+def timing_rule(timings: list[JobTiming | None]) -> tuple[bool, str]:
+    """(whether the submission has a processing time t, how t is found or why there is none),
+    `timings` one per case (None: a predictions-file case): the sum of the jobs' exec_duration
+    when every job has one, else the span from the earliest started_at to the latest
+    completed_at when every job has both (older predictions.json) and it is not negative."""
+    if not timings or any(timing is None for timing in timings):
+        return False, "a predictions-file submission carries no processing time"
+    if all(timing.exec_seconds is not None for timing in timings):
+        return True, EXEC_DURATION_SUM
+    if all(timing.started is not None and timing.completed is not None for timing in timings):
+        if max(timing.completed for timing in timings) >= min(timing.started for timing in timings):
+            return True, SPAN_OF_JOBS
+        return False, "the jobs' completed_at precede their started_at"
+    return False, "not every job carries exec_duration, nor started_at and completed_at"
+
+
+def processing_seconds(timings: list[JobTiming | None]) -> float | Undefined:
+    """The submission's processing time t in seconds by timing_rule (exec_durations summed with
+    math.fsum; a span exact in microseconds before one division), or Undefined with the rule's
+    reason: metrics.json then writes null with that note."""
+    timed, source = timing_rule(timings)
+    if not timed:
+        return Undefined(f"no processing time: {source}")
+    if source == EXEC_DURATION_SUM:
+        return math.fsum(timing.exec_seconds for timing in timings)
+    span = max(timing.completed for timing in timings) - min(timing.started for timing in timings)
+    return span / timedelta(microseconds=1) / 1e6
+
+
 def read_predictions(input_dir: Path) -> list[Job] | None:
     """The jobs of /input/predictions.json, or None in a predictions-file phase (no such file)."""
     path = input_dir / "predictions.json"
@@ -322,6 +396,25 @@ class Case:
     def origin(self) -> Origin:
         """The participant's files: a bad one is the submission's fault."""
         return Origin.submission(self.input_dir)
+
+    @property
+    def timing(self) -> JobTiming | None:
+        """What predictions.json says of this case's job's duration (job_timing); None in a
+        predictions-file phase, which gives no timing."""
+        return job_timing(self.job) if self.job is not None else None
+
+    def seconds(self) -> float | Undefined:
+        """This case's processing time in seconds (JobTiming.seconds: exec_duration, else
+        completed_at - started_at), or Undefined saying why there is none (a predictions-file
+        case, a job without timing): null with that note in metrics.json. A submission's total
+        over its cases is processing_seconds([case.timing for case in cases])."""
+        if self.job is None:
+            return Undefined(f"{self.name}: a predictions-file submission carries no processing time")
+        seconds = self.timing.seconds
+        if seconds is None:
+            return Undefined(f"{self.name}: job {self.job.pk} carries neither exec_duration nor started_at and "
+                             f"completed_at in order")
+        return seconds
 
     def _output(self, slug: str) -> SocketValue:
         if self.job is None:

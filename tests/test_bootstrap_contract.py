@@ -34,6 +34,7 @@ import pytest
 from evaluation.challenges import available_challenges, folder_of
 from evaluation.framework import Evaluation
 from evaluation.metrics.resampling import draws_to_counts
+from evaluation.run import matched_cases, score_case
 from tests.common import ROOT, challenges, lookup, params
 
 RESAMPLES = 30
@@ -51,8 +52,8 @@ def has_aggregate(evaluation_class: type[Evaluation]) -> bool:
 def bundled(name: str, settings=None):
     """(evaluation, per-case results) of a challenge's bundled example against its bundled ground truth."""
     evaluation = available_challenges()[name](ROOT / "ground-truth" / name, settings)
-    cases = evaluation.cases(ROOT / "test" / name / "input")
-    return evaluation, {case.case_id: evaluation.score_one(case) for case in cases}
+    cases = matched_cases(evaluation, ROOT / "test" / name / "input")
+    return evaluation, {case.case_id: score_case(evaluation, case) for case in cases}
 
 
 def materialised(evaluation, results, row):

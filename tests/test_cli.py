@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import __version__, cli, examples, framework
+from evaluation import __version__, cli, examples
 from evaluation import grand_challenge as gc
 from evaluation.challenges.rare26 import Rare26, Rare26Settings
 from evaluation.errors import SubmissionError
@@ -390,13 +390,13 @@ def test_no_ground_truth_anywhere_exit_3(platform, capsys):
 @pytest.fixture
 def workers_seen(monkeypatch):
     seen = []
-    original = framework.Evaluation.evaluate
+    original = cli.evaluate
 
-    def spy(self, input_dir, workers=1):
+    def spy(challenge, input_dir, workers=1):
         seen.append(workers)
-        return original(self, input_dir, workers)
+        return original(challenge, input_dir, workers)
 
-    monkeypatch.setattr(framework.Evaluation, "evaluate", spy)
+    monkeypatch.setattr(cli, "evaluate", spy)
     return seen
 
 

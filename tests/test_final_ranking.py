@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, rankdata
 
+from evaluation.challenges.hecktor2025.ranking import NestedBorda
 from evaluation.declarations.columns import Column
 from evaluation.declarations.ranking_rules import (
-    NestedBorda,
     OrderedRanking,
     competition_ranks,
     fractional_ranks,

@@ -36,6 +36,7 @@ from evaluation.metrics.froc import (
     weighted_froc_sensitivities,
 )
 from evaluation.metrics.resampling import draws_to_counts
+from evaluation.run import matched_cases, score_case
 from tests.common import lookup
 from tests.test_bootstrap_contract import REL, assert_resamples_match, contract_rows, materialised, synthetic_csv
 
@@ -48,7 +49,7 @@ def random_counts(seed, resamples, cases):
 
 
 def scored(evaluation, input_dir):
-    return {case.case_id: evaluation.score_one(case) for case in evaluation.cases(input_dir)}
+    return {case.case_id: score_case(evaluation, case) for case in matched_cases(evaluation, input_dir)}
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,9 @@ from evaluation.challenges.hecktor2025 import (
     HecktorTask2,
     HecktorTask3,
 )
+from evaluation.challenges.hecktor2025.ranking import NestedBorda
 from evaluation.challenges.hecktor2025.segmentation import PatientResult
-from evaluation.declarations.ranking_rules import NestedBorda, OrderedRanking
+from evaluation.declarations.ranking_rules import OrderedRanking
 from tests.test_bootstrap_contract import assert_resamples_match
 
 ROOT = Path(__file__).resolve().parent.parent

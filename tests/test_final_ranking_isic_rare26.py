@@ -22,6 +22,7 @@ from evaluation.challenges.rare26 import scoring as rare26_scoring
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.grand_challenge import Undefined
 from evaluation.metrics.resampling import draws_to_counts
+from evaluation.run import matched_cases, score_case
 from tests.bundled import is_bundled
 from tests.test_bootstrap_contract import synthetic_isic
 
@@ -32,8 +33,8 @@ ISIC_PATHS = Isic2019.final_ranking_paths()
 def bundled(evaluation_class, challenge, settings=None):
     """The evaluation of a bundled example's ground truth and its per-case results."""
     evaluation = evaluation_class(ROOT / "ground-truth" / challenge, settings)
-    cases = evaluation.cases(ROOT / "test" / challenge / "input")
-    results = {case.case_id: evaluation.score_one(case) for case in cases}
+    cases = matched_cases(evaluation, ROOT / "test" / challenge / "input")
+    results = {case.case_id: score_case(evaluation, case) for case in cases}
     return evaluation, results
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation import __version__, framework
+from evaluation import __version__, run
 from evaluation.challenges import available_challenges
 from evaluation.errors import EvaluationError, SetupError, SubmissionError, id_list
 from evaluation.examples import synthetic
-from evaluation.framework import Evaluation, default_workers
+from evaluation.framework import Evaluation
 from evaluation.grand_challenge import (
     Case,
     list_submission_files,
@@ -25,10 +25,16 @@ from evaluation.grand_challenge import (
     write_metrics,
 )
 from evaluation.reading.json_files import read_json
+from evaluation.run import default_workers, matched_cases
 from evaluation.settings import Settings, setting
 
 TOY_INPUT = "toy-image"
 TOY_OUTPUT = "toy-value"
+
+
+def run_evaluate(challenge: Evaluation, input_dir: Path, workers: int = 1) -> dict:
+    """The run of one submission, its metrics.json content (the charts left aside)."""
+    return run.evaluate(challenge, input_dir, workers)[0]
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,7 @@ def test_toy_challenges_are_not_picked_up():
 def test_evaluate_scores_every_case(tmp_path):
     truth, predictions = truth_and_predictions(6)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
-    metrics = Toy(gt).evaluate(inp)
+    metrics = run_evaluate(Toy(gt), inp)
     assert metrics["aggregates"]["mean_error"] == pytest.approx(expected_mean_error(truth, predictions))
     assert metrics["aggregates"]["cases"] == len(truth)
     assert list(metrics["cases"]) == sorted(truth)  # results in case order, whatever the job order
@@ -149,7 +155,7 @@ def test_evaluate_scores_every_case(tmp_path):
 def test_cases_sorted_and_matched_to_jobs(tmp_path):
     truth, predictions = truth_and_predictions(5)
     gt, inp, pks = make_toy(tmp_path, truth, predictions)
-    cases = Toy(gt).cases(inp)
+    cases = matched_cases(Toy(gt), inp)
     assert [c.case_id for c in cases] == sorted(truth)
     assert all(c.job.pk == pks[c.case_id] for c in cases)
     assert all(c.label == "Patient" and c.name == f"Patient {c.case_id}" for c in cases)
@@ -161,14 +167,14 @@ def test_legacy_shape_gives_the_same_metrics(tmp_path, suffix):
     new = make_toy(tmp_path / "new", truth, predictions, suffix=suffix)
     old = make_toy(tmp_path / "old", truth, predictions, suffix=suffix, legacy=True)
     assert "interface" in json.loads((old[1] / "predictions.json").read_text())[0]["inputs"][0]
-    assert metrics_json(Toy(new[0]).evaluate(new[1])) == metrics_json(Toy(old[0]).evaluate(old[1]))
+    assert metrics_json(run_evaluate(Toy(new[0]), new[1])) == metrics_json(run_evaluate(Toy(old[0]), old[1]))
 
 
 def test_config_json_settings_are_used_and_echoed(tmp_path):
     truth, predictions = truth_and_predictions(3)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     synthetic.write_json(gt / "config.json", {"scale": 2})
-    metrics = Toy(gt).evaluate(inp)
+    metrics = run_evaluate(Toy(gt), inp)
     assert metrics["settings"] == {"scale": 2.0}
     assert metrics["aggregates"]["mean_error"] == pytest.approx(expected_mean_error(truth, predictions, 2.0))
     written = json.loads(write_metrics(tmp_path / "out", metrics, Toy.ranked_paths).read_text())
@@ -179,7 +185,7 @@ def test_explicit_settings_override_config_json(tmp_path):
     truth, predictions = truth_and_predictions(2)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     synthetic.write_json(gt / "config.json", {"scale": 2})
-    assert Toy(gt, ToySettings(scale=3.0)).evaluate(inp)["settings"] == {"scale": 3.0}
+    assert run_evaluate(Toy(gt, ToySettings(scale=3.0)), inp)["settings"] == {"scale": 3.0}
 
 
 def test_case_mapping_overrides_image_names(tmp_path):
@@ -187,7 +193,7 @@ def test_case_mapping_overrides_image_names(tmp_path):
     gt, inp, _ = make_toy(tmp_path, {}, {"scan_a": 1.5, "scan_b": 2.5}, suffix=".nii.gz")
     synthetic.write_json(gt / "truth.json", truth)
     synthetic.write_json(gt / "case-mapping.json", {"scan_a.nii.gz": "patient-1", "scan_b": "patient-2"})
-    metrics = Toy(gt).evaluate(inp)
+    metrics = run_evaluate(Toy(gt), inp)
     assert {c: r["prediction"] for c, r in metrics["cases"].items()} == {"patient-1": 1.5, "patient-2": 2.5}
 
 
@@ -214,7 +220,7 @@ def test_missing_case_rejected_before_scoring(tmp_path, recorded, workers):
     del predictions["c03"]
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     with pytest.raises(SubmissionError) as error:
-        Toy(gt).evaluate(inp, workers=workers)
+        run_evaluate(Toy(gt), inp, workers=workers)
     assert "no prediction for 1 patient(s) of the test set (c03)" in str(error.value)
     assert calls_of(recorded) == []
 
@@ -224,7 +230,7 @@ def test_extra_case_rejected_before_scoring(tmp_path, recorded):
     predictions["intruder"] = 1.0
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     with pytest.raises(SubmissionError) as error:
-        Toy(gt).evaluate(inp, workers=2)
+        run_evaluate(Toy(gt), inp, workers=2)
     assert "1 patient(s) not in the test set (intruder)" in str(error.value)
     assert calls_of(recorded) == []
 
@@ -241,7 +247,7 @@ def test_two_jobs_for_one_case_are_the_phases_archive_before_scoring(tmp_path, r
                               [synthetic.file_output(TOY_OUTPUT, "toy-value.json")]))
     synthetic.write_predictions(inp, jobs)
     with pytest.raises(SetupError) as error:
-        Toy(gt).evaluate(inp, workers=1)
+        run_evaluate(Toy(gt), inp, workers=1)
     assert str(error.value) == (f"predictions.json lists more than one job for patient c01 (c01: jobs {first}, "
                                 f"dup-job): the platform runs one job per item of the phase's archive, so the archive "
                                 f"holds it more than once.")
@@ -253,7 +259,7 @@ def test_all_problems_named_in_one_line(tmp_path, recorded):
     predictions = {f"x{i:02d}": 1.0 for i in range(12)}
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     with pytest.raises(SubmissionError) as error:
-        Toy(gt).evaluate(inp)
+        run_evaluate(Toy(gt), inp)
     message = str(error.value)
     assert "\n" not in message
     expected_extra = ", ".join(f"x{i:02d}" for i in range(10)) + " and 2 more"
@@ -268,7 +274,7 @@ def test_empty_predictions_json_names_every_missing_case(tmp_path):
     truth, _predictions = truth_and_predictions(3)
     gt, inp, _ = make_toy(tmp_path, truth, {})
     with pytest.raises(SubmissionError, match=r"no prediction for 3 patient\(s\) of the test set \(c00, c01, c02\)"):
-        Toy(gt).evaluate(inp)
+        run_evaluate(Toy(gt), inp)
 
 
 def test_job_without_the_case_socket(tmp_path, recorded):
@@ -278,7 +284,7 @@ def test_job_without_the_case_socket(tmp_path, recorded):
     jobs[0]["inputs"][0]["socket"]["slug"] = "other-image"
     synthetic.write_predictions(inp, jobs)
     with pytest.raises(SubmissionError) as error:
-        Toy(gt).evaluate(inp)
+        run_evaluate(Toy(gt), inp)
     assert jobs[0]["pk"] in str(error.value) and TOY_INPUT in str(error.value)
     assert calls_of(recorded) == []
 
@@ -292,9 +298,9 @@ def test_results_identical_whatever_the_worker_count(tmp_path, recorded, workers
     truth, predictions = truth_and_predictions(9, seed=4)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     evaluation = Toy(gt)
-    single = metrics_json(evaluation.evaluate(inp, workers=1), Toy.ranked_paths)
+    single = metrics_json(run_evaluate(evaluation, inp, workers=1), Toy.ranked_paths)
     recorded.unlink()
-    pooled = metrics_json(evaluation.evaluate(inp, workers=workers), Toy.ranked_paths)
+    pooled = metrics_json(run_evaluate(evaluation, inp, workers=workers), Toy.ranked_paths)
     assert pooled == single
     calls = [line.split() for line in calls_of(recorded)]
     assert sorted(case for case, _ in calls) == sorted(truth)  # every case scored exactly once
@@ -311,10 +317,10 @@ class LightToy(Toy):
 def test_challenge_with_too_little_work_per_case_stays_in_one_process(tmp_path, recorded):
     truth, predictions = truth_and_predictions(9, seed=4)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
-    pooled = metrics_json(LightToy(gt).evaluate(inp, workers=2), Toy.ranked_paths)
+    pooled = metrics_json(run_evaluate(LightToy(gt), inp, workers=2), Toy.ranked_paths)
     assert {pid for _, pid in (line.split() for line in calls_of(recorded))} == {str(os.getpid())}
     recorded.unlink()
-    assert pooled == metrics_json(Toy(gt).evaluate(inp, workers=1), Toy.ranked_paths)
+    assert pooled == metrics_json(run_evaluate(Toy(gt), inp, workers=1), Toy.ranked_paths)
 
 
 @pytest.mark.parametrize("minimum, expected_processes", [(4, 3), (5, 1)])
@@ -324,18 +330,18 @@ def test_workers_only_with_enough_cases_each(tmp_path, recorded, monkeypatch, mi
     monkeypatch.setattr(Toy, "min_cases_per_worker", minimum)
     truth, predictions = truth_and_predictions(9, seed=4)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
-    pooled = metrics_json(Toy(gt).evaluate(inp, workers=2), Toy.ranked_paths)
+    pooled = metrics_json(run_evaluate(Toy(gt), inp, workers=2), Toy.ranked_paths)
     pids = {pid for _, pid in (line.split() for line in calls_of(recorded))}
     assert str(os.getpid()) in pids
     assert len(pids) <= expected_processes and (expected_processes == 1) == (len(pids) == 1)
     recorded.unlink()
-    assert pooled == metrics_json(Toy(gt).evaluate(inp, workers=1), Toy.ranked_paths)
+    assert pooled == metrics_json(run_evaluate(Toy(gt), inp, workers=1), Toy.ranked_paths)
 
 
 def test_more_workers_than_cases(tmp_path):
     truth, predictions = truth_and_predictions(2)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
-    metrics = Toy(gt).evaluate(inp, workers=8)
+    metrics = run_evaluate(Toy(gt), inp, workers=8)
     assert metrics["aggregates"]["mean_error"] == pytest.approx(expected_mean_error(truth, predictions))
 
 
@@ -349,7 +355,7 @@ def test_first_bad_case_in_case_order_is_named(tmp_path, workers):
     predictions["c09"] = {"value": True}
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     with pytest.raises(SubmissionError) as error:
-        Toy(gt).evaluate(inp, workers=workers)
+        run_evaluate(Toy(gt), inp, workers=workers)
     assert str(error.value) == "Patient c03: the value must be a number, found 'three'."
 
 
@@ -359,7 +365,7 @@ def test_bad_output_file_named_from_a_worker(tmp_path):
     (inp / pks["c02"] / "output" / "toy-value.json").write_text("{not json")
     (inp / pks["c03"] / "output" / "toy-value.json").unlink()
     with pytest.raises(SubmissionError) as error:
-        Toy(gt).evaluate(inp, workers=2)
+        run_evaluate(Toy(gt), inp, workers=2)
     assert str(error.value).startswith("Patient c02, output 'toy-value': toy-value.json is not valid JSON")
 
 
@@ -375,7 +381,7 @@ def test_internal_errors_keep_their_type_through_the_pool(tmp_path, workers):
     truth, predictions = truth_and_predictions(4)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     with pytest.raises(ZeroDivisionError, match="bug in score_case"):
-        Exploding(gt).evaluate(inp, workers=workers)
+        run_evaluate(Exploding(gt), inp, workers=workers)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,7 +394,7 @@ def test_default_refuses_a_predictions_file_phase(tmp_path, recorded):
     (tmp_path / "input").mkdir()
     (tmp_path / "input" / "predictions.csv").write_text("case,value\nc00,1\n")
     with pytest.raises(SubmissionError, match=r"no predictions\.json; submit an algorithm"):
-        Toy(tmp_path / "gt").evaluate(tmp_path / "input")
+        run_evaluate(Toy(tmp_path / "gt"), tmp_path / "input")
     assert calls_of(recorded) == []
 
 
@@ -406,10 +412,10 @@ def test_predictions_file_phase_with_the_hook(tmp_path, workers):
                       "sub/deeper/c02.json": predictions["c02"], "submission/c03.json": predictions["c03"],
                       "__MACOSX/sub/c01.json": "debris", "sub/.c00.json": "hidden", ".extra.json": 0,
                       "README.txt": "not a case"})
-    metrics = FileToy(gt).evaluate(inp, workers=workers)
+    metrics = run_evaluate(FileToy(gt), inp, workers=workers)
     assert {c: r["prediction"] for c, r in metrics["cases"].items()} == predictions
     assert metrics["evaluation"]["challenge"] == "toy-files"
-    cases = FileToy(gt).cases(inp)
+    cases = matched_cases(FileToy(gt), inp)
     assert [c.job for c in cases] == [None] * 4
     assert cases[1].source.relative_to(os.path.realpath(inp)).as_posix() == "sub/c01.json"
 
@@ -420,7 +426,7 @@ def test_predictions_file_phase_duplicates_and_missing(tmp_path, recorded):
     synthetic.write_json(gt / "truth.json", truth)
     write_files(inp, {"a/c00.json": 1, "b/c00.json": 2, "c01.json": 3})
     with pytest.raises(SubmissionError) as error:
-        FileToy(gt).evaluate(inp)
+        run_evaluate(FileToy(gt), inp)
     assert "more than one prediction for patient c00" in str(error.value)
     assert "(c02)" in str(error.value)
     assert calls_of(recorded) == []
@@ -433,7 +439,7 @@ def test_predictions_file_phase_link_out_is_refused(tmp_path, recorded):
     write_files(inp, {"c00.json": 1})
     (inp / "c01.json").symlink_to(gt / "truth.json")  # reading the ground truth through a link
     with pytest.raises(SubmissionError, match=r"c01\.json is a link that leads out of the input folder"):
-        FileToy(gt).evaluate(inp)
+        run_evaluate(FileToy(gt), inp)
     assert calls_of(recorded) == []
 
 
@@ -443,7 +449,7 @@ def test_predictions_file_phase_link_inside_keeps_its_name(tmp_path):
     synthetic.write_json(gt / "truth.json", truth)
     write_files(inp, {"c00.json": predictions["c00"], "store/blob.txt": predictions["c01"]})
     (inp / "c01.json").symlink_to(inp / "store" / "blob.txt")
-    metrics = FileToy(gt).evaluate(inp)
+    metrics = run_evaluate(FileToy(gt), inp)
     assert metrics["cases"]["c01"]["prediction"] == predictions["c01"]
 
 
@@ -470,7 +476,7 @@ def test_default_workers(monkeypatch):
 
 
 def test_workers_env_name_avoids_the_stripped_prefix():
-    assert not framework.WORKERS_ENV.startswith("GRAND_CHALLENGE_")
+    assert not run.WORKERS_ENV.startswith("GRAND_CHALLENGE_")
 
 
 def test_errors_are_one_line():
@@ -510,7 +516,7 @@ def test_a_killed_worker_is_named_and_not_the_participants_fault(tmp_path):
     evaluation.parent = os.getpid()
     with pytest.raises(SetupError, match=r"^A scoring process died while scoring Patient c01, most likely killed "
                                          r"for exceeding the memory limit\.$"):
-        evaluation.evaluate(inp, workers=2)
+        run_evaluate(evaluation, inp, workers=2)
 
 
 def test_platform_inputs_json_is_not_a_submission_file(tmp_path):
@@ -526,7 +532,7 @@ def test_platform_inputs_json_is_not_a_submission_file(tmp_path):
 def _progress_lines(total: int, capsys, seconds_per_case: float = 0.0) -> list[str]:
     ticks = iter(np.arange(total + 2) * seconds_per_case)
     items = [(f"c{n}", n) for n in range(total)]
-    passed = list(framework.with_progress(iter(items), total, clock=lambda: float(next(ticks))))
+    passed = list(run.with_progress(iter(items), total, clock=lambda: float(next(ticks))))
     assert passed == items  # progress never changes or drops what is scored
     return [line for line in capsys.readouterr().out.splitlines() if line.startswith("Scored ")]
 
@@ -534,7 +540,7 @@ def _progress_lines(total: int, capsys, seconds_per_case: float = 0.0) -> list[s
 @pytest.mark.parametrize("total", [1, 2, 7, 10, 300, 25_000])
 def test_progress_lines_are_few_whatever_the_number_of_cases(total, capsys):
     lines = _progress_lines(total, capsys)
-    assert 1 <= len(lines) <= framework.PROGRESS_STEPS
+    assert 1 <= len(lines) <= run.PROGRESS_STEPS
     assert lines[-1].startswith(f"Scored {total} of {total} case(s) (100%)")
     percents = [int(line.split("%")[0].rsplit("(", 1)[1]) for line in lines]
     assert percents == sorted(percents)
@@ -551,7 +557,7 @@ def test_progress_line_at_least_once_a_minute_on_a_slow_run(capsys):
 
 def test_a_run_logs_its_progress(tmp_path, capsys):
     gt, inp, _ = make_toy(tmp_path, *truth_and_predictions(30))
-    Toy(gt).evaluate(inp)
+    run_evaluate(Toy(gt), inp)
     out = capsys.readouterr().out
     assert "Scored 30 of 30 case(s) (100%)" in out
     assert out.count("Scored ") == 10

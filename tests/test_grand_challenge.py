@@ -690,3 +690,70 @@ def test_nul_and_overlong_relative_paths_are_refused_not_crashes(tmp_path, relat
     raw = one_job(outputs=[synthetic.file_output("likelihood", relative_path)])
     with pytest.raises(SetupError, match=r"NUL character|longer than a file name may be"):
         case_of(tmp_path, raw).read_json("likelihood")
+
+
+# ---------------------------------------------------------------------------------------------
+# Job timing for a runtime metric: Case.seconds, processing_seconds
+
+
+def test_case_seconds_is_exec_duration_else_the_span_of_the_instants(tmp_path):
+    assert case_of(tmp_path, one_job(exec_duration="P0DT00H10M22.910000S")).seconds() == pytest.approx(622.91)
+    started, completed = "2024-11-29T10:31:25.691799Z", "2024-11-29T10:41:48.601799"  # naive: read as UTC
+    case = case_of(tmp_path, one_job(exec_duration=None, started_at=started, completed_at=completed))
+    expected = (datetime(2024, 11, 29, 10, 41, 48, 601799, tzinfo=UTC)
+                - datetime(2024, 11, 29, 10, 31, 25, 691799, tzinfo=UTC)).total_seconds()
+    assert case.seconds() == expected
+    assert case.timing == gc.JobTiming(None, datetime(2024, 11, 29, 10, 31, 25, 691799, tzinfo=UTC),
+                                       datetime(2024, 11, 29, 10, 41, 48, 601799, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("extra, reason", [
+    ({"exec_duration": None}, "job {pk} carries neither exec_duration nor started_at and completed_at in order"),
+    ({"exec_duration": None, "started_at": "2024-11-29T11:00:00Z", "completed_at": "2024-11-29T10:00:00Z"},
+     "job {pk} carries neither exec_duration nor started_at and completed_at in order"),
+])
+def test_case_seconds_without_timing_is_undefined_with_a_note(tmp_path, extra, reason):
+    seconds = case_of(tmp_path, one_job(**extra)).seconds()
+    assert seconds == Undefined(f"Case c1: {reason.format(pk=PK)}")
+    document = json.loads(metrics_json({"case": {"c1": {"seconds": seconds}}}))
+    assert document["case"]["c1"]["seconds"] is None and document["notes"]["case.c1.seconds"] == seconds.reason
+
+
+def test_a_predictions_file_case_has_no_time(tmp_path):
+    case = Case(case_id="7", input_dir=tmp_path, source=tmp_path / "7.csv")
+    assert case.timing is None
+    assert case.seconds() == Undefined("Case 7: a predictions-file submission carries no processing time")
+    assert gc.processing_seconds([None]) == Undefined(
+        "no processing time: a predictions-file submission carries no processing time")
+
+
+def timings(jobs):
+    return [gc.job_timing(job) for job in parse_predictions(jobs)]
+
+
+def test_processing_seconds_sums_exec_durations_else_spans_the_jobs():
+    durations = ["PT0.1S", "PT0.2S", "PT0.3S", "PT1000000.7S"]
+    jobs = [one_job(pk=f"job{n}", exec_duration=d) for n, d in enumerate(durations)]
+    assert gc.processing_seconds(timings(jobs)) == math.fsum([0.1, 0.2, 0.3, 1000000.7])
+    instants = [("2024-11-29T10:00:00.000001Z", "2024-11-29T10:05:00Z"),
+                ("2024-11-29T09:59:59.5Z", "2024-11-29T10:01:00Z"),
+                ("2024-11-29T10:02:00Z", "2024-11-29T10:07:30.25Z")]
+    jobs = [one_job(pk=f"job{n}", exec_duration=None, started_at=start, completed_at=end)
+            for n, (start, end) in enumerate(instants)]
+    expected = (datetime(2024, 11, 29, 10, 7, 30, 250000, tzinfo=UTC)
+                - datetime(2024, 11, 29, 9, 59, 59, 500000, tzinfo=UTC)).total_seconds()
+    assert gc.processing_seconds(timings(jobs)) == expected == 450.75
+    jobs[1]["started_at"] = None
+    assert gc.processing_seconds(timings(jobs)) == Undefined(
+        "no processing time: not every job carries exec_duration, nor started_at and completed_at")
+
+
+def test_csv2026_processing_time_is_the_shared_rule_on_the_row_of_ones():
+    """csv2026's weighted processing time (its bootstrap) agrees with the shared function."""
+    from evaluation.challenges.csv2026.scoring import processing_time
+
+    exec_jobs = timings([one_job(pk=f"job{n}", exec_duration=f"PT{n + 0.1}S") for n in range(5)])
+    span_jobs = timings([one_job(pk=f"job{n}", exec_duration=None, started_at=f"2024-11-29T10:0{n}:00Z",
+                                 completed_at=f"2024-11-29T10:0{n + 1}:00.5Z") for n in range(5)])
+    for jobs in (exec_jobs, span_jobs):
+        assert processing_time(jobs, np.ones((1, len(jobs)), dtype=np.int64))[0] == gc.processing_seconds(jobs)

@@ -1,8 +1,13 @@
 """The official rules that rank submissions against each other (python -m evaluation.leaderboard).
 
-grand-challenge.org ranks one number per column; several of our challenges' rules cannot be
-said that way (a tie-break, a nested Borda count), so each challenge declares its rule here as
-data, next to its `leaderboards`, and the final-ranking command applies it offline.
+grand-challenge.org ranks one number per column; several challenges' rules cannot be said that
+way (a tie-break, a mean of ranks, per-case ranks, a nested Borda count), so each challenge
+declares its rule as data, next to its `leaderboards`, and the final-ranking command applies it
+offline. Every rule is a `RankingRule`: the command knows rules through that interface only. The
+generic rules are here: `OrderedRanking` (keys in turn), `MeanOfRanks` (rank on each metric,
+then the mean of the ranks) and `MeanOfCaseRanks` (challengeR's rank-then-aggregate: rank on
+every case, then the mean); a rule of one challenge lives in its folder (HECKTOR 2025's nested
+Borda count: evaluation/challenges/hecktor2025/ranking.py).
 
 Every rule ranks arrays of shape (..., submissions): one row for the final ranking, one row per
 bootstrap resample for the statistics, the same code for both. Values within 1e-12 relative of
@@ -17,6 +22,8 @@ occupies: 1, 2.5, 2.5, 4). Both equal scipy.stats.rankdata's "min" and "average"
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -82,21 +89,158 @@ def lexicographic_ranks(columns: list[np.ndarray], orders: list[str]) -> np.ndar
     return 1.0 + better.sum(axis=-2)
 
 
+def missing_last_ranks(values: np.ndarray, order: str = "desc", tie_method: str = "min") -> np.ndarray:
+    """Ranks along the last axis with undefined values (NaN: a missing case) ranked as challengeR's
+    rankNA2 ranks them: the defined values ranked among themselves, each undefined one one below
+    the worst rank given ("min": that rank + 1; "average": + the mean of 1..k for k undefined),
+    so [0.9, 0.5, 0.5, NaN] gives 1, 2, 2, 3 ("min") where NaN-last competition ranks give 4."""
+    ranks = fractional_ranks(values, order, tie_method)  # NaN ranks below every number: the others are unaffected
+    missing = np.isnan(np.asarray(values, dtype=np.float64))
+    if not missing.any():
+        return ranks
+    worst = np.where(missing, 0.0, ranks).max(axis=-1, keepdims=True)
+    below = 1.0 if tie_method == "min" else (missing.sum(axis=-1, keepdims=True) + 1) / 2.0
+    return np.where(missing, worst + below, ranks)
+
+
+COMPARED_CELLS = 4_000_000  # values x submissions^2 compared at once (per-case ranks): memory flat
+
+
+def case_means(per_case: Mapping[str, np.ndarray], weights: np.ndarray) -> dict[str, np.ndarray]:
+    """{name: (rows, n)}: each row's weighted mean over the cases of each (cases, n) array, the
+    weights (rows, cases) being how often each case counts in the row (ones: the test set; a
+    bootstrap resample's multiplicities). Undefined (NaN) cells are left out of their mean; a
+    submission with none defined gets NaN."""
+    weights = np.asarray(weights, dtype=np.float64)
+    found = {}
+    for name, values in per_case.items():
+        values = np.asarray(values, dtype=np.float64)
+        defined = np.isfinite(values)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            found[name] = (weights @ np.where(defined, values, 0.0)) / (weights @ defined.astype(np.float64))
+    return found
+
+
 # ---- the rules --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class RankedTable:
-    """One rule applied: `ranks` (..., n) competition ranks, `values` {path: (..., n)} and the
-    intermediate ranks and counts {name: (..., n)} (empty for a plain ordering)."""
+    """One rule applied: `ranks` (..., n) competition ranks, `values` {key: (..., n)} the values
+    shown beside them (the metrics.json paths read, or what the rule derives from per-case
+    values) and the intermediate ranks and counts {name: (..., n)} (empty for a plain ordering)."""
 
     ranks: np.ndarray
     values: dict[str, np.ndarray]
     partial_ranks: dict[str, np.ndarray]
 
 
+class RankingRule(ABC):
+    """What every final-ranking rule is to the final-ranking command (evaluation/leaderboard/),
+    which knows rules through these members only.
+
+    A rule reads submission-level values at `paths` of every metrics.json (one row: the final
+    ranking; the challenge's `aggregate` recomputes them on each bootstrap resample, one row per
+    resample) and, when `case_paths` is not empty, per-case values: metrics.json's object at
+    `cases_path` is {case id: {...}}, each case's value read at each of `case_paths` inside it.
+    `per_case` turns those (cases, n) values into (cases, n) arrays once; the command averages
+    them over the cases with each row's case weights (`case_means`) and adds them to the values
+    `rank` gets. `rank` ranks every row at once, vectorised: (..., n) arrays in, (..., n) out."""
+
+    name: str
+    cases_path: str | None = None  # metrics.json's per-case object ({case id: {key: value}})
+    case_paths: tuple[str, ...] = ()  # paths inside each case's entry; () for a rule of aggregates only
+
+    @property
+    @abstractmethod
+    def paths(self) -> tuple[str, ...]:
+        """The metrics.json paths of the submission-level values the rule reads, each once."""
+
+    def applied(self, documents: Iterable[Mapping[str, Any]]) -> RankingRule:
+        """The rule as applied to these submissions' values ({path: value or None} each, for
+        every path of `paths`): itself unless a fallback applies."""
+        return self
+
+    def applied_notes(self, documents: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+        """What `applied` changed, for ranking.json's notes."""
+        return ()
+
+    @abstractmethod
+    def describe(self, tie_method: str = "average") -> str:
+        """The rule as applied, in one sentence (ranking.json's `rule`); `tie_method` is the
+        command's --tie-method."""
+
+    def per_case(self, case_values: Mapping[str, np.ndarray], tie_method: str = "average") -> dict[str, np.ndarray]:
+        """{name: (cases, n)} from {case path: (cases, n) values, NaN where missing}, computed
+        once; `rank` gets each name's weighted mean over the cases. Empty without case_paths."""
+        return {}
+
+    @abstractmethod
+    def rank(self, values: Mapping[str, np.ndarray], tie_method: str = "average") -> RankedTable:
+        """Ranks every row of {path or per-case name: (..., n)} values."""
+
+    @property
+    def partial_titles(self) -> dict[str, str]:
+        """{partial rank name: its title in the report}; a name without one is shown as it is."""
+        return {}
+
+    @property
+    def value_titles(self) -> dict[str, str]:
+        """{value key: its title in the report} for values that are no metrics.json path."""
+        return {}
+
+
+def _check_columns(kind: str, columns: tuple[Column, ...]) -> None:
+    if not columns:
+        raise ValueError(f"{kind}: give at least one column")
+    paths = [column.path for column in columns]
+    repeated = sorted({path for path in paths if paths.count(path) > 1})
+    if repeated:
+        raise ValueError(f"{kind}: path(s) {', '.join(repeated)} given more than once (weigh a metric with weights)")
+    for column in columns:
+        if column.order not in ("asc", "desc"):
+            raise ValueError(f"{kind}: {column.path} has order {column.order!r}, not asc or desc")
+
+
+def _check_weights(kind: str, weights: tuple[float, ...], columns: tuple[Column, ...]) -> None:
+    if not weights:
+        return
+    if len(weights) != len(columns):
+        raise ValueError(f"{kind}: {len(weights)} weights for {len(columns)} columns")
+    for weight in weights:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight <= 0:
+            raise ValueError(f"{kind}: weight {weight!r} is not a finite number > 0")
+
+
+def _check_tie_method(kind: str, tie_method: str | None) -> None:
+    if tie_method is not None and tie_method not in TIE_METHODS:
+        raise ValueError(f"{kind}: tie method {tie_method!r} is not one of {', '.join(TIE_METHODS)}")
+
+
+def _weighted_mean(arrays: list[np.ndarray], weights: tuple[float, ...]) -> np.ndarray:
+    """The (weighted) mean of equally shaped arrays, summed in the order given."""
+    weights = weights or (1.0,) * len(arrays)
+    total = sum(float(w) for w in weights)
+    found = np.zeros_like(arrays[0])
+    for array, weight in zip(arrays, weights, strict=True):
+        found = found + float(weight) * array
+    return found / total
+
+
+def _weights_text(weights: tuple[float, ...], columns: tuple[Column, ...]) -> str:
+    if not weights:
+        return "mean"
+    return "weighted mean (" + ", ".join(f"{column.path} {weight:g}" for column, weight in
+                                         zip(columns, weights, strict=True)) + ")"
+
+
+def _ties_text(tie_method: str) -> str:
+    return ("tied values share the mean of their positions" if tie_method == "average"
+            else "tied values share the best of their positions")
+
+
 @dataclass(frozen=True)
-class OrderedRanking:
+class OrderedRanking(RankingRule):
     """Ranked by the first key; ties broken by the next keys in turn; remaining ties share a rank.
     `fallback` replaces `keys` when no submission has a value at the first key's path (csv2026
     without timing ranks the score without time)."""
@@ -111,11 +255,18 @@ class OrderedRanking:
             return OrderedRanking(self.name, self.fallback)
         return OrderedRanking(self.name, self.keys)
 
+    def applied_notes(self, documents: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+        documents = list(documents)
+        if self.applied(documents).keys == self.keys:
+            return ()
+        return (f"{self.name}: no submission has {self.keys[0].path}, so the ranking reads "
+                f"{self.fallback[0].path} instead.",)
+
     @property
     def paths(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(key.path for key in (*self.keys, *self.fallback)))
 
-    def rule(self, tie_method: str = "average") -> str:
+    def describe(self, tie_method: str = "average") -> str:
         text = f"Ranked by {self.keys[0].describe()}"
         if len(self.keys) > 1:
             text += "; ties broken by " + ", then ".join(key.describe() for key in self.keys[1:])
@@ -131,55 +282,127 @@ class OrderedRanking:
 
 
 @dataclass(frozen=True)
-class NestedBorda:
-    """HECKTOR 2025 task 1: GTVp rank by mean DSC; GTVn rank = rank of the Borda count of the
-    aggregated-DSC and aggregated-F1 ranks; final = competition rank of the Borda count of the
-    GTVp and GTVn ranks (a sum of ranks orders as n - rank points do). Intermediate ranks are
-    fractional ("average": tied values get the mean of their positions) or "min". The three
-    values are the leaderboard's Columns (any object with a path and order "desc")."""
+class MeanOfRanks(RankingRule):
+    """Rank, then aggregate over metrics: the submissions ranked on each column's value (its own
+    order; ties by `tie_method`: "average" fractional ranks, "min" the best rank of the group;
+    None: the command's --tie-method, "average" by default), each submission's score the mean of
+    its ranks (weighted by `weights`, one per column, when given), final rank the competition rank
+    of that mean, ascending. An undefined value ranks below every number."""
 
     name: str
-    gtvp: Any
-    gtvn_dsc: Any
-    gtvn_f1: Any
+    columns: tuple[Column, ...]
+    weights: tuple[float, ...] = ()
+    tie_method: str | None = None
 
     def __post_init__(self) -> None:
-        for key in self.keys:
-            if key.order != "desc":
-                raise ValueError(f"nested Borda: {key.path} must be ranked descending (higher is better)")
-
-    def applied(self, documents: Iterable[Mapping[str, Any]]) -> NestedBorda:
-        return self
-
-    @property
-    def keys(self) -> tuple[Any, ...]:
-        return (self.gtvp, self.gtvn_dsc, self.gtvn_f1)
+        object.__setattr__(self, "columns", tuple(self.columns))  # a list given: the rule stays hashable
+        object.__setattr__(self, "weights", tuple(self.weights))
+        _check_columns("mean of ranks", self.columns)
+        _check_weights("mean of ranks", self.weights, self.columns)
+        _check_tie_method("mean of ranks", self.tie_method)
 
     @property
     def paths(self) -> tuple[str, ...]:
-        return tuple(key.path for key in self.keys)
+        return tuple(column.path for column in self.columns)
 
-    def rule(self, tie_method: str = "average") -> str:
-        convention = ("tied values share the mean of their positions" if tie_method == "average"
-                      else "tied values share the best of their positions")
-        gtvp, gtvn_dsc, gtvn_f1 = self.paths
-        return (f"Nested Borda count: rank by {gtvp} descending (gtvp), by {gtvn_dsc} descending "
-                f"(gtvn_dsc) and by {gtvn_f1} descending (gtvn_f1); gtvn_borda = gtvn_dsc + gtvn_f1, "
-                f"gtvn = rank of gtvn_borda ascending; borda = gtvp + gtvn; final rank = competition rank of "
-                f"borda ascending (1, 1, 3). Intermediate ranks: {convention} (--tie-method {tie_method}).")
+    def describe(self, tie_method: str = "average") -> str:
+        ties = self.tie_method or tie_method
+        setting = "" if self.tie_method else f" (--tie-method {ties})"
+        ranked = ", ".join(column.describe() for column in self.columns)
+        return (f"Mean of ranks: the submissions ranked on {ranked}, {_ties_text(ties)}{setting}; mean_of_ranks = "
+                f"the {_weights_text(self.weights, self.columns)} of those ranks; final rank = competition rank of "
+                f"mean_of_ranks ascending (1, 1, 3).")
 
     def rank(self, values: Mapping[str, np.ndarray], tie_method: str = "average") -> RankedTable:
-        gtvp_values, dsc_values, f1_values = (np.asarray(values[p], dtype=np.float64) for p in self.paths)
-        gtvp = fractional_ranks(gtvp_values, "desc", tie_method)
-        gtvn_dsc = fractional_ranks(dsc_values, "desc", tie_method)
-        gtvn_f1 = fractional_ranks(f1_values, "desc", tie_method)
-        gtvn_borda = gtvn_dsc + gtvn_f1
-        gtvn = fractional_ranks(gtvn_borda, "asc", tie_method)
-        borda = gtvp + gtvn
-        partial = {"gtvp": gtvp, "gtvn_dsc": gtvn_dsc, "gtvn_f1": gtvn_f1, "gtvn_borda": gtvn_borda,
-                    "gtvn": gtvn, "borda": borda}
-        ranked = dict(zip(self.paths, (gtvp_values, dsc_values, f1_values), strict=True))
-        return RankedTable(competition_ranks(borda, "asc"), ranked, partial)
+        ties = self.tie_method or tie_method
+        shown = {column.path: np.asarray(values[column.path], dtype=np.float64) for column in self.columns}
+        ranks = [fractional_ranks(shown[column.path], column.order, ties) for column in self.columns]
+        mean = _weighted_mean(ranks, self.weights)
+        partial = {f"{column.path} rank": rank for column, rank in zip(self.columns, ranks, strict=True)}
+        partial["mean_of_ranks"] = mean
+        return RankedTable(competition_ranks(mean, "asc"), shown, partial)
+
+    @property
+    def partial_titles(self) -> dict[str, str]:
+        titles = {f"{column.path} rank": f"{column.title}: rank" for column in self.columns}
+        titles["mean_of_ranks"] = "mean of metric ranks"
+        return titles
 
 
-FinalRanking = OrderedRanking | NestedBorda
+@dataclass(frozen=True)
+class MeanOfCaseRanks(RankingRule):
+    """challengeR's rank-then-aggregate with the mean (rankThenAggregate(FUN = mean)): on every
+    case, the submissions ranked on each column's per-case value (metrics.json's `cases_path`
+    object, {case id: {...}}, each column's path read inside a case's entry; ties by `tie_method`,
+    "min" by default as in challengeR, or "average"); a submission without a number for a case
+    (absent, null) ranks one below the worst rank given on that case, as challengeR's rankNA2;
+    each submission's score the mean of its ranks over the cases, then over the columns
+    (weighted by `weights` when given); final rank the competition rank of that mean, ascending.
+    The bootstrap's resample weighs each case's ranks by how often it was drawn."""
+
+    name: str
+    columns: tuple[Column, ...]
+    cases_path: str = "cases"
+    weights: tuple[float, ...] = ()
+    tie_method: str = "min"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))  # a list given: the rule stays hashable
+        object.__setattr__(self, "weights", tuple(self.weights))
+        _check_columns("mean of case ranks", self.columns)
+        _check_weights("mean of case ranks", self.weights, self.columns)
+        _check_tie_method("mean of case ranks", self.tie_method)
+        if not isinstance(self.cases_path, str) or not self.cases_path or any(
+                not key for key in self.cases_path.split(".")):
+            raise ValueError(f"mean of case ranks: cases path {self.cases_path!r} is not a dot-separated path")
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def case_paths(self) -> tuple[str, ...]:
+        return tuple(column.path for column in self.columns)
+
+    def value_key(self, column: Column) -> str:
+        """The key of a column's mean over the cases in ranking.json's `values`."""
+        return f"{self.cases_path}.*.{column.path}"
+
+    def describe(self, tie_method: str = "average") -> str:
+        ranked = ", ".join(column.describe() for column in self.columns)
+        return (f"Mean of per-case ranks (challengeR's rank-then-aggregate): on every case of metrics.json's "
+                f"{self.cases_path}, the submissions ranked on {ranked}, {_ties_text(self.tie_method)}, a submission "
+                f"without a value for the case ranked one below the worst rank given; mean_case_rank = the "
+                f"{_weights_text(self.weights, self.columns)} over the metrics of each metric's mean rank over the "
+                f"cases; final rank = competition rank of mean_case_rank ascending (1, 1, 3).")
+
+    def per_case(self, case_values: Mapping[str, np.ndarray], tie_method: str = "average") -> dict[str, np.ndarray]:
+        found = {}
+        for column in self.columns:
+            values = np.asarray(case_values[column.path], dtype=np.float64)
+            cases, n = values.shape
+            step = max(1, COMPARED_CELLS // max(1, n * n))
+            ranks = [missing_last_ranks(values[start:start + step], column.order, self.tie_method)
+                     for start in range(0, cases, step)]
+            found[f"{column.path} rank"] = np.concatenate(ranks) if ranks else np.empty((0, n))
+            found[self.value_key(column)] = values
+        return found
+
+    def rank(self, values: Mapping[str, np.ndarray], tie_method: str = "average") -> RankedTable:
+        ranks = [np.asarray(values[f"{column.path} rank"], dtype=np.float64) for column in self.columns]
+        mean = _weighted_mean(ranks, self.weights)
+        partial = {f"{column.path} rank": rank for column, rank in zip(self.columns, ranks, strict=True)}
+        partial["mean_case_rank"] = mean
+        shown = {self.value_key(column): np.asarray(values[self.value_key(column)], dtype=np.float64)
+                 for column in self.columns}
+        return RankedTable(competition_ranks(mean, "asc"), shown, partial)
+
+    @property
+    def partial_titles(self) -> dict[str, str]:
+        titles = {f"{column.path} rank": f"{column.title}: mean rank over cases" for column in self.columns}
+        titles["mean_case_rank"] = "mean of case ranks" + (" over metrics" if len(self.columns) > 1 else "")
+        return titles
+
+    @property
+    def value_titles(self) -> dict[str, str]:
+        return {self.value_key(column): f"{column.title} (mean over cases)" for column in self.columns}

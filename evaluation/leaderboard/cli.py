@@ -28,7 +28,7 @@ from evaluation import __version__
 from evaluation.challenges import challenge_class, named_challenge
 from evaluation.declarations.ranking_rules import TIE_METHODS
 from evaluation.errors import EXIT_OK, SetupError, UsageError, machine_limit
-from evaluation.framework import default_workers, log, stop_workers
+from evaluation.framework import log
 from evaluation.grand_challenge import (
     BAKED_GROUND_TRUTH_DIR,
     METRICS_FILE,
@@ -41,6 +41,7 @@ from evaluation.grand_challenge import (
 from evaluation.interruption import finished, stopped_by_sigterm
 from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.leaderboard.scoring import BLAMED
+from evaluation.run import default_workers, stop_workers
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth
 RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submissions in statistics
@@ -76,8 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--alpha", type=_probability, default=0.05,
                         help="significance level of the adjacent-rank tests, Holm-adjusted (default: %(default)s)")
     parser.add_argument("--tie-method", choices=TIE_METHODS, default="average",
-                        help="ranks of tied values inside a Borda count (HECKTOR task 1): mean of their positions "
-                             "(average, the default) or the best one (min)")
+                        help="ranks of tied values inside a rule that ranks then aggregates (HECKTOR task 1's Borda "
+                             "count, a mean of ranks that declares no tie method of its own): mean of their "
+                             "positions (average, the default) or the best one (min)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
@@ -371,7 +373,7 @@ def _rank(args: argparse.Namespace, challenge, submissions: list[tuple[str, Path
         for rule in challenge.final_rankings:
             standing = rank_leaderboard(rule, documents, args.tie_method, notes)
             standings.append(standing)
-            leaderboards.append({"name": rule.name, "rule": standing.rule.rule(args.tie_method),
+            leaderboards.append({"name": rule.name, "rule": standing.rule.describe(args.tie_method),
                                  "entries": entries(standing)})
     else:
         notes.append("No submission could be ranked.")
@@ -396,10 +398,13 @@ def _rank(args: argparse.Namespace, challenge, submissions: list[tuple[str, Path
     # Columns titled as the leaderboards declare them (this phase's settings first, when scored).
     declared = (*(challenge.phase_leaderboards(settings) if evaluation is not None else ()), *challenge.leaderboards)
     titles = {**challenge.value_titles, **report_module.column_titles(declared)}
+    for rule in challenge.final_rankings:  # the values a rule derives (a mean over cases): no column's path
+        titles = {**rule.value_titles, **titles}
+    partial_titles = {standing.rule.name: standing.rule.partial_titles for standing in standings}
     log(f"Writing the report ({args.output / 'report.html'} and its charts).")
     # Each file whole or not at all (write_text): a full disk leaves no half-written chart or page.
     written += report_module.write_report(args.output, _with_distributions(ranking, distributions), curves, titles,
-                                          write=write_text)
+                                          write=write_text, partial_titles=partial_titles)
     _remove_stale(args.output, previous, written)
     finished()  # from here a SIGTERM is ignored: the run ends with ranking.json, exit 0
     path = write_json(args.output / "ranking.json", ranking)  # last: the success marker
@@ -469,8 +474,11 @@ def _statistics(evaluation, spec, workers, standings, outcomes, args, notes):
     if note:
         notes.append(note)
     log(f"Statistics: {resamples} paired resamples (seed {seed}) of {len(outcomes)} submission(s).")
-    resampled = resample_submissions(evaluation, spec, {name: o.results for name, o in outcomes.items()},
-                                     resamples, seed, workers, args.scheduler)
+    if any(standing.rule.paths for standing in standings):  # the challenge recomputes submission-level values
+        resampled = resample_submissions(evaluation, spec, {name: o.results for name, o in outcomes.items()},
+                                         resamples, seed, workers, args.scheduler)
+    else:  # rules of per-case values only: the case weights are drawn here
+        resampled = {name: {} for name in outcomes}
     unavailable = sorted({value for value in resampled.values() if isinstance(value, str)})
     if unavailable:
         notes.append(f"No statistics: {unavailable[0]}.")
@@ -483,7 +491,7 @@ def _statistics(evaluation, spec, workers, standings, outcomes, args, notes):
         have = {name: {path: resampled[name].get(path, np.full(resamples, np.nan)) for path in standing.rule.paths}
                 for name in standing.names}
         board, distributions[standing.rule.name] = leaderboard_statistics(standing, have, args.tie_method,
-                                                                          args.alpha, notes)
+                                                                          args.alpha, notes, resamples, seed)
         document["leaderboards"][standing.rule.name] = board
     return document, distributions
 

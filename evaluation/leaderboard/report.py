@@ -441,7 +441,11 @@ def _cell(text: str, exact: Any = None, name: bool = False, wrapped: bool = Fals
     return f"<td{attributes}>{_escaped(text)}</td>"
 
 
-def _ranking_table(board: dict, board_statistics: dict | None, titles: dict[str, str]) -> str:
+def _ranking_table(board: dict, board_statistics: dict | None, titles: dict[str, str],
+                   partial_titles: dict[str, str] | None = None, resamples: Any = "n/a") -> str:
+    """The leaderboard's table; `partial_titles` {partial rank name: title} (the rule's), the
+    statistics' mean rank titled with its resamples apart from a rule's mean of ranks."""
+    partial_titles = partial_titles or {}
     entries = board["entries"]
     if not entries:
         return "<p>No submission is ranked.</p>"
@@ -454,9 +458,11 @@ def _ranking_table(board: dict, board_statistics: dict | None, titles: dict[str,
         header.append(f'<th title="{_escaped(path)}">{title}</th>')
         if has["value_ci"]:
             header.append(f'<th title="{_escaped(path)}">{title}, 95% interval</th>')
-    header += [f"<th>{_escaped(name)} (partial rank)</th>" for name in partial_names]
-    header += [f"<th>{title}</th>" for key, title in (("rank_ci", "rank 95% interval"), ("mean_rank", "mean rank"),
-                                                      ("p_first", "P(first)")) if has[key]]
+    header += [f'<th title="{_escaped(name)}">{_escaped(partial_titles[name])}</th>' if name in partial_titles
+               else f"<th>{_escaped(name)} (partial rank)</th>" for name in partial_names]
+    header += [f"<th>{_escaped(title)}</th>" for key, title in (
+        ("rank_ci", "rank 95% interval"), ("mean_rank", f"mean rank over {resamples} resamples"),
+        ("p_first", "P(first)")) if has[key]]
     rows = []
     for entry, statistics in zip(entries, rows_statistics, strict=True):
         values, partial = entry.get("values", {}), entry.get("partial_ranks") or {}
@@ -476,6 +482,10 @@ def _ranking_table(board: dict, board_statistics: dict | None, titles: dict[str,
                                statistics.get("p_first")))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return '<div class="table"><table>\n<tr>' + "".join(header) + "</tr>\n" + "\n".join(rows) + "\n</table></div>"
+
+
+def _resamples(ranking: dict, board_statistics: dict | None) -> Any:
+    return (board_statistics or {}).get("resamples", (ranking.get("statistics") or {}).get("resamples", "n/a"))
 
 
 def _statistics_sentence(ranking: dict, board_statistics: dict | None) -> str:
@@ -510,10 +520,14 @@ def _notes_section(notes: Iterable[Any]) -> list[str]:
     return ["<h2>Notes</h2>", "<ul>\n" + "\n".join(f"<li>{_escaped(note)}</li>" for note in notes) + "\n</ul>"]
 
 
-def report_html(ranking: dict, svgs: dict[str, str], titles: dict[str, str] | None = None) -> str:
+def report_html(ranking: dict, svgs: dict[str, str], titles: dict[str, str] | None = None,
+                partial_titles: dict[str, dict[str, str]] | None = None) -> str:
     """The page: every participant text escaped, the charts' SVG inline, the value columns titled
-    as the leaderboard declares them (`titles` by path; the path in the header's tooltip)."""
+    as the leaderboard declares them (`titles` by path; the path in the header's tooltip), the
+    partial ranks as each leaderboard's rule titles them (`partial_titles` {leaderboard: {name:
+    title}}; the name in the tooltip)."""
     titles = titles or {}
+    partial_titles = partial_titles or {}
     challenge = _escaped(ranking.get("challenge", ""))
     parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -523,7 +537,9 @@ def report_html(ranking: dict, svgs: dict[str, str], titles: dict[str, str] | No
         board_statistics = _leaderboard_statistics(ranking, board["name"])
         parts += [f"<h2>Leaderboard {_escaped(board['name'])}</h2>",
                   f'<p class="rule">{_escaped(board.get("rule", ""))}</p>',
-                  _ranking_table(board, board_statistics, titles), _statistics_sentence(ranking, board_statistics)]
+                  _ranking_table(board, board_statistics, titles, partial_titles.get(board["name"]),
+                                 _resamples(ranking, board_statistics)),
+                  _statistics_sentence(ranking, board_statistics)]
     parts += ["<h2>Excluded submissions</h2>", _excluded_section(ranking.get("excluded") or []),
               *_notes_section(ranking.get("notes") or []), "<h2>Charts</h2>"]
     if not svgs:
@@ -540,11 +556,13 @@ def _write_file(path: Path, text: str) -> Path:
 
 
 def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]],
-                 titles: dict[str, str] | None = None, write: Callable[[Path, str], Any] = _write_file) -> list[Path]:
+                 titles: dict[str, str] | None = None, write: Callable[[Path, str], Any] = _write_file,
+                 partial_titles: dict[str, dict[str, str]] | None = None) -> list[Path]:
     """Writes output_dir/charts/<name>.vl.json (Vega-Lite 5.1.0 specs) and output_dir/report.html
     with `write(path, text)` (the command's writes each file whole or not at all); returns the
     written paths (the charts in page order, then the page). `titles`: the leaderboard columns'
-    titles by metrics.json path (`column_titles`)."""
+    titles by metrics.json path (`column_titles`); `partial_titles`: {leaderboard: {partial rank
+    name: title}}, the rules' (RankingRule.partial_titles)."""
     output_dir = Path(output_dir)
     specs = chart_specs(ranking, curves or {}, titles)
     written = []
@@ -562,7 +580,7 @@ def write_report(output_dir: Path, ranking: dict, curves: dict[str, list[dict]],
     svgs = {name: rendered_svg(name, spec) for name, spec in specs.items()}
     page = output_dir / "report.html"
     output_dir.mkdir(parents=True, exist_ok=True)
-    write(page, report_html(ranking, svgs, titles))
+    write(page, report_html(ranking, svgs, titles, partial_titles))
     written.append(page)
     return written
 

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupError, machine_limit, one_line
-from evaluation.framework import _ACTIVE_POOLS, Evaluation, kill_pool_workers, log
+from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
 from evaluation.launch import failure
+from evaluation.run import _ACTIVE_POOLS, kill_pool_workers, matched_cases
 from evaluation.settings import Settings
 
 
@@ -111,12 +112,8 @@ def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
     ("fatal", ...) when the case's ground truth cannot be read (no submission's fault)."""
     evaluation = _evaluation_for(spec)
     scored: list[tuple] = []
-    split = type(evaluation).score_one is Evaluation.score_one  # else the challenge reads its truth its own way
     for case in cases:
         try:
-            if not split:
-                scored.append(("ok", evaluation.score_one(case)))
-                continue
             try:
                 truth = evaluation.case_truth(case)
             except Exception as error:
@@ -329,7 +326,7 @@ def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
     """The submission's cases matched with the ground truth, or its exclusion."""
     outcome = Outcome(name, input_dir)
     try:
-        outcome.cases = evaluation.cases(input_dir)
+        outcome.cases = matched_cases(evaluation, input_dir)
     except Exception as error:  # exit 3 here is this folder's predictions.json (the platform's input): excluded
         if machine_limit(error):
             raise  # but the machine's limit stops the command (exit 3)

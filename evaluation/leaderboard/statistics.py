@@ -10,6 +10,10 @@ ranks strictly above b plus half the ties (`p_better`), and for pairs adjacent i
 ranking a one-sided paired-bootstrap test of "a better than b" (p = 1 - p_better),
 Holm-adjusted over those pairs; and the mean Kendall's tau-b between each resample's ranking
 and the final one (challengeR's ranking stability).
+
+A rule of per-case values (its `case_paths`) is given each resample's case weights: the same
+seeded draws of the cases (CaseDraws, the seed and the number of cases), under which its per-case
+arrays are averaged, a case drawn k times counting k times.
 """
 
 from __future__ import annotations
@@ -19,24 +23,45 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.declarations.ranking_rules import FinalRanking
+from evaluation.declarations.ranking_rules import RankedTable, RankingRule, case_means
 from evaluation.leaderboard.standings import Standing, json_number
+from evaluation.metrics.resampling import CaseDraws
 
 CI_PERCENTS = (2.5, 97.5)
 PAIR_CELLS = 4_000_000  # resamples x submissions^2 compared at a time: memory flat for hundreds of submissions
 # (a few float arrays of this many cells at once: ~150 MB)
 
 
-def _blocks(resamples: int, n: int) -> list[slice]:
+CASE_CELLS = 2_000_000  # resamples x cases of case weights at a time (a rule of per-case values)
+
+
+def _blocks(resamples: int, n: int, cases: int = 0) -> list[slice]:
     rows = max(1, PAIR_CELLS // max(1, n * n))
+    if cases:
+        rows = max(1, min(rows, CASE_CELLS // cases))
     return [slice(start, min(resamples, start + rows)) for start in range(0, resamples, rows)]
 
 
-def resampled_ranks(rule: FinalRanking, values: dict[str, np.ndarray], tie_method: str) -> np.ndarray:
-    """The rule applied to each resample (row) of values {path: (resamples, n)}: (resamples, n)."""
-    resamples, n = next(iter(values.values())).shape
-    return np.concatenate([rule.rank({path: column[block] for path, column in values.items()}, tie_method).ranks
-                           for block in _blocks(resamples, n)]) if resamples else np.empty((0, n))
+def resampled_tables(rule: RankingRule, values: dict[str, np.ndarray], tie_method: str, resamples: int, n: int,
+                     per_case: dict[str, np.ndarray] | None = None, seed: int = 0) -> RankedTable:
+    """The rule applied to each resample (row) of values {path: (resamples, n)}, and of the
+    per-case arrays {name: (cases, n)} averaged with each resample's case weights (CaseDraws of
+    the seed): the ranks and shown values (resamples, n) of every row."""
+    cases = len(next(iter(per_case.values()))) if per_case else 0
+    draws = CaseDraws(cases, seed) if cases else None
+    ranks, shown = [], {}
+    for block in _blocks(resamples, n, cases):
+        block_values = {path: column[block] for path, column in values.items()}
+        if per_case:
+            rows = block.stop - block.start
+            block_values.update(case_means(per_case, draws.counts(rows) if draws else np.zeros((rows, 0))))
+        table = rule.rank(block_values, tie_method)
+        ranks.append(table.ranks)
+        for key, column in table.values.items():
+            shown.setdefault(key, []).append(column)
+    if not ranks:
+        return RankedTable(np.empty((0, n)), {}, {})
+    return RankedTable(np.concatenate(ranks), {key: np.concatenate(parts) for key, parts in shown.items()}, {})
 
 
 def holm_rejections(p_values: np.ndarray, alpha: float) -> np.ndarray:
@@ -79,13 +104,18 @@ def _interval(values: np.ndarray) -> list | None:
 
 
 def leaderboard_statistics(standing: Standing, resampled: dict[str, dict[str, np.ndarray]], tie_method: str,
-                           alpha: float, notes: list[str]) -> tuple[dict[str, Any], dict[str, list[float]]]:
+                           alpha: float, notes: list[str], resamples: int | None = None,
+                           seed: int = 0) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """statistics.leaderboards.<name>, and {submission: [share of resamples with rank 1, rank 2,
-    ...]} for the rank-stability chart; resampled is {submission: {path: (resamples,) values}}."""
-    rule: FinalRanking = standing.rule
+    ...]} for the rank-stability chart; resampled is {submission: {path: (resamples,) values}}.
+    A rule of per-case values gets `resamples` seeded draws of the standing's cases (`seed`)."""
+    rule: RankingRule = standing.rule
     names = standing.names
     values = {path: np.column_stack([resampled[name][path] for name in names]) for path in rule.paths}
-    ranks = resampled_ranks(rule, values, tie_method)  # (resamples, submissions)
+    if resamples is None:
+        resamples = next(iter(values.values())).shape[0]
+    table = resampled_tables(rule, values, tie_method, resamples, len(names), standing.per_case, seed)
+    ranks = table.ranks  # (resamples, submissions)
     resamples, n = ranks.shape
     undefined = {path: int(np.isnan(column).sum()) for path, column in values.items()}
     for path, count in undefined.items():
@@ -98,7 +128,7 @@ def leaderboard_statistics(standing: Standing, resampled: dict[str, dict[str, np
     document: dict[str, Any] = {}
     for i, name in enumerate(names):
         document[name] = {
-            "value_ci": {path: _interval(column[:, i]) for path, column in values.items()},
+            "value_ci": {path: _interval(column[:, i]) for path, column in table.values.items()},
             "rank_ci": [json_number(v) for v in np.percentile(ranks[:, i], CI_PERCENTS)],
             "p_first": json_number(p_first[i]),
             "mean_rank": json_number(ranks[:, i].mean()),

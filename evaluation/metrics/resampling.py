@@ -15,6 +15,21 @@ def draws_to_counts(draws: np.ndarray, n_items: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * n_items).reshape(rows, n_items)
 
 
+class CaseDraws:
+    """Seeded bootstrap resamples of `cases` cases (each drawing `cases` times with replacement),
+    as rows of multiplicities, taken block after block: the rows depend only on the seed and the
+    number of cases, whatever the sizes of the blocks (one stream of draws). The final ranking's
+    resamples: every submission gets the same rows (paired comparisons)."""
+
+    def __init__(self, cases: int, seed: int):
+        self.cases = cases
+        self._rng = np.random.default_rng(seed)
+
+    def counts(self, rows: int) -> np.ndarray:
+        """The next `rows` resamples: (rows, cases) multiplicities."""
+        return draws_to_counts(self._rng.integers(0, self.cases, size=(rows, self.cases)), self.cases)
+
+
 def whole_counts(sample_weight, what: str = "a slide") -> np.ndarray:
     """Rows of case weights as int64 multiplicities; ValueError if one is not a whole number
     (casting would truncate it silently) or is negative."""

@@ -98,8 +98,11 @@ NAME_LENGTH = 32  # the class line `title = "NAME: ..."` stays within 120 charac
 TITLES = {
     "classification": "binary classification, ROC AUC (ties: balanced accuracy)",
     "segmentation": "segmentation, mean Dice (ties: mean NSD at 2 px)",
-    "detection": "lesion detection, FROC score (sensitivity at 1/4 to 8 FP per image)",
+    "points": "point detection, F1 at 2 mm (ties: FROC score)",
+    "landmarks": "landmark detection, mean radial error (ties: SDR at 2 mm)",
     "survival": "survival, Harrell's C-index",
+    "lesions": "lesion segmentation, pooled lesion F1 (then FP/FN volume, Dice)",
+    "instances": "instance segmentation, panoptic quality per class (pooled)",
 }
 DECLARATION = "RUNTIME_PACKAGES"  # read as text by evaluation/image_requirements.py
 
@@ -170,10 +173,10 @@ def folder_declaration(folder: str, tasks: dict[str, tuple[str, ...]]) -> str:
         *(f"  {name:<{width}}  {task_module(name)}/" for name in names),
         "",
         "Each subpackage is one task: its __init__.py the declaration, beside it the task's other modules",
-        "(scoring.py, examples.py). Written by `python -m evaluation.new`, which adds a task to this folder",
-        f"(python -m evaluation.new {folder}-NAME --template KIND) while this file is exactly as it wrote it;",
-        "once this file is edited, add a task by hand: its subpackage, its import here and its entry in",
-        f"{DECLARATION} (docs/adding-a-challenge.md).",
+        "(examples.py, and scoring.py for some kinds). Written by `python -m evaluation.new`, which adds a",
+        f"task to this folder (python -m evaluation.new {folder}-NAME --template KIND) while this file is",
+        "exactly as it wrote it; once this file is edited, add a task by hand: its subpackage, its import",
+        f"here and its entry in {DECLARATION} (docs/adding-a-challenge.md).",
         quotes,
         "",
         *(import_line(f"evaluation.challenges.{folder}.{task_module(name)}", class_name(name)) for name in names),

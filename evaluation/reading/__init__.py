@@ -15,6 +15,11 @@ A submission is written by someone who wants a better score, so every read goes 
 - `images`: a label image's header read and checked against the ground truth's geometry before
   any pixel is decoded; a format's own indirection (MHA/MHD ElementDataFile, NRRD detached
   data) refused before SimpleITK sees the file.
+- `label_maps`: a label map (2D or 3D) on the ground truth's grid, checked in its header (size,
+  spacing, origin, direction within 1e-4, never resampled), then its values against the declared
+  labels in one pass; `LabelMap.spacing` is in the array's (z, y, x) order.
+- `annotations`: the platform's "Multiple points" and "Multiple 2D bounding boxes" outputs,
+  validated as its schema says, their world coordinates turned into voxel indices of a grid.
 - `hdf5`: datasets reached by hard links only; external links, virtual datasets and external
   storage refused; shapes checked before reading.
 

@@ -148,13 +148,8 @@ class Camelyon16(Evaluation):
         return read_reference(self.truth, directory, set(self.settings.excluded_slides),
                               set(self.settings.excluded_from_lesion_evaluation))
 
-    def check_case_ids(self, found: list[str]) -> None:
-        excluded = set(self.settings.excluded_slides)
-        super().check_case_ids([c for c in found if c not in excluded])
-
-    def cases(self, input_dir: Path) -> list[Case]:
-        excluded = set(self.settings.excluded_slides)
-        return [case for case in super().cases(input_dir) if case.case_id not in excluded]
+    def ignored_case_ids(self) -> frozenset[str]:
+        return frozenset(self.settings.excluded_slides)
 
     # ---- a submission --------------------------------------------------------------------
 

@@ -181,14 +181,12 @@ class Csv2026(Evaluation):
     def file_cases(self, input_dir: Path) -> list[tuple[str, Path]]:
         return predictions.file_cases(input_dir)
 
-    def cases(self, input_dir: Path) -> list[Case]:
-        cases = super().cases(input_dir)
+    def check_cases(self, cases: list[Case]) -> None:
         if all(case.job is not None for case in cases):  # an algorithm phase: the jobs may carry their time
             timed, _ = scoring.timing_rule([job_timing(case.job) for case in cases])
             if timed and self.settings.baseline_time_seconds is None:
                 raise SetupError("config.json sets no baseline_time_seconds, which the time score of this "
                                  "algorithm phase needs (the submission's jobs carry their processing time).")
-        return cases
 
     def read_job_prediction(self, case: Case, truth: CaseTruth) -> Prediction:
         settings = self.settings

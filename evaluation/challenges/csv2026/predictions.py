@@ -6,14 +6,13 @@ the class size-checked before a byte is read)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from evaluation.errors import SubmissionError
 from evaluation.framework import log
-from evaluation.grand_challenge import Case, Job, list_submission_files
+from evaluation.grand_challenge import Case, JobTiming, job_timing, list_submission_files
 from evaluation.reading.files import Origin
 from evaluation.reading.hdf5 import Hdf5File, open_hdf5
 from evaluation.reading.images import shape_text
@@ -27,29 +26,10 @@ HIGH_RISK_PROBABILITY = 0.5  # "high risk when ≥ 0.5"
 
 
 @dataclass(frozen=True)
-class JobTiming:
-    """What a job says of its duration: exec_duration in seconds, or its instants (aware, a
-    naive one read as UTC), kept as datetimes so that a span is exact to the microsecond."""
-
-    exec_seconds: float | None
-    started: datetime | None
-    completed: datetime | None
-
-
-@dataclass(frozen=True)
 class Prediction:
     masks: dict[str, LabelMap]  # view -> its label map
     high_risk: int
     timing: JobTiming | None  # None: a predictions-file submission
-
-
-def job_timing(job: Job) -> JobTiming:
-    def utc(instant: datetime | None) -> datetime | None:
-        if instant is not None and instant.tzinfo is None:  # the platform writes UTC ("Z")
-            return instant.replace(tzinfo=UTC)
-        return instant
-
-    return JobTiming(job.exec_duration_seconds, utc(job.started_at), utc(job.completed_at))
 
 
 def file_cases(input_dir: Path) -> list[tuple[str, Path]]:

@@ -15,13 +15,14 @@ from datetime import timedelta
 
 import numpy as np
 
+from evaluation.grand_challenge import JobTiming, timing_rule
 from evaluation.metrics.aggregation import weighted_mean, weighted_sum
 from evaluation.metrics.confusion import f1_score
 from evaluation.metrics.overlap import dice
 from evaluation.metrics.resampling import whole_counts
 from evaluation.metrics.surface import normalized_surface_dice
 
-from .predictions import JobTiming, Prediction
+from .predictions import Prediction
 from .truth import PAIRS, STRUCTURES, VIEWS, CaseTruth, LabelMap
 
 # The ranking rule's weights (seed text): not settings.
@@ -77,22 +78,8 @@ def score_case(prediction: Prediction, truth: CaseTruth, tolerance: float) -> Ca
 
 
 # ---- the processing time ---------------------------------------------------------------------
-
-
-def timing_rule(timings: list[JobTiming | None]) -> tuple[bool, str]:
-    """(whether the submission has a processing time t, how t is found or why there is none):
-    the sum of the jobs' exec_duration when every job has one, else the span from the earliest
-    started_at to the latest completed_at when every job has both (older predictions.json) and
-    it is not negative. processing_time computes t."""
-    if not timings or any(timing is None for timing in timings):
-        return False, "a predictions-file submission carries no processing time"
-    if all(timing.exec_seconds is not None for timing in timings):
-        return True, "sum of the jobs' exec_duration"
-    if all(timing.started is not None and timing.completed is not None for timing in timings):
-        if max(timing.completed for timing in timings) >= min(timing.started for timing in timings):
-            return True, "span from the earliest started_at to the latest completed_at"
-        return False, "the jobs' completed_at precede their started_at"
-    return False, "not every job carries exec_duration, nor started_at and completed_at"
+# What a job says of its time (JobTiming) and which rule gives t (timing_rule) are the platform's,
+# shared by any challenge: evaluation/grand_challenge.py. Here: t on every bootstrap row.
 
 
 def processing_time(timings: list[JobTiming | None], weights: np.ndarray) -> np.ndarray:

@@ -11,10 +11,11 @@ What the tasks share (patient ids, sockets, settings, the patient CSVs and boots
 
 from evaluation.challenges.hecktor2025.common import interval_columns
 from evaluation.challenges.hecktor2025.hpv import HpvTask, Task3Settings
+from evaluation.challenges.hecktor2025.ranking import NestedBorda
 from evaluation.challenges.hecktor2025.segmentation import SegmentationTask
 from evaluation.challenges.hecktor2025.survival import SurvivalTask, Task2Settings
 from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
-from evaluation.declarations.ranking_rules import NestedBorda, OrderedRanking
+from evaluation.declarations.ranking_rules import OrderedRanking
 
 __all__ = ["HecktorTask1", "HecktorTask2", "HecktorTask3"]
 

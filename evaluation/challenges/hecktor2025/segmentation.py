@@ -6,7 +6,7 @@ Per patient, one pass over both label maps gives every label count; GTVn lesions
 per-patient Dice of GTVp, the aggregated Dice of GTVn (HECKTOR 2022: sums weighted by each
 patient's voxel volume) and the aggregated detection F1 of GTVn (TP, FP, FN summed over the test
 set). The Borda ranking across submissions is computed from these by `final_rankings`
-(evaluation/declarations/ranking_rules.py), with `aggregate` for its bootstrap statistics.
+(ranking.py's NestedBorda), with `aggregate` for its bootstrap statistics.
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ from evaluation.metrics.instances import connected_components, f1_from_counts, m
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
+from evaluation.reading.label_maps import label_voxels, read_label_map
 from evaluation.settings import IMAGE_OUTPUT, setting
 
 BACKGROUND, GTVP, GTVN = 0, 1, 2
+LABELS = (BACKGROUND, GTVP, GTVN)
 LABEL_NAMES = "0 (background), 1 (GTVp) and 2 (GTVn)"
 MASK_SUFFIXES = (".nii.gz", ".mha", ".nii", ".nrrd")  # ground truth: <PatientID>.nii.gz or .mha
-LABEL_CHECK_SLAB = 1 << 22  # voxels checked at a time in a non-uint8 mask
 LESION_MATCHING = ("greedy", "hungarian")  # one to one, as match_instances names them
 GTVN_SUM_ELEMENTS = 1 << 21  # (patients x rows x 3) products summed at a time by aggregate (16 MB)
 
@@ -141,21 +142,16 @@ class SegmentationTask(HecktorEvaluation):
 
     def read_pair(self, case: Case, prediction: ImageFile, ground_truth: Path):
         """Both label maps as uint8 on the same grid, and that grid. The two headers are
-        compared before either is decoded: another grid (never resampled) is rejected naming both
-        geometries, so a header claiming billions of voxels is never decoded; then a label
-        outside {0, 1, 2} is rejected naming the case."""
+        compared before either is decoded (evaluation/reading/label_maps.py): another grid
+        (never resampled) is rejected naming what differs and both values, so a header claiming
+        billions of voxels is never decoded; then a label outside {0, 1, 2} is rejected naming
+        the case."""
         truth = open_image(self.truth, ground_truth, f"Ground truth {ground_truth.name}")
-        different = truth.geometry.differences(prediction.geometry, rtol=self.settings.geometry_tolerance)
-        if different:
-            verb = "differs" if len(different) == 1 else "differ"
-            raise SubmissionError(f"{case.name}: the segmentation's {' and '.join(different)} {verb} from the CT's and "
-                                  f"masks are not resampled: expected {truth.geometry.describe()}; found "
-                                  f"{prediction.geometry.describe()}.")
-        predicted = as_label_map(prediction.read(truth.shape), lambda labels: SubmissionError(
-            f"{case.name}: the segmentation holds label(s) {labels}; only {LABEL_NAMES} are allowed."))
-        truth_voxels = as_label_map(truth.read(None), lambda labels: SetupError(
-            f"Ground truth {ground_truth.name} holds label(s) {labels}; only {LABEL_NAMES} are allowed."))
-        return truth_voxels, predicted, truth.geometry
+        predicted = read_label_map(prediction, truth.geometry, LABELS, case.name, reference="CT",
+                                   labels_text=LABEL_NAMES, tolerance=self.settings.geometry_tolerance)
+        truth_voxels = label_voxels(truth.read(None), LABELS, self.truth, f"Ground truth {ground_truth.name}",
+                                    labels_text=LABEL_NAMES)
+        return truth_voxels, predicted.voxels, truth.geometry
 
     def score_case(self, case: Case, prediction, ground_truth: Path) -> PatientResult:
         truth, predicted, geometry = prediction
@@ -286,31 +282,6 @@ def labels_with_counts(labels: list[int], voxels: np.ndarray) -> str:
 
 def voxel_count(n: int) -> str:
     return f"{n} voxel" if n == 1 else f"{n} voxels"
-
-
-def as_label_map(array: np.ndarray, error) -> np.ndarray:
-    """The map as uint8 when every value is a whole number in 0-255 (labels above 2 are found by
-    the counting pass); else `error(description of the bad values)` is raised."""
-    if array.dtype == np.uint8:
-        return array
-    if array.dtype == bool:
-        return array.view(np.uint8)
-    if array.dtype.kind not in "iuf":
-        raise error(f"of type {array.dtype}")
-    flat = array.reshape(-1)
-    bad = []
-    for start in range(0, flat.size, LABEL_CHECK_SLAB):  # slabs: no full-size float temporaries
-        part = flat[start:start + LABEL_CHECK_SLAB]
-        fits = (part >= 0) & (part <= 255)
-        if array.dtype.kind == "f":
-            fits &= part == np.floor(part)  # NaN compares False: not a label
-        if not fits.all():
-            bad.append(part[~fits])
-    if not bad:
-        return array.astype(np.uint8)
-    values, voxels = np.unique(np.concatenate(bad), return_counts=True)
-    raise error(id_list((f"{v:g} ({voxel_count(n)})" for v, n in zip(values.tolist(), voxels.tolist(), strict=True)),
-                        limit=5))
 
 
 # ---- chart --------------------------------------------------------------------------------------

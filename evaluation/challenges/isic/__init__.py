@@ -186,11 +186,6 @@ class IsicEvaluation(Evaluation):
     def read_file_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
         return case.source  # the CSV was read and checked whole by file_cases
 
-    def score_one(self, case: Case) -> np.ndarray:
-        if case.job is None:  # a row of the CSV, checked whole by file_cases: no hook has work to do
-            return case.source
-        return super().score_one(case)
-
     def read_job_prediction(self, case: Case, ground_truth: int) -> np.ndarray:
         slug = self.settings.output_socket
         return confidences_from_json(case.read_json(slug), self.table.categories, f"{case.name}, output {slug!r}")

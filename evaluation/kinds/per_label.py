@@ -1,0 +1,233 @@
+"""What the label-image kinds (lesions, instances) share: metrics declared per label, each with
+how it is aggregated over the cases, from which the ranked values are built.
+
+A challenge of such a kind declares
+
+    labels = {1: "edema", 2: "tumour"}            # the classes scored, each on its own
+    ranked_metrics = {"lesion_f1": "pooled", "dice": "mean"}   # metric -> "mean" | "median" | "pooled"
+    labels_ranked = "mean"                        # "mean": one column per metric (the mean over the
+                                                  #  labels); "each": one column per label and metric
+    composite = {}                                # {metric: weight}: a weighted sum ranked first
+    ranking = "ordered"                           # "ordered" | "mean_of_ranks" | "case_rank_then_mean"
+
+and the kind says what each metric is (`metric_specs`): its title, direction, its per-case value
+(a key of the case's entry) and, for a pooled aggregate, which counts are summed over the cases
+and the function of the sums. Every case's result is {label name: {key: number}}.
+
+metrics.json: the ranked values at aggregates.<metric>_<aggregation> (labels_ranked "mean") or
+aggregates.<label>.<metric>.<aggregation> ("each"), aggregates.score for a composite; for every
+label, aggregates.<label>.<metric> = {"mean", "median"[, "pooled"]} and aggregates.<label>.counts
+(the summed counts); each case's entry under cases.<case id>.<label>.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from evaluation.declarations import ranking_rules
+from evaluation.declarations.columns import MEAN_OF_RANKS, Column
+from evaluation.kinds.declared import Declared, Ranked
+from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
+
+AGGREGATIONS = ("mean", "median", "pooled")
+AGGREGATION_TITLES = {"mean": "mean over cases", "median": "median over cases", "pooled": "pooled"}
+LABELS_RANKED = ("mean", "each")
+RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
+COMPOSITE_PATH = "aggregates.score"
+WHOLE_COUNTS = ("tp", "fp", "fn")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric of a kind: its column title, direction ("desc": higher is better), the key of
+    its per-case value in a label's entry, and for a pooled aggregate the entry's counts summed
+    over the cases with the function turning the sums (one array per count, one element per row
+    of case weights) into the value."""
+
+    title: str
+    order: str
+    counts: tuple[str, ...] = ()
+    pooled: Callable[..., np.ndarray] | None = None
+
+
+def ranking_rule_for(choice: str, case_columns: tuple[Column, ...] = ()) -> Callable[[str, tuple[Column, ...]], Any]:
+    """The final-ranking rule a challenge names, as a function of (leaderboard name, ranked
+    columns): "ordered" (the first ranked value, ties by the next), "mean_of_ranks" (the mean of
+    each ranked value's rank over the submissions), "case_rank_then_mean" (challengeR's
+    rank-then-aggregate: on every case the submissions ranked on each of `case_columns`, paths
+    inside a case's entry of metrics.json, then the mean rank). A rule ranking_rules lacks is
+    refused at the declaration, never replaced by another."""
+    if choice == "ordered":
+        return ranking_rules.OrderedRanking
+    wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "MeanOfCaseRanks"}[choice]
+    rule = getattr(ranking_rules, wanted, None)
+    if rule is None:
+        raise NotImplementedError(f"the final-ranking rule {choice!r} needs evaluation.declarations.ranking_rules."
+                                  f"{wanted}, which this version does not have; declare ranking = 'ordered'")
+    if choice == "case_rank_then_mean":
+        return lambda name, _columns: rule(name, case_columns)
+    return rule
+
+
+class PerLabel(Declared):
+    """Metrics declared per label with their aggregation (module docstring); a kind subclasses it,
+    sets `metric_specs` and scores a case into {label name: {key: number}}."""
+
+    labels: ClassVar[Mapping[int, str]] = {1: "lesion"}
+    ranked_metrics: ClassVar[Mapping[str, str]] = {}
+    labels_ranked: ClassVar[str] = "mean"
+    composite: ClassVar[Mapping[str, float]] = {}
+    composite_title: ClassVar[str] = "Composite score"
+    ranking: ClassVar[str] = "ordered"
+
+    @classmethod
+    def metric_specs(cls) -> dict[str, MetricSpec]:
+        raise NotImplementedError
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.name and cls.ranked_metrics:  # a challenge's declaration (the kinds themselves declare none)
+            cls.check_declaration()
+            cls.ranked = cls.declared_ranked()
+            if cls.ranking not in RANKINGS:
+                raise TypeError(f"{cls.__name__}.ranking {cls.ranking!r} is not one of {', '.join(RANKINGS)}")
+            if "ranking_rule" not in cls.__dict__:
+                cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.case_columns()))
+            if not cls.leaderboard_name:  # "edema_lesion_f1_pooled", not the path's last part "pooled"
+                cls.leaderboard_name = cls.ranked[0].path.removeprefix("aggregates.").replace(".", "_")
+            if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
+                cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
+        super().__init_subclass__(**kwargs)
+
+    # ---- the declaration ---------------------------------------------------------------------
+
+    @classmethod
+    def label_names(cls) -> tuple[str, ...]:
+        return tuple(cls.labels[label] for label in sorted(cls.labels))
+
+    @classmethod
+    def check_declaration(cls) -> None:
+        """TypeError naming what is wrong in the challenge's declaration, at import."""
+        specs = cls.metric_specs()
+        where = cls.__name__
+        if not cls.labels or not all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in cls.labels):
+            raise TypeError(f"{where}.labels must map positive whole labels to names, not {cls.labels!r}")
+        names = list(cls.labels.values())
+        reserved = {*specs, "counts", "score"}
+        for name in names:
+            if not isinstance(name, str) or not name.isidentifier() or name in reserved:
+                raise TypeError(f"{where}.labels: {name!r} is not a usable label name (an identifier, none of "
+                                f"{', '.join(sorted(reserved))})")
+        if len(set(names)) != len(names):
+            raise TypeError(f"{where}.labels names a label twice: {names}")
+        for metric, aggregation in cls.ranked_metrics.items():
+            if metric not in specs:
+                raise TypeError(f"{where}.ranked_metrics: unknown metric {metric!r}; the kind's are {', '.join(specs)}")
+            if aggregation not in AGGREGATIONS:
+                raise TypeError(f"{where}.ranked_metrics[{metric!r}]: {aggregation!r} is not one of "
+                                f"{', '.join(AGGREGATIONS)}")
+            if aggregation == "pooled" and specs[metric].pooled is None:
+                raise TypeError(f"{where}.ranked_metrics[{metric!r}]: {metric} has no pooled form (a mean or a median "
+                                f"over cases)")
+        if cls.labels_ranked not in LABELS_RANKED:
+            raise TypeError(f"{where}.labels_ranked {cls.labels_ranked!r} is not one of {', '.join(LABELS_RANKED)}")
+        for metric in cls.composite:
+            if metric not in cls.ranked_metrics:
+                raise TypeError(f"{where}.composite weighs {metric!r}, which is not one of its metrics")
+
+    @classmethod
+    def declared_ranked(cls) -> tuple[Ranked, ...]:
+        """The ranked values: the composite first when declared, then every declared metric (per
+        label with labels_ranked "each"), in declaration order."""
+        specs = cls.metric_specs()
+        several = len(cls.labels) > 1
+        ranked = []
+        for metric, aggregation in cls.ranked_metrics.items():
+            spec = specs[metric]
+            if cls.labels_ranked == "mean":
+                over = ", mean over classes" if several else ""
+                column = Column(f"{spec.title} ({AGGREGATION_TITLES[aggregation]}{over})",
+                                f"aggregates.{metric}_{aggregation}", spec.order)
+                ranked.append(Ranked(column, cls._over_labels(metric, aggregation)))
+            else:
+                for label in cls.label_names():
+                    column = Column(f"{label}: {spec.title} ({AGGREGATION_TITLES[aggregation]})",
+                                    f"aggregates.{label}.{metric}.{aggregation}", spec.order)
+                    ranked.append(Ranked(column, cls._of_label(metric, aggregation, label)))
+        if cls.composite:
+            parts = {metric: cls._over_labels(metric, cls.ranked_metrics[metric]) for metric in cls.composite}
+            weights = dict(cls.composite)
+
+            # Computed from its parts' own computations: a composite ranked first (the
+            # leaderboard's score) comes before the values it is made of.
+            def composite(results, case_weights, computed):
+                total = np.zeros(case_weights.shape[0], dtype=np.float64)
+                for metric, weight in weights.items():
+                    total = total + weight * parts[metric](results, case_weights, computed)
+                return total
+
+            ranked.insert(0, Ranked(Column(cls.composite_title, COMPOSITE_PATH, "desc"), composite))
+        return tuple(ranked)
+
+    @classmethod
+    def case_columns(cls) -> tuple[Column, ...]:
+        """Each ranked metric of each label as a column of one case's entry (cases.<case id>.<label>.
+        <metric>): what a per-case rule ranks the submissions on, case by case."""
+        specs = cls.metric_specs()
+        return tuple(Column(f"{label}: {specs[metric].title}", f"{label}.{metric}", specs[metric].order)
+                     for metric in cls.ranked_metrics for label in cls.label_names())
+
+    @classmethod
+    def _of_label(cls, metric: str, aggregation: str, label: str):
+        spec = cls.metric_specs()[metric]
+
+        def compute(results: Sequence[Any], weights: np.ndarray, _computed=None) -> np.ndarray:
+            entries = [result[label] for result in results]
+            if aggregation == "pooled":
+                counts = np.array([[entry[key] for key in spec.counts] for entry in entries],
+                                  dtype=np.float64).reshape(len(entries), len(spec.counts))
+                sums = np.atleast_2d(weighted_sum(counts, weights))
+                return np.atleast_1d(np.asarray(spec.pooled(*sums.T), dtype=np.float64))
+            values = np.array([entry[metric] for entry in entries], dtype=np.float64)
+            average = weighted_mean if aggregation == "mean" else weighted_median
+            return np.atleast_1d(average(values, weights))
+        return compute
+
+    @classmethod
+    def _over_labels(cls, metric: str, aggregation: str):
+        """The mean over the labels of each label's value (with one label, that label's)."""
+        per_label = [cls._of_label(metric, aggregation, label) for label in cls.label_names()]
+
+        def compute(results: Sequence[Any], weights: np.ndarray, _computed=None) -> np.ndarray:
+            total = per_label[0](results, weights)
+            for part in per_label[1:]:
+                total = total + part(results, weights)
+            return total / len(per_label)
+        return compute
+
+    # ---- metrics.json beside the ranked values -----------------------------------------------
+
+    def report(self, results: dict[str, Any]) -> dict[str, Any]:
+        """Per label: each declared metric's mean, median (and pooled value) over the cases, and
+        the summed counts; the number of cases."""
+        specs = self.metric_specs()
+        ordered = [results[case_id] for case_id in sorted(results)]
+        ones = np.ones((1, len(ordered)), dtype=np.int64)
+        aggregates: dict[str, Any] = {}
+        for label in self.label_names():
+            entry: dict[str, Any] = {}
+            counted: dict[str, float] = {}
+            for metric in self.ranked_metrics:
+                spec = specs[metric]
+                entry[metric] = {aggregation: float(self._of_label(metric, aggregation, label)(ordered, ones)[0])
+                                 for aggregation in AGGREGATIONS if aggregation != "pooled" or spec.pooled}
+                for key in spec.counts:
+                    counted[key] = float(weighted_sum(np.array([r[label][key] for r in ordered], dtype=np.float64),
+                                                      ones)[0])
+            # TP, FP and FN are whole numbers, shown as such (sums of whole floats: exact)
+            entry["counts"] = {key: int(value) if key in WHOLE_COUNTS else value for key, value in counted.items()}
+            aggregates[label] = entry
+        return {"aggregates": aggregates, "counts": {"cases": len(ordered)}}
