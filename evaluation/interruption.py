@@ -237,10 +237,11 @@ def run_child(command: Sequence[str], *, grace: float = 0.0, **options) -> subpr
 
 # ---- the results moved into place ------------------------------------------------------------------
 
-def install(moves: Sequence[tuple[Path, Path]], trash: Path, replace: bool | Collection[Path] = True,
+def install(moves: Sequence[tuple[Path, Path]], trash: Path | Sequence[Path], replace: bool | Collection[Path] = True,
             last: bool = False) -> None:
     """Each `(source, target)` of `moves`, in order: the entry at `target` (a link itself, never
-    what it points to) renamed into the folder `trash`, then `source` renamed to `target`. All or
+    what it points to) renamed into the folder `trash` (or the move's own of a sequence of trash
+    folders, one per move: each beside its target), then `source` renamed to `target`. All or
     none: when a rename fails, the ones done are undone (the old entries put back) and the
     OSError is raised. An existing target not in `replace` (True: all, False: none) is
     FileExistsError instead.
@@ -248,13 +249,14 @@ def install(moves: Sequence[tuple[Path, Path]], trash: Path, replace: bool | Col
     the command is `finished` before it is let through. Renames only: every source, target and `trash` must be on
     the file system of the target's folder."""
     steps: list[tuple[Path, Path]] = []  # renames done, (from, to), to undo in reverse
+    trashes = [trash] * len(moves) if isinstance(trash, Path) else list(trash)
     with held():
         try:
             for number, (source, target) in enumerate(moves):
                 if os.path.lexists(target):
                     if not (replace is True or (replace and target in replace)):
                         raise FileExistsError(f"{target} exists already")
-                    old = trash / f"{number}-{target.name}"
+                    old = trashes[number] / f"{number}-{target.name}"
                     os.rename(target, old)
                     steps.append((target, old))
                 os.rename(source, target)

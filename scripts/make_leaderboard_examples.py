@@ -5,9 +5,10 @@ ground-truth/<challenge>/ and the example test/<challenge>/ of this repository:
     python scripts/make_leaderboard_examples.py rare26 [isic2018 ...] [--force]
     python -m evaluation.leaderboard rare26 test/rare26/leaderboard/* --output DIR
 
-The examples command does the same for an organizer's own ground truth (`python -m
-evaluation.examples CHALLENGE --ground-truth ground-truth/CHALLENGE --output test/CHALLENGE
---force` rewrites test/CHALLENGE/leaderboard/ too).
+`python scripts/make_example.py CHALLENGE --force` rewrites these teams too, with the rest of the
+bundled example (the one command for all of it). The examples command does the same for an
+organizer's own ground truth (`python -m evaluation.examples CHALLENGE --ground-truth
+ground-truth/CHALLENGE --output test/CHALLENGE --force` rewrites test/CHALLENGE/leaderboard/ too).
 
 `root` (tests use a temporary one) is where test/<challenge>/leaderboard/ is written. An existing
 leaderboard/ is refused unless --force, which replaces that folder only.

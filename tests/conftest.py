@@ -16,8 +16,9 @@ start-up, image requirements, packaging) once it provides:
    Example(synthesize=..., invalid_examples=..., submission=..., min_cases=..., lineup=Lineup(...))}`;
    `submission` is the organizer command's writer, `lineup` the final ranking's teams.
 3. Its bundled data: ground-truth/<name>/ and test/<name>/ (input/, expected_metrics.json,
-   invalid/<case>/{input/, expected_error.txt}), written by `python scripts/make_example.py NAME`,
-   and test/<name>/leaderboard/ by `python scripts/make_leaderboard_examples.py NAME`.
+   invalid/<case>/{input/, expected_error.txt}, leaderboard/<team>/), all written by
+   `python scripts/make_example.py NAME [--force]` (the teams alone by
+   `python scripts/make_leaderboard_examples.py NAME`).
 4. Its page docs/challenges/<folder>.md, holding what `python -m evaluation.phase NAME` prints.
 
 Per-challenge oracles are optional tables keyed by name, whose absence means only the generic

@@ -1,14 +1,20 @@
 """python -m evaluation.new: each template writes a challenge that every command picks up, in a
-copy of this repository (the real tree stays untouched), adding files only; its metrics agree
-with an independent computation (scikit-learn, lifelines, a direct numpy Dice, scipy's
-linear_sum_assignment and a direct FROC, numpy radial errors); the
-generic tests pass on it; and a bad, taken or ambiguous name, or an unknown template, is
-refused with one line and nothing written."""
+copy of this repository (the real tree stays untouched), adding files only; a second task, of
+another template, is added to a folder of tasks the scaffold wrote and both work with every
+command; its metrics agree with an independent computation (scikit-learn, lifelines, a direct
+numpy Dice, scipy's linear_sum_assignment and a direct FROC, numpy radial errors); the generic
+tests pass on it; a bad, taken or ambiguous name, an unknown
+template, or a task for a folder the scaffold did not write as a folder of tasks (a bundled
+challenge's) is refused with one line and nothing written; a failed addition leaves the folder
+and its page byte for byte as they were; the last message names paths that exist; and
+scripts/make_example.py --force rewrites everything it made, stale files removed."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +23,9 @@ import numpy as np
 import pytest
 
 from evaluation.grand_challenge import value_at_path
-from evaluation.new import folder_for
+from evaluation.new import TEMPLATES, folder_for, scaffolded_tasks, task_module, task_packages
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ("classification", "segmentation", "points", "landmarks", "survival", "lesions", "instances", "regression")
 
 
 def run(copy: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -51,25 +56,42 @@ def repository_copy(target: Path) -> Path:
     return target
 
 
-# One name with a "-" (folder acmeseg/, page acmeseg.md): the segmentation challenge, on which
-# every generic test runs.
-SCAFFOLD_NAMES = {template: f"acme{template[:3]}" for template in TEMPLATES} | {"segmentation": "acmeseg-task1"}
+# One scaffold per template, each in a folder of its own whose names start differently (a letter
+# each); the segmentation challenge's name has a "-" (a folder of tasks: acmeXseg/ holding the
+# subpackage acmeXseg_task1/, page acmeXseg.md), and a second task of another template is added
+# to that folder (ADDED): the generic tests run on both.
+SCAFFOLD_NAMES = {template: f"acme{chr(ord('a') + number)}{template[:3]}" for number, template in enumerate(TEMPLATES)}
+SCAFFOLD_NAMES["segmentation"] += "-task1"
+ADDED = "added-task"  # scaffolded[ADDED]: the second task of the segmentation folder
+ADDED_TEMPLATE = "classification"
+SCAFFOLD_NAMES[ADDED] = folder_for(SCAFFOLD_NAMES["segmentation"]) + "-task2"
+TEMPLATE_OF = {**{template: template for template in TEMPLATES}, ADDED: ADDED_TEMPLATE}
+SCAFFOLDS = (*TEMPLATES, ADDED)
+OUTPUTS: dict[str, str] = {}  # {scaffold: what its command printed (stdout and stderr)}
+
+
+def scaffold_command(copy: Path, name: str, template: str, **options) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "evaluation.new", name, "--template", template], cwd=copy,
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **options)
 
 
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory) -> dict[str, tuple[Path, str]]:
-    """{template: (a repository copy, the challenge written there)}, one copy for all the templates."""
+    """{scaffold: (a repository copy, the challenge written there)}, one copy for every template
+    and the task added to the segmentation folder."""
     copy = repository_copy(tmp_path_factory.mktemp("new") / "repo")
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    # Every scaffold at once, into the same copy: each builds in its own scratch folder and moves
-    # its own new paths in (renames), so they cannot see each other half-written.
-    started = {template: subprocess.Popen([sys.executable, "-m", "evaluation.new", SCAFFOLD_NAMES[template],
-                                           "--template", template], cwd=copy, env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True) for template in TEMPLATES}
-    for process in started.values():
-        output, _ = process.communicate(timeout=300)
-        assert process.returncode == 0, output
-    return {template: (copy, SCAFFOLD_NAMES[template]) for template in TEMPLATES}
+    # One scaffold per template at once, into the same copy: each builds in its own scratch
+    # folder and moves its own new paths in (renames), so they cannot see each other half-written.
+    started = {template: scaffold_command(copy, SCAFFOLD_NAMES[template], template) for template in TEMPLATES}
+    for template, process in started.items():
+        OUTPUTS[template], _ = process.communicate(timeout=300)
+        assert process.returncode == 0, OUTPUTS[template]
+    # Then a second task, of another template, added to the segmentation challenge's folder.
+    added = scaffold_command(copy, SCAFFOLD_NAMES[ADDED], ADDED_TEMPLATE)
+    OUTPUTS[ADDED], _ = added.communicate(timeout=300)
+    assert added.returncode == 0, OUTPUTS[ADDED]
+    return {scaffold: (copy, SCAFFOLD_NAMES[scaffold]) for scaffold in SCAFFOLDS}
 
 
 def test_only_files_are_added(scaffolded):
@@ -84,9 +106,9 @@ def test_only_files_are_added(scaffolded):
     assert not list(copy.glob(".new-*")), "a scratch folder was left behind"
 
 
-@pytest.mark.parametrize("template", TEMPLATES)
-def test_every_command_picks_it_up(scaffolded, template, tmp_path):
-    copy, name = scaffolded[template]
+@pytest.mark.parametrize("scaffold", SCAFFOLDS)
+def test_every_command_picks_it_up(scaffolded, scaffold, tmp_path):
+    copy, name = scaffolded[scaffold]
     python = sys.executable
     listed = run(copy, python, "-m", "evaluation", "--list")
     assert listed.returncode == 0 and name in listed.stdout
@@ -118,6 +140,12 @@ def test_every_command_picks_it_up(scaffolded, template, tmp_path):
     # the image's packages, as build.sh reads them
     packages = run(copy, python, "-m", "evaluation.image_requirements", name, "requirements.txt")
     assert packages.returncode == 0 and packages.stdout.startswith("numpy==")
+    def normalized(package: str) -> str:
+        return re.sub(r"[-_.]+", "-", package).lower()
+
+    # exactly its template's packages: a folder of tasks declares each task's own
+    assert sorted(normalized(line.split("==")[0]) for line in packages.stdout.split()) == \
+        sorted(map(normalized, task_packages(TEMPLATE_OF[scaffold])))
     # the final ranking ranks the four valid teams, team-x excluded
     teams = sorted(str(p) for p in (example / "leaderboard").iterdir())
     ranking = run(copy, python, "-m", "evaluation.leaderboard", name, *teams, "--output", str(tmp_path / "ranking"),
@@ -173,6 +201,8 @@ def independent(template: str, copy: Path, name: str) -> dict[str, float]:
         lifelines = pytest.importorskip("lifelines.utils")
         return {"aggregates.c_index": lifelines.concordance_index(
             [truth[c]["time"] for c in cases], [-values[c] for c in cases], [truth[c]["event"] for c in cases])}
+    if template not in ("landmarks", "points"):  # a new kind brings its own independent computation here
+        raise NotImplementedError(f"no independent computation of the {template} template's metrics in this test")
     if template == "landmarks":  # numpy distances in mm (the examples' grids have an identity direction)
         errors = np.array([np.linalg.norm(np.array(truth[c]["landmarks"][item["name"]]) - np.array(item["point"][:2]))
                            for c in cases for item in values[c]["points"]])
@@ -320,9 +350,10 @@ def independent_instances(ground_truth: Path, example: Path, jobs: list[dict]) -
             "aggregates.rq_pooled": float(np.mean(rq))}
 
 
-@pytest.mark.parametrize("template", TEMPLATES)
-def test_template_metrics_agree_with_an_independent_computation(scaffolded, template):
-    copy, name = scaffolded[template]
+@pytest.mark.parametrize("scaffold", SCAFFOLDS)
+def test_template_metrics_agree_with_an_independent_computation(scaffolded, scaffold):
+    copy, name = scaffolded[scaffold]
+    template = TEMPLATE_OF[scaffold]
     expected = json.loads((copy / "test" / name / "expected_metrics.json").read_text())
     for path, value in independent(template, copy, name).items():
         assert value_at_path(expected, path) == pytest.approx(value, rel=1e-12, abs=1e-12), path
@@ -432,7 +463,16 @@ def test_generic_tests_run_on_a_new_challenge(scaffolded):
     (["rare26", "--template", "survival"], "exists already"),
     (["rare2", "--template", "survival"], "start alike"),
     (["isic2020", "--template", "survival"], "start alike"),
-    (["acme", "--template", "spectroscopy"], "Unknown template"),
+    (["acme", "--template", "no-such-kind"], "Unknown template"),
+    # a task is added only to a folder of tasks the scaffold wrote, never a bundled challenge's
+    (["hecktor2025-task4", "--template", "survival"], "cannot be added to evaluation/challenges/hecktor2025/"),
+    (["rare26-task2", "--template", "survival"], "cannot be added to evaluation/challenges/rare26/"),
+    # nor the folder of a challenge named as its folder, nor under a task's name it holds
+    ([SCAFFOLD_NAMES["classification"] + "-task2", "--template", "survival"], "cannot be added to"),
+    ([SCAFFOLD_NAMES["classification"], "--template", "survival"], "exists already"),
+    ([SCAFFOLD_NAMES["segmentation"], "--template", "survival"], "holds the task"),
+    ([SCAFFOLD_NAMES[ADDED], "--template", "classification"], "holds the task"),
+    ([SCAFFOLD_NAMES["segmentation"].replace("-task1", "-task-1"), "--template", "survival"], "would be the task"),
 ])
 def test_refusals_write_nothing(scaffolded, arguments, message):
     copy = next(iter(scaffolded.values()))[0]  # a copy: a refusal that broke would write there, not here
@@ -475,9 +515,157 @@ def test_help_documents_the_command():
 
 def test_the_guide_shows_the_scaffold_output():
     """docs/adding-a-challenge.md's worked example is what the classification template writes."""
-    from evaluation.new import rendered
+    from evaluation.new import folder_declaration, rendered
 
     files = rendered("classification", "acme2027", "acme2027")
     guide = (ROOT / "docs" / "adding-a-challenge.md").read_text()
     for name in ("__init__.py", "examples.py"):
         assert f"```python\n{files[name]}```" in guide, name
+    # and its folder of tasks, after a classification task and a segmentation one
+    tasks = {"acme2027-task1": task_packages("classification"), "acme2027-task2": task_packages("segmentation")}
+    assert f"```python\n{folder_declaration('acme2027', tasks)}```" in guide
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """{relative path: bytes} of every file under `folder`, links not followed."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_a_task_is_added_to_a_folder_of_tasks(scaffolded):
+    """The second task lives beside the first in their folder (a subpackage each), the folder's
+    __init__.py declares both (the scaffold would add a third), and the folder's page holds both
+    tasks' sections, each with its phase's output."""
+    copy, first = scaffolded["segmentation"]
+    second = scaffolded[ADDED][1]
+    folder = folder_for(first)
+    package = copy / "evaluation" / "challenges" / folder
+    assert sorted(p.name for p in package.iterdir()) == sorted(["__init__.py", task_module(first),
+                                                                task_module(second)])
+    tasks = scaffolded_tasks(package, folder)
+    assert tasks is not None and sorted(tasks) == [first, second]
+    assert "SimpleITK" in tasks[first] and "SimpleITK" not in tasks[second]
+    for name in (first, second):  # each task's declaration leaves its packages to the folder's
+        assert "RUNTIME_PACKAGES" not in (package / task_module(name) / "__init__.py").read_text()
+    page = (copy / "docs" / "challenges" / f"{folder}.md").read_text()
+    assert page.index(f"# {first}\n") < page.index(f"# {second}\n") and "__PHASE_OUTPUT__" not in page
+    for name in (first, second):
+        phase = run(copy, sys.executable, "-m", "evaluation.phase", name)
+        assert phase.stdout.strip() in page
+    listed = run(copy, sys.executable, "-m", "evaluation", "--list").stdout
+    assert f"{first}:" in listed and f"{second}:" in listed
+
+
+@pytest.mark.parametrize("scaffold", SCAFFOLDS)
+def test_the_last_message_names_the_installed_paths(scaffolded, scaffold):
+    """The scaffold's last message names where everything is, each path there now (never its
+    scratch folder, gone at the end), and the next commands: run the example, run its tests."""
+    copy, name = scaffolded[scaffold]
+    output = OUTPUTS[scaffold]
+    message = output[output.rindex(f"Wrote the challenge {name} into {copy}:"):]
+    paths = [Path(line.strip()) for line in message.splitlines() if line.startswith(f"  {copy}/")]
+    assert len(paths) >= 4 and all(path.exists() for path in paths), message
+    assert {copy / "ground-truth" / name, copy / "test" / name} <= set(paths)
+    assert ".new-" not in output and "in-progress" not in message
+    assert f"python -m evaluation {name} --ground-truth ground-truth/{name} --input test/{name}/input" in message
+    assert message.rstrip().endswith(f"./run-tests.sh -k {folder_for(name)}")
+
+
+def test_a_failed_addition_leaves_the_folder_as_it_was(scaffolded):
+    """A task whose template is broken (its invalid example is a valid one: the build's check
+    fails, exit 4) is added to the folder of tasks: the folder and its page stay byte for byte as
+    they were, nothing of the task is written, no scratch folder is left."""
+    copy, first = scaffolded["segmentation"]
+    folder = folder_for(first)
+    package, page = copy / "evaluation" / "challenges" / folder, copy / "docs" / "challenges" / f"{folder}.md"
+    before = (tree(package), page.read_bytes(), git(copy, "status", "--porcelain", "--untracked-files=all"))
+    template = copy / "evaluation" / "new" / "templates" / "classification" / "examples.py.tmpl"
+    original = template.read_text()
+    assert 'b"1.5\\n"' in original
+    template.write_text(original.replace('b"1.5\\n"', 'b"0.5\\n"'))  # "out-of-range" is then in range
+    try:
+        name = f"{folder}-broken"
+        process = scaffold_command(copy, name, "classification")
+        output, _ = process.communicate(timeout=300)
+    finally:
+        template.write_text(original)
+    assert process.returncode == 4, output
+    assert output.strip().splitlines()[-1].startswith(f"The new challenge {name} failed to make its own example")
+    assert (tree(package), page.read_bytes(), git(copy, "status", "--porcelain", "--untracked-files=all")) == before
+    parents = (".", "ground-truth", "test", "docs/challenges", "evaluation/challenges")
+    assert not [p for parent in parents for p in (copy / parent).glob(".new-*")]
+
+
+def test_make_example_force_rewrites_everything_it_made(scaffolded):
+    """scripts/make_example.py NAME --force on a scaffolded task: the ground truth, the example and
+    the leaderboard teams rewritten byte for byte, the stale files of an earlier version (a team,
+    an invalid submission, a ground-truth file) removed; another file of test/NAME/ stays."""
+    copy, name = scaffolded[ADDED]
+    example, truth = copy / "test" / name, copy / "ground-truth" / name
+    before = (tree(example), tree(truth))
+    stale = [example / "leaderboard" / "team-old" / "predictions.json", example / "invalid" / "old-case" / "input"
+             / "predictions.json", truth / "old-reference.json"]
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("[]\n")
+    (example / "NOTES.md").write_text("mine\n")
+    refused = run(copy, sys.executable, "scripts/make_example.py", name)
+    assert refused.returncode == 2 and "--force" in refused.stderr.strip().splitlines()[-1]
+    done = run(copy, sys.executable, "scripts/make_example.py", name, "--force")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert not [path for path in stale if os.path.lexists(path)]
+    assert (example / "NOTES.md").read_text() == "mine\n"
+    (example / "NOTES.md").unlink()
+    assert (tree(example), tree(truth)) == before
+    help_text = run(copy, sys.executable, "scripts/make_example.py", "--help").stdout
+    assert "leaderboard/" in help_text and "stale" in help_text
+
+
+def test_the_examples_command_rewrites_the_teams_too(scaffolded, tmp_path):
+    """python -m evaluation.examples NAME --ground-truth ... --output test/NAME --force (the bundled
+    example folder of a scaffolded task): its teams are rewritten with the rest, a stale one removed."""
+    copy, name = scaffolded[ADDED]
+    scratch = tmp_path / "example"
+    shutil.copytree(copy / "test" / name, scratch)
+    (scratch / "leaderboard" / "team-old").mkdir()
+    (scratch / "leaderboard" / "team-old" / "predictions.json").write_text("[]\n")
+    done = run(copy, sys.executable, "-m", "evaluation.examples", name, "--ground-truth", f"ground-truth/{name}",
+               "--output", str(scratch), "--force")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (scratch / "leaderboard").iterdir()) == ["team-a", "team-b", "team-c", "team-d",
+                                                                          "team-x"]
+
+
+def test_templates_are_the_template_folders():
+    """A kind is a folder of evaluation/new/templates/ holding *.tmpl files, with a one-line title."""
+    from evaluation.new import TEMPLATE_DIR, TITLES
+
+    folders = sorted(p.name for p in TEMPLATE_DIR.iterdir() if p.is_dir() and list(p.glob("*.tmpl")))
+    assert list(TEMPLATES) == folders
+    assert set(folders) <= set(TITLES) and all("\n" not in TITLES[kind] for kind in folders)
+
+
+def test_a_failed_final_rename_puts_the_replaced_folder_and_page_back(tmp_path):
+    """The last step of an addition (evaluation.interruption.install, a trash folder beside each
+    target): when a rename fails after the folder was replaced (here the page's new file is
+    missing), the old folder and page are back byte for byte, the new folder back where it was
+    built, nothing in the trash folders."""
+    from evaluation.interruption import install
+
+    challenges, docs = tmp_path / "challenges", tmp_path / "docs"
+    folder, page = challenges / "acme", docs / "acme.md"
+    (folder / "acme_task1").mkdir(parents=True)
+    (folder / "__init__.py").write_text("old declaration\n")
+    (folder / "acme_task1" / "__init__.py").write_text("task 1\n")
+    docs.mkdir()
+    page.write_text("# acme-task1\n")
+    beside_folder, beside_page = challenges / ".new-acme-task2-in-progress-x", docs / ".new-acme-task2-in-progress-y"
+    (beside_folder / "acme" / "acme_task2").mkdir(parents=True)
+    (beside_folder / "acme" / "__init__.py").write_text("new declaration\n")
+    beside_page.mkdir()
+    before = (tree(folder), page.read_bytes(), tree(beside_folder / "acme"))
+    with pytest.raises(FileNotFoundError):
+        install([(beside_folder / "acme", folder), (beside_page / "acme.md", page)], [beside_folder, beside_page],
+                replace={folder, page})
+    assert (tree(folder), page.read_bytes(), tree(beside_folder / "acme")) == before
+    assert sorted(p.name for p in beside_folder.iterdir()) == ["acme"] and list(beside_page.iterdir()) == []

@@ -586,6 +586,53 @@ def test_sigterm_at_random_moments_installs_all_or_nothing(tmp_path, repository)
     assert set(outcomes) - {0}
 
 
+def folder_state(repository: Path, folder: str) -> dict[str, str]:
+    """A folder of tasks and its page as they read: {path: sha256}, Python's caches left out."""
+    package = repository / "evaluation" / "challenges" / folder
+    page = repository / "docs" / "challenges" / f"{folder}.md"
+    state = {f"package/{path}": digest for path, digest in content(package).items() if "__pycache__" not in path}
+    return {**state, "page": hashlib.sha256(page.read_bytes()).hexdigest()}
+
+
+@pytest.mark.slow
+def test_sigterm_while_a_task_is_added_leaves_the_folder_or_adds_the_whole_task(tmp_path, repository):
+    """A task added to a folder of tasks the scaffold wrote, SIGTERM at seeded random moments,
+    the final renames (the folder and its page replaced) included: exit 0 with the task's four
+    paths and the folder holding both tasks, or 143 with the folder and its page byte for byte
+    as they were and nothing of the task; never a scratch folder or a process left."""
+    folder = "acmetasks"
+    first = scaffold(tmp_path, repository, f"{folder}-task1")
+    assert first["code"] == 0, first["stderr"]
+    before = folder_state(repository, folder)
+    timing = scaffold(tmp_path, repository, f"{folder}-timing", "survival")
+    assert timing["code"] == 0, timing["stderr"]
+    added = folder_state(repository, folder)
+    assert added != before and any("acmetasks_timing/" in path for path in added)
+    draw = random.Random(11)  # one moment surely within the run, four anywhere in it
+    moments = sorted([0.3 * timing["seconds"], *(draw.uniform(0.05, 1.15 * timing["seconds"]) for _ in range(4))])
+    outcomes = []
+    for number, moment in enumerate(moments):
+        state = folder_state(repository, folder)
+        name = f"{folder}-random{number}"
+        report = scaffold(tmp_path, repository, name, "survival", term_after=moment)
+        no_process_left(report)
+        assert scratch_folders(repository) == [] and list((tmp_path / "tmp").iterdir()) == []
+        task = [path for path in (f"ground-truth/{name}", f"test/{name}") if os.path.lexists(repository / path)]
+        if report["code"] == 0:
+            assert task == [f"ground-truth/{name}", f"test/{name}"]
+            assert any(f"acmetasks_random{number}/" in path for path in folder_state(repository, folder))
+        else:
+            stopped(report, NEW_STOPPED)
+            assert task == [] and folder_state(repository, folder) == state
+        outcomes.append(report["code"])
+    print(f"moments {[round(m, 2) for m in moments]} s of {timing['seconds']:.2f} s: exits {outcomes}")
+    assert set(outcomes) - {0}
+    shutil.rmtree(repository / "evaluation" / "challenges" / folder)
+    (repository / "docs" / "challenges" / f"{folder}.md").unlink()
+    for path in (*repository.glob(f"ground-truth/{folder}-*"), *repository.glob(f"test/{folder}-*")):
+        shutil.rmtree(path)
+
+
 @pytest.mark.slow
 def test_the_build_killed_by_the_machine_is_exit_3(tmp_path, repository):
     """The scaffold's build process killed by SIGKILL: the machine's doing, exit 3 in one line

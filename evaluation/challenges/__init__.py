@@ -2,9 +2,13 @@
 
 A folder here (a package: `rare26/__init__.py`) is one challenge, or a family of challenges that
 share their code (`isic/`: isic2018 and isic2019; `hecktor2025/`: its three tasks). Its
-`__init__.py` is the declaration: it defines, or imports from the folder's modules, the
-Evaluation subclasses whose `name` is run on the command line, and `RUNTIME_PACKAGES`, the
-packages of requirements.txt its image installs. Every challenge's name starts with its folder's
+`__init__.py` is the declaration: it defines, or imports from the folder's modules or
+subpackages, the Evaluation subclasses whose `name` is run on the command line, and
+`RUNTIME_PACKAGES`, the packages of requirements.txt its image installs (a dict by name for a
+folder of several). A folder of tasks written by `python -m evaluation.new acme2027-task1` holds
+each task in a subpackage of its own (`acme2027/acme2027_task1/`), its __init__.py importing
+each task's class; the examples are found in the folder's and its subpackages' modules named
+`*examples` (evaluation/examples). Every challenge's name starts with its folder's
 name, so a run imports the one folder whose name is the longest prefix of the name asked for,
 and nothing of the others. Adding a challenge is adding a folder: there is no list to edit
 (`python -m evaluation.new NAME` writes one; docs/adding-a-challenge.md).

@@ -2,8 +2,9 @@
 
 Not part of scoring (the evaluation image does not need this package, nor the challenges'
 example modules). Each challenge folder has an `examples.py` (hecktor2025 also a
-`task1_examples.py`: every module of the folder whose name ends in `examples`) that writes the
-examples of its challenges and declares them in `EXAMPLES`:
+`task1_examples.py`; a folder of tasks written by `python -m evaluation.new`, one in each task's
+subpackage: every module of the folder or of its subpackages whose name ends in `examples`) that
+writes the examples of its challenges and declares them in `EXAMPLES`:
 
     EXAMPLES = {"rare26": Example(synthesize=synthesize, invalid_examples=invalid_examples)}
 
@@ -69,17 +70,25 @@ class Example:
 
 
 def examples() -> dict[str, Example]:
-    """Every challenge's examples, from the EXAMPLES of its folder's example modules."""
+    """Every challenge's examples, from the EXAMPLES of its folder's example modules (those of
+    its subpackages too: a folder of tasks holds one per task)."""
     import evaluation.challenges as challenges
 
     found: dict[str, Example] = {}
     for folder in challenges.challenge_folders():
         package = challenges.folder_package(folder)
-        for module_info in pkgutil.iter_modules(package.__path__):
-            if module_info.name.endswith("examples"):
-                module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        for module_info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.",
+                                                 onerror=_reraise):
+            if module_info.name.rsplit(".", 1)[-1].endswith("examples"):
+                module = importlib.import_module(module_info.name)
                 found.update(getattr(module, "EXAMPLES", {}))
     return dict(sorted(found.items()))
+
+
+def _reraise(name: str) -> None:
+    """walk_packages' onerror, called while a subpackage's ImportError is handled: raised again,
+    never skipped (its default would silently drop that subpackage's examples)."""
+    raise  # the ImportError being handled
 
 
 def example(challenge: str) -> Example:
@@ -117,7 +126,10 @@ def _main(argv: list[str] | None) -> int:
     parser = CommandParser(prog="python -m evaluation.examples",
                            description="Write a synthetic ground truth and a submission for it (--out), or a test "
                                        "example for your own ground truth (--ground-truth, --output), laid out as "
-                                       "test/<challenge>/.")
+                                       "test/<challenge>/ (its leaderboard/ teams too, when --output has one).",
+                           epilog="To regenerate ALL of a bundled example of this repository (ground-truth/"
+                                  "<challenge>/ and test/<challenge>/, teams included, stale files removed): "
+                                  "python scripts/make_example.py CHALLENGE --force.")
     parser.add_argument("challenge")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--out", type=Path, help="synthetic: folder to write ground-truth/ and input/ into")
@@ -130,7 +142,8 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--force", action="store_true", help="with --out: write into a folder that holds files, "
                                                              "replacing its ground-truth/ and input/; with "
                                                              "--ground-truth: replace an existing input/, "
-                                                             "expected_metrics.json and invalid/ in --output")
+                                                             "expected_metrics.json, invalid/ and leaderboard/ in "
+                                                             "--output, each whole (stale files removed)")
     args = parser.parse_args(argv)
     from evaluation.examples.organizer import make_organizer_example, write_synthetic_example
 

@@ -236,11 +236,14 @@ def checked_ground_truth(challenge_class, ground_truth: Path) -> Path:
 
 
 def write_bundled_example(challenge: str, ground_truth: Path, example: Path) -> None:
-    """A challenge's bundled example: its synthetic ground truth (seed 0) in `ground_truth`,
-    replacing what is there, and its test example (OUTPUTS: the synthetic submission, its
-    metrics.json, its invalid examples) in `example` (scripts/make_example.py, evaluation.new)."""
+    """A challenge's bundled example, all of it: its synthetic ground truth (seed 0) in
+    `ground_truth`, replacing what is there, and its test example in `example` (OUTPUTS: the
+    synthetic submission, its metrics.json, its invalid examples; and LEADERBOARD, the final
+    ranking's teams, when its Example declares a lineup), each replaced whole, so that nothing
+    stale of an earlier version stays (scripts/make_example.py, evaluation.new)."""
     from evaluation import examples
 
+    leaderboard = examples.example(challenge).lineup is not None
     with scratch_folder() as scratch:
         examples.synthesize(challenge, Path(scratch), seed=0)
         if os.path.lexists(ground_truth):
@@ -253,7 +256,7 @@ def write_bundled_example(challenge: str, ground_truth: Path, example: Path) -> 
                       write_submission=lambda input_dir: copy_tree(Path(scratch) / "input", input_dir,
                                                                    dirs_exist_ok=True),
                       invalid_changes=lambda input_dir: examples.invalid_examples(challenge, input_dir),
-                      force=True)
+                      force=True, leaderboard=leaderboard)
 
 
 def write_example(challenge: str, ground_truth: Path, output: Path, write_submission: Callable[[Path], None],

@@ -2,8 +2,7 @@
 that holds the new challenge's folder (so that it is found as every challenge is), it writes
 ground-truth/NAME/ (the synthetic ground truth, seed 0), test/NAME/ (input/, expected_metrics.json
 and invalid/, each from a run of the evaluation) and test/NAME/leaderboard/ (the final ranking's
-teams, each scored), as scripts/make_example.py and scripts/make_leaderboard_examples.py do for
-the bundled challenges."""
+teams, each scored), as scripts/make_example.py does for the bundled challenges."""
 
 from __future__ import annotations
 
@@ -28,15 +27,13 @@ def phase_output(name: str) -> str:
 
 
 def build(argv: list[str] | None) -> int:
-    from evaluation.examples.leaderboard_teams import LEADERBOARD, write_leaderboard
     from evaluation.examples.organizer import write_bundled_example
     from evaluation.new import page_for
 
     (name,) = sys.argv[1:] if argv is None else argv
     root = Path.cwd()
     ground_truth, example = root / "ground-truth" / name, root / "test" / name
-    write_bundled_example(name, ground_truth, example)
-    write_leaderboard(name, example / LEADERBOARD, ground_truth, example)
+    write_bundled_example(name, ground_truth, example)  # its leaderboard teams too
     page = root / "docs" / "challenges" / page_for(name)  # shows the phase command's output
     page.write_text(page.read_text(encoding="utf-8").replace(PHASE_OUTPUT, phase_output(name)), encoding="utf-8")
     return 0
