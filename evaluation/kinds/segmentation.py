@@ -13,12 +13,24 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   or {label name: tolerance})`; every surface metric takes `boundary` ("voxels", the default:
   border voxels as medpy and MONAI; "surfels": DeepMind's) and `connectivity` (1, face
   neighbours; up to the maps' dimensionality), and any metric a `key` (its name in metrics.json:
-  dice, iou, hd95, hd, masd, assd, nsd by default). Default: (Dice(), Hausdorff(95),
-  NormalizedSurfaceDice(2.0)).
+  dice, iou, hd95, hd, masd, assd, nsd, cldice, betti0_error by default). Default: (Dice(),
+  Hausdorff(95), NormalizedSurfaceDice(2.0)).
+  Topology (metrics.topology; they need scikit-image in the image): `ClDice(skeleton_empty=0.0,
+  axis_order="zyx")`, centreline Dice, the harmonic mean of the predicted skeleton's share inside
+  the truth and the true skeleton's inside the prediction (skimage's skeletonize: Zhang's thinning
+  in 2D, Lee's in 3D); empty policies as Dice's, `skeleton_empty` the value when a nonempty mask's
+  skeleton is empty (0, as TopCoW's scorer; None: undefined); Lee's thinning visits the axes in
+  the array's order and its skeleton depends on it: "zyx" thins numpy's order as read, "xyz" the
+  reversed (the image's index order, a scorer transposing SimpleITK's arrays: TopCoW 2024).
+  `BettiError(dimension=0, connectivity=None)`: |b(P) − b(G)| of the Betti number of `dimension`
+  (0 components, 1 holes/tunnels, 2 cavities in 3D) at the foreground connectivity (None: 8 in
+  2D, 26 in 3D; 4/8, 6/26 with `dimensions` declared to match), lower is better; no empty policy
+  (an empty mask's Betti numbers are 0). Both on each label's box of the union widened by one
+  voxel.
   Empty policies (`both_empty`, `truth_empty`, `prediction_empty`): a number, "diagonal" for
   distances (the image's diagonal in the spacing's units: a distance no prediction can exceed),
   or None: undefined (null in metrics.json, left out of the means; never for a ranked metric).
-  Defaults: Dice and IoU 1 / 0 / 0, NSD 1 / 0 / 0, distances 0 / "diagonal" / "diagonal".
+  Defaults: Dice, IoU and clDice 1 / 0 / 0, NSD 1 / 0 / 0, distances 0 / "diagonal" / "diagonal".
 - `spacing`: "header" (default: distances and tolerances in the image header's units, mm) or
   "voxels" (every voxel 1 × 1 × 1, whatever the header says).
 - `ranked_metrics`: the ranked values, in leaderboard order (the first is the score), each a
@@ -57,7 +69,8 @@ Computation: one pass over both label maps for every label's voxel counts and bo
 (metrics.overlap.label_overlap_counts), then surface distances per label on its own crop
 (metrics.surface.label_surface_distances), once per surface variant (boundary, connectivity)
 that the declared metrics use: the Hausdorff distance, the average surface distance and the NSD
-are read off the same distances.
+are read off the same distances. The topology metrics take each label's two masks on its box
+(from the same pass) widened by one voxel: the skeletons and Betti numbers of the whole masks.
 """
 
 from __future__ import annotations
