@@ -624,3 +624,28 @@ def test_a_wrong_topology_declaration_is_refused(attributes, message):
 def test_a_wrong_topology_metric_is_refused(make, message):
     with pytest.raises(TypeError, match=message):
         make()
+
+
+def test_2d_cldice_and_the_betti1_error_equal_skimage_and_scipy():
+    """2D: Zhang's thinning (skimage's skeletonize) for clDice; holes counted as scipy's
+    4-connected background components enclosed by the mask for the Betti-1 error (8-connected
+    foreground)."""
+    def holes(mask):
+        background = ~np.pad(mask, 1)
+        return int(ndimage.label(background, structure=ndimage.generate_binary_structure(2, 1))[1]) - 1
+
+    shape = (40, 48)
+    truth = np.zeros(shape, dtype=np.uint8)
+    prediction = np.zeros(shape, dtype=np.uint8)
+    truth[5:30, 5:40] = 1
+    truth[10:15, 10:15] = 0  # two holes
+    truth[18:25, 20:30] = 0
+    prediction[6:31, 5:41] = 1
+    prediction[10:15, 10:15] = 0  # one hole
+    prediction[33:36, 2:40] = 2  # a bar only predicted
+    result = score_label_maps(prediction, truth, {1: "ring", 2: "bar"}, (ClDice(), BettiError(1)), (1.0, 1.0))
+    p, t = prediction == 1, truth == 1
+    assert result["ring/cldice"] == pytest.approx(topcow_cldice(p, t), rel=1e-12)
+    assert 0 < result["ring/cldice"] < 1
+    assert result["ring/betti1_error"] == abs(holes(p) - holes(t)) == 1
+    assert result["bar/cldice"] == 0.0 and result["bar/betti1_error"] == 0.0
