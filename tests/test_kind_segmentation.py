@@ -1,12 +1,15 @@
 """The segmentation kind (evaluation/kinds/segmentation.py): its per-label metrics against the
 peers organizers use (medpy's border-voxel distances, hd95 and assd; DeepMind's surface-distance
-for surfels; numpy for Dice and IoU; pandas for the description over cases) on anisotropic 3D
+for surfels; numpy for Dice and IoU; pandas for the description over cases; scikit-image's
+skeletonize for clDice as TopCoW's scorer computes it; scipy's and cc3d's connected components for
+the Betti-0 error) on anisotropic 3D
 and 2D label maps with empty labels; its declaration checks; and whole runs of the evaluation's
 command on real files: hostile label maps exit 1 with one line naming the case and no
 metrics.json, a noise prediction is scored in bounded time."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -20,6 +23,8 @@ import pytest
 
 from evaluation.kinds.segmentation import (
     AverageSurfaceDistance,
+    BettiError,
+    ClDice,
     Composite,
     Dice,
     Hausdorff,
@@ -424,3 +429,223 @@ def test_each_ranking_rule_is_the_declared_one_and_reads_paths_metrics_json_has(
     for path in cls.final_rankings[0].case_paths:
         assert isinstance(value_at_path(entry, path), float), path
     assert cls.final_rankings[0].case_paths == ("mean_over_labels.dice", "mean_over_labels.hd95", "kidney.nsd")
+
+
+# ---- topology: clDice and the Betti-0 error ------------------------------------------------------
+
+VESSELS = {1: "basilar", 2: "communicating", 3: "nodule"}
+VESSEL_SHAPE = (12, 40, 36)  # numpy order (z, y, x), thick slices: SPACING
+ndimage = pytest.importorskip("scipy.ndimage")
+skimage_morphology = pytest.importorskip("skimage.morphology")
+cc3d = pytest.importorskip("cc3d")
+
+
+def tube(shape, points, radius: int = 1) -> np.ndarray:
+    """A polyline through `points`, dilated `radius` times (a vessel)."""
+    line = np.zeros(shape, dtype=bool)
+    for a, b in itertools.pairwise(points):
+        for s in np.linspace(0.0, 1.0, 80):
+            line[tuple(np.round(np.add(a, s * np.subtract(b, a))).astype(int))] = True
+    return ndimage.binary_dilation(line, iterations=radius) if radius else line  # (0 iterations: until full)
+
+
+def vessel_cases() -> list[tuple[np.ndarray, np.ndarray]]:
+    """(prediction, truth) label maps of vessels: a basilar artery predicted bent, broken in two
+    or with stray voxels; a communicating artery absent from the truth (case 1), from the
+    prediction (case 2), from both (case 3); a 2×2×2 nodule (Lee's thinning leaves no skeleton)
+    against a predicted tube."""
+    shape = VESSEL_SHAPE
+    cases = []
+    for number in range(5):
+        truth = np.zeros(shape, dtype=np.uint8)
+        prediction = np.zeros(shape, dtype=np.uint8)
+        truth[tube(shape, [(2, 5, 5), (6, 20, 18), (9, 35, 30)])] = 1
+        predicted = tube(shape, [(3, 5, 6), (6, 21, 18 + number), (9, 34, 31)])
+        if number == 2:  # broken in two: its Betti-0 is 2
+            predicted[:, 18:22, :] = False
+        prediction[predicted] = 1
+        if number not in (1, 3):
+            truth[tube(shape, [(5, 8, 25), (5, 30, 25)], radius=1)] = 2
+        if number not in (2, 3):
+            prediction[tube(shape, [(5, 9, 24), (6, 30, 26)], radius=1)] = 2
+        truth[1:3, 36:38, 2:4] = 3  # a 2×2×2 cube: an empty skeleton
+        if number == 4:
+            prediction[tube(shape, [(1, 30, 2), (3, 38, 10)], radius=0)] = 3
+            stray = [(0, 0, 35), (11, 39, 0), (11, 0, 20)]  # three isolated basilar voxels
+            prediction[tuple(np.array(stray).T)] = 1
+        cases.append((prediction, truth))
+    return cases
+
+
+def topcow_cldice(prediction: np.ndarray, truth: np.ndarray) -> float:
+    """clDice as TopCoW 2024's clDice.py defines it: skimage's skeletonize of each whole mask (Lee's
+    thinning in 3D), a skeleton's share inside the other mask (0 for an empty skeleton), their
+    harmonic mean (0 when both are 0)."""
+    def share(skeleton, mask):
+        return 0.0 if skeleton.sum() == 0 else float((skeleton & mask).sum() / skeleton.sum())
+
+    precision = share(skimage_morphology.skeletonize(prediction), truth)
+    sensitivity = share(skimage_morphology.skeletonize(truth), prediction)
+    return 0.0 if precision + sensitivity == 0 else 2 * precision * sensitivity / (precision + sensitivity)
+
+
+def scipy_b0(mask: np.ndarray, rank: int = 3) -> int:
+    """Connected components (rank 3: 26 neighbours; 1: 6), 0 for an empty mask (TopCoW's "blank")."""
+    return int(ndimage.label(mask, structure=ndimage.generate_binary_structure(3, rank))[1])
+
+
+def peer_topology(p: np.ndarray, t: np.ndarray) -> dict[str, float]:
+    """The independent values of the TOPOLOGY metrics below; clDice's empty masks by the declared
+    policy (1 / 0 / 0; TopCoW's formula gives 0 there), its empty skeletons 0 as TopCoW's."""
+    if not (p.any() and t.any()):
+        cldice = 1.0 if not (p.any() or t.any()) else 0.0
+        cldice_xyz = cldice
+    else:
+        cldice, cldice_xyz = topcow_cldice(p, t), topcow_cldice(p.T, t.T)
+    b0 = abs(scipy_b0(p) - scipy_b0(t))
+    assert b0 == abs(int(cc3d.connected_components(p, connectivity=26, return_N=True)[1])
+                     - int(cc3d.connected_components(t, connectivity=26, return_N=True)[1]))
+    return {"cldice": cldice, "cldice_xyz": cldice_xyz, "betti0_error": float(b0),
+            "betti0_error_6": float(abs(scipy_b0(p, 1) - scipy_b0(t, 1)))}
+
+
+TOPOLOGY = (ClDice(), ClDice(axis_order="xyz", key="cldice_xyz"), BettiError(0, 26),
+            BettiError(connectivity=6, key="betti0_error_6"))
+
+
+def test_cldice_and_betti0_through_the_kind_equal_topcows_definitions():
+    """Per label, through the kind's computation on each label's crop: clDice as TopCoW's scorer
+    (skimage skeletonize on the whole masks, in either axis order) and the Betti-0 error as
+    scipy's and cc3d's component counts (26- and 6-connectivity)."""
+    seen = {key: [] for key in peer_topology(*(np.zeros((3, 3, 3), dtype=bool),) * 2)}
+    for prediction, truth in vessel_cases():
+        result = score_label_maps(prediction, truth, VESSELS, TOPOLOGY, SPACING)
+        for value, name in VESSELS.items():
+            peer = peer_topology(prediction == value, truth == value)
+            for key, expected in peer.items():
+                assert result[f"{name}/{key}"] == pytest.approx(expected, rel=1e-12, abs=1e-12), (name, key)
+                seen[key].append(expected)
+        for key in peer:  # each case's mean over the labels
+            assert result[key] == pytest.approx(np.mean([result[f"{n}/{key}"] for n in VESSELS.values()]), rel=1e-12)
+    # the data exercise what the metrics distinguish: partial overlaps, errors, the axis order
+    assert any(0 < v < 1 for v in seen["cldice"]) and max(seen["betti0_error"]) >= 2
+    assert seen["cldice"] != seen["cldice_xyz"]  # Lee's thinning depends on the axis order
+    assert seen["betti0_error"] != seen["betti0_error_6"]
+
+
+def test_an_empty_skeleton_is_the_declared_value_and_undefined_is_null_with_a_note():
+    from evaluation.grand_challenge import Undefined
+
+    prediction, truth = vessel_cases()[4]  # the nodule: a 2×2×2 cube against a tube
+    assert not skimage_morphology.skeletonize(truth == 3).any() and (prediction == 3).any()
+    metrics = (ClDice(skeleton_empty=0.5, key="half"), ClDice(skeleton_empty=None, key="undefined"))
+    result = score_label_maps(prediction, truth, VESSELS, metrics, SPACING)
+    assert result["nodule/half"] == 0.5
+    assert math.isnan(result["nodule/undefined"])
+    cls = declared(labels=VESSELS, label_metrics=metrics, ranked_metrics=(RankedMetric("half"),))
+    entry = cls.__new__(cls).case_entry(result)
+    assert isinstance(entry["nodule"]["undefined"], Undefined)
+    assert "a skeleton is empty" in entry["nodule"]["undefined"].reason
+    assert entry["nodule"]["half"] == 0.5
+    # the mean over labels leaves it out
+    assert result["undefined"] == pytest.approx(np.mean([result["basilar/undefined"],
+                                                         result["communicating/undefined"]]), rel=1e-12)
+
+
+TOPOLOGY_DRIVER = '''
+import sys
+from evaluation import cli
+from evaluation.kinds.segmentation import *
+
+
+class Tiny(Segmentation):
+    name = "tiny"
+    title = "tiny: the topology metrics of the segmentation kind"
+    labels = {labels!r}
+    dimensions = (3,)
+    label_metrics = (Dice(), ClDice(), BettiError(0, 26))
+    ranked_metrics = (RankedMetric("cldice"), RankedMetric("betti0_error"), RankedMetric("dice"))
+
+
+cli.named_challenge = lambda name: Tiny
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+
+def test_a_run_ranks_cldice_and_the_betti0_error(tmp_path):
+    folder = tmp_path / "challenge"
+    folder.mkdir()
+    (folder / "driver.py").write_text(TOPOLOGY_DRIVER.format(labels=VESSELS))
+    cases = vessel_cases()
+    spacing_xyz = SPACING[::-1]
+    for number, (_, truth) in enumerate(cases):
+        write_map(folder / "ground-truth" / f"case-{number}.nii.gz", truth, spacing_xyz)
+    write_submission(folder / "input", {f"case-{n}": p for n, (p, _) in enumerate(cases)}, spacing_xyz)
+    finished = run(folder, folder / "input", tmp_path / "out")
+    assert finished.returncode == 0, finished.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    peers = {f"case-{n}": {name: peer_topology(p == value, t == value) for value, name in VESSELS.items()}
+             for n, (p, t) in enumerate(cases)}
+    for case_id, per_label in peers.items():
+        for name, values in per_label.items():
+            for key in ("cldice", "betti0_error"):
+                assert metrics["cases"][case_id][name][key] == pytest.approx(values[key], rel=1e-12), (case_id, key)
+    for key in ("cldice", "betti0_error"):
+        case_means = [np.mean([peers[c][name][key] for name in VESSELS.values()]) for c in sorted(peers)]
+        assert metrics["aggregates"][f"{key}_mean"] == pytest.approx(np.mean(case_means), rel=1e-12)
+        described = metrics["aggregates"]["communicating"][key]
+        assert described["count"] == len(cases)
+        assert described["max"] == pytest.approx(max(peers[c]["communicating"][key] for c in peers), rel=1e-12)
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"label_metrics": (BettiError(2),)}, "no Betti number 2"),
+    ({"label_metrics": (BettiError(2),), "dimensions": (3,)}, None),
+    ({"label_metrics": (BettiError(connectivity=26),)}, "connectivity 26"),
+    ({"label_metrics": (BettiError(connectivity=26),), "dimensions": (3,)}, None),
+    ({"label_metrics": (ClDice(skeleton_empty=None),)}, "skeleton_empty"),
+    ({"label_metrics": (ClDice(),), "dimensions": (2, 3, 4)}, "2D and 3D"),
+])
+def test_a_wrong_topology_declaration_is_refused(attributes, message):
+    if message is None:
+        assert declared(**attributes).ranked
+        return
+    with pytest.raises(TypeError, match=message):
+        declared(**attributes)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: BettiError(3), "dimension"),
+    (lambda: BettiError(connectivity=18), "connectivity"),
+    (lambda: BettiError(truth_empty=1.0), "no empty policy"),
+    (lambda: ClDice(axis_order="yx"), "axis_order"),
+    (lambda: ClDice(skeleton_empty=math.nan), "finite number"),
+])
+def test_a_wrong_topology_metric_is_refused(make, message):
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_2d_cldice_and_the_betti1_error_equal_skimage_and_scipy():
+    """2D: Zhang's thinning (skimage's skeletonize) for clDice; holes counted as scipy's
+    4-connected background components enclosed by the mask for the Betti-1 error (8-connected
+    foreground)."""
+    def holes(mask):
+        background = ~np.pad(mask, 1)
+        return int(ndimage.label(background, structure=ndimage.generate_binary_structure(2, 1))[1]) - 1
+
+    shape = (40, 48)
+    truth = np.zeros(shape, dtype=np.uint8)
+    prediction = np.zeros(shape, dtype=np.uint8)
+    truth[5:30, 5:40] = 1
+    truth[10:15, 10:15] = 0  # two holes
+    truth[18:25, 20:30] = 0
+    prediction[6:31, 5:41] = 1
+    prediction[10:15, 10:15] = 0  # one hole
+    prediction[33:36, 2:40] = 2  # a bar only predicted
+    result = score_label_maps(prediction, truth, {1: "ring", 2: "bar"}, (ClDice(), BettiError(1)), (1.0, 1.0))
+    p, t = prediction == 1, truth == 1
+    assert result["ring/cldice"] == pytest.approx(topcow_cldice(p, t), rel=1e-12)
+    assert 0 < result["ring/cldice"] < 1
+    assert result["ring/betti1_error"] == abs(holes(p) - holes(t)) == 1
+    assert result["bar/cldice"] == 0.0 and result["bar/betti1_error"] == 0.0

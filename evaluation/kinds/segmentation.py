@@ -13,12 +13,24 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   or {label name: tolerance})`; every surface metric takes `boundary` ("voxels", the default:
   border voxels as medpy and MONAI; "surfels": DeepMind's) and `connectivity` (1, face
   neighbours; up to the maps' dimensionality), and any metric a `key` (its name in metrics.json:
-  dice, iou, hd95, hd, masd, assd, nsd by default). Default: (Dice(), Hausdorff(95),
-  NormalizedSurfaceDice(2.0)).
+  dice, iou, hd95, hd, masd, assd, nsd, cldice, betti0_error by default). Default: (Dice(),
+  Hausdorff(95), NormalizedSurfaceDice(2.0)).
+  Topology (metrics.topology; they need scikit-image in the image): `ClDice(skeleton_empty=0.0,
+  axis_order="zyx")`, centreline Dice, the harmonic mean of the predicted skeleton's share inside
+  the truth and the true skeleton's inside the prediction (skimage's skeletonize: Zhang's thinning
+  in 2D, Lee's in 3D); empty policies as Dice's, `skeleton_empty` the value when a nonempty mask's
+  skeleton is empty (0, as TopCoW's scorer; None: undefined); Lee's thinning visits the axes in
+  the array's order and its skeleton depends on it: "zyx" thins numpy's order as read, "xyz" the
+  reversed (the image's index order, a scorer transposing SimpleITK's arrays: TopCoW 2024).
+  `BettiError(dimension=0, connectivity=None)`: |b(P) − b(G)| of the Betti number of `dimension`
+  (0 components, 1 holes/tunnels, 2 cavities in 3D) at the foreground connectivity (None: 8 in
+  2D, 26 in 3D; 4/8, 6/26 with `dimensions` declared to match), lower is better; no empty policy
+  (an empty mask's Betti numbers are 0). Both on each label's box of the union widened by one
+  voxel.
   Empty policies (`both_empty`, `truth_empty`, `prediction_empty`): a number, "diagonal" for
   distances (the image's diagonal in the spacing's units: a distance no prediction can exceed),
   or None: undefined (null in metrics.json, left out of the means; never for a ranked metric).
-  Defaults: Dice and IoU 1 / 0 / 0, NSD 1 / 0 / 0, distances 0 / "diagonal" / "diagonal".
+  Defaults: Dice, IoU and clDice 1 / 0 / 0, NSD 1 / 0 / 0, distances 0 / "diagonal" / "diagonal".
 - `spacing`: "header" (default: distances and tolerances in the image header's units, mm) or
   "voxels" (every voxel 1 × 1 × 1, whatever the header says).
 - `ranked_metrics`: the ranked values, in leaderboard order (the first is the score), each a
@@ -57,7 +69,8 @@ Computation: one pass over both label maps for every label's voxel counts and bo
 (metrics.overlap.label_overlap_counts), then surface distances per label on its own crop
 (metrics.surface.label_surface_distances), once per surface variant (boundary, connectivity)
 that the declared metrics use: the Hausdorff distance, the average surface distance and the NSD
-are read off the same distances.
+are read off the same distances. The topology metrics take each label's two masks on its box
+(from the same pass) widened by one voxel: the skeletons and Betti numbers of the whole masks.
 """
 
 from __future__ import annotations
@@ -133,6 +146,7 @@ class _Metric:
 
     order: ClassVar[str] = "desc"
     distance: ClassVar[bool] = False  # a surface metric: its value comes from surface distances
+    topology: ClassVar[bool] = False  # computed on each label's two masks, cropped to its box (crop_value)
     unit: ClassVar[bool] = False  # a length: its title says the unit
 
     def __post_init__(self) -> None:
@@ -332,7 +346,99 @@ class NormalizedSurfaceDice(_SurfaceMetric):
         return hash((self.key, self.boundary, self.connectivity))
 
 
-Metric = Dice | IoU | Hausdorff | AverageSurfaceDistance | NormalizedSurfaceDice
+AXIS_ORDERS = ("zyx", "xyz")
+
+
+@dataclass(frozen=True)
+class ClDice(_Metric):
+    """Centreline Dice (metrics.topology.cldice): the harmonic mean of the share of the predicted
+    skeleton inside the truth and of the true skeleton inside the prediction; skeletons by
+    scikit-image's skeletonize (Zhang's thinning in 2D, Lee's in 3D). Lee's thinning visits the
+    axes in the array's order, so the skeleton depends on it: `axis_order` "zyx" (the default:
+    numpy's order as read, slowest axis first) or "xyz" (reversed: the image's index order, as a
+    scorer transposing SimpleITK's arrays sees it). `skeleton_empty`: the value when a nonempty
+    mask has an empty skeleton (Lee's thinning removes a 2×2×2 cube): 0 by default (TopCoW's
+    scorer counts an empty skeleton's share as 0, and so its clDice), None: undefined. Empty:
+    1 / 0 / 0."""
+
+    _: KW_ONLY
+    both_empty: Any = 1.0
+    truth_empty: Any = 0.0
+    prediction_empty: Any = 0.0
+    skeleton_empty: Any = 0.0
+    axis_order: str = "zyx"
+
+    topology: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if self.axis_order not in AXIS_ORDERS:
+            raise TypeError(f'axis_order must be "zyx" or "xyz", not {self.axis_order!r}')
+        super().__post_init__()
+        object.__setattr__(self, "skeleton_empty",
+                           _policy_value(self.skeleton_empty, f"{self.key} skeleton_empty", False))
+
+    def default_key(self) -> str:
+        return "cldice"
+
+    def name(self) -> str:
+        return "clDice"
+
+    @property
+    def undefined_when_empty(self) -> tuple[str, ...]:
+        return (*super().undefined_when_empty, *(("skeleton_empty",) if self.skeleton_empty is None else ()))
+
+    def crop_value(self, prediction: np.ndarray, truth: np.ndarray) -> float:
+        from evaluation.metrics.topology import cldice
+
+        if self.axis_order == "xyz":
+            prediction, truth = prediction.T, truth.T
+        skeleton_empty = math.nan if self.skeleton_empty is None else self.skeleton_empty
+        return cldice(prediction, truth, **self.policy(), skeleton_empty=skeleton_empty)
+
+
+@dataclass(frozen=True)
+class BettiError(_Metric):
+    """Betti number error (metrics.topology.betti_number_errors): |b(P) − b(G)| of the Betti
+    number of `dimension` (0: connected components; 1: holes in 2D, tunnels in 3D; 2: cavities,
+    3D) at the foreground's `connectivity` (4 or 8 in 2D, 6 or 26 in 3D; None: the full one, 8 or
+    26). Defined on empty masks (their Betti numbers are 0): it takes no empty policy. Lower is
+    better."""
+
+    dimension: int = 0
+    connectivity: int | None = None
+
+    topology: ClassVar[bool] = True
+    order: ClassVar[str] = "asc"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.dimension, bool) or self.dimension not in (0, 1, 2):
+            raise TypeError(f"BettiError dimension must be 0, 1 or 2, not {self.dimension!r}")
+        if self.connectivity is not None and (isinstance(self.connectivity, bool)
+                                              or self.connectivity not in (4, 8, 6, 26)):
+            raise TypeError(f"BettiError connectivity must be None, 4 or 8 (2D), 6 or 26 (3D), "
+                            f"not {self.connectivity!r}")
+        if any(getattr(self, case) is not None for case in ("both_empty", "truth_empty", "prediction_empty")):
+            raise TypeError("BettiError is defined on empty masks (their Betti numbers are 0): it takes no "
+                            "empty policy")
+        super().__post_init__()
+
+    def default_key(self) -> str:
+        return f"betti{self.dimension}_error"
+
+    def name(self) -> str:
+        return f"Betti-{self.dimension} error"
+
+    @property
+    def undefined_when_empty(self) -> tuple[str, ...]:
+        return ()
+
+    def crop_value(self, prediction: np.ndarray, truth: np.ndarray) -> float:
+        from evaluation.metrics.topology import betti_number_errors
+
+        return float(betti_number_errors(prediction, truth, self.connectivity)[self.dimension])
+
+
+Metric = Dice | IoU | Hausdorff | AverageSurfaceDistance | NormalizedSurfaceDice | ClDice | BettiError
 
 
 # ---- the ranked values a challenge declares -----------------------------------------------------
@@ -460,6 +566,18 @@ class Segmentation(Declared):
                 if set(metric.tolerance) != set(names):
                     raise TypeError(f"{cls.__name__}: {metric.key}'s tolerances must name every label ({names}), "
                                     f"found {sorted(metric.tolerance)}")
+            if metric.topology and any(d not in (2, 3) for d in cls.dimensions):
+                raise TypeError(f"{cls.__name__}: {metric.key} is defined on 2D and 3D label maps only "
+                                f"(declare dimensions)")
+            if isinstance(metric, BettiError):
+                if metric.dimension >= min(cls.dimensions):
+                    raise TypeError(f"{cls.__name__}: {metric.key}: a {min(cls.dimensions)}D label map has no "
+                                    f"Betti number {metric.dimension} (declare dimensions)")
+                if metric.connectivity is not None and any(
+                        metric.connectivity not in ((4, 8) if d == 2 else (6, 26)) for d in cls.dimensions):
+                    raise TypeError(f"{cls.__name__}: {metric.key}'s connectivity {metric.connectivity} is not one "
+                                    f"of every declared dimensionality's (4 or 8 in 2D, 6 or 26 in 3D; declare "
+                                    f"dimensions)")
             if metric.surface_variant is not None:
                 if metric.boundary == "surfels" and any(d not in (2, 3) for d in cls.dimensions):
                     raise TypeError(f"{cls.__name__}: surfels are defined in 2D and 3D only")
@@ -620,8 +738,18 @@ def _defined(value: float, metric: _Metric, label: str | None, result: Mapping[s
     if label is None:
         return Undefined(f"{metric.key} is undefined for every label of this case (its empty policy)")
     truth, predicted = result[f"{label}/truth_voxels"], result[f"{label}/prediction_voxels"]
+    if truth and predicted:  # both masks nonempty: undefined by clDice's skeleton_empty
+        return Undefined(f"{metric.key} of {label}: a skeleton is empty, which the declaration leaves undefined")
     case = "both_empty" if truth == 0 and predicted == 0 else "truth_empty" if truth == 0 else "prediction_empty"
     return Undefined(f"{metric.key} of {label}: {case.replace('_', ' ')}, which the declaration leaves undefined")
+
+
+def _widened(box: tuple[slice, ...] | None, shape: tuple[int, ...], margin: int = 1) -> tuple[slice, ...] | None:
+    """A label's box of the union widened by `margin` voxels within the image (as
+    metrics.overlap.union_box(margin=1)), None if the label is in neither map."""
+    if box is None:
+        return None
+    return tuple(slice(max(0, s.start - margin), min(n, s.stop + margin)) for s, n in zip(box, shape, strict=True))
 
 
 def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[int, str],
@@ -640,7 +768,20 @@ def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[
         result[f"{name}/truth_voxels"] = int(counts.truth_size[index])
         result[f"{name}/prediction_voxels"] = int(counts.prediction_size[index])
     per_metric = {metric.key: [float(v) for v in metric.values(counts, None)]
-                  for metric in metrics if metric.surface_variant is None}
+                  for metric in metrics if metric.surface_variant is None and not metric.topology}
+    # topology: each label's two masks on its own box of the union, widened by one voxel (what a
+    # skeleton or an Euler number sees of the whole image), made once for every topology metric
+    topology = [metric for metric in metrics if metric.topology]
+    for metric in topology:
+        per_metric[metric.key] = []
+    for index, value in enumerate(values if topology else ()):
+        crop = _widened(counts.boxes[index], prediction.shape)
+        if crop is None:  # in neither map: two empty masks
+            predicted = true = np.zeros((1,) * prediction.ndim, dtype=bool)
+        else:
+            predicted, true = prediction[crop] == value, truth[crop] == value
+        for metric in topology:
+            per_metric[metric.key].append(float(metric.crop_value(predicted, true)))
     # one variant's distances at a time (a noise map's are large), every metric read off them
     for variant in dict.fromkeys(metric.surface_variant for metric in metrics if metric.surface_variant):
         found = label_surface_distances(prediction, truth, values, spacing, *variant, counts=counts)
@@ -658,5 +799,5 @@ def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[
     return result
 
 
-__all__ = ["AverageSurfaceDistance", "Composite", "Dice", "Hausdorff", "IoU", "LabelMapPair", "NormalizedSurfaceDice",
-           "RankedMetric", "Segmentation", "SegmentationSettings"]
+__all__ = ["AverageSurfaceDistance", "BettiError", "ClDice", "Composite", "Dice", "Hausdorff", "IoU", "LabelMapPair",
+           "NormalizedSurfaceDice", "RankedMetric", "Segmentation", "SegmentationSettings"]
