@@ -1,5 +1,5 @@
 """Workers only where they pay: the whole command with --workers 1 and --workers 2 on the same
-input, interleaved, per challenge that scores its cases in workers (cases_in_workers).
+input, interleaved, per challenge that scores its cases in workers (Workload.in_workers).
 
     .venv/bin/python -m benchmarks.workers [--only NAME]... [--repeats 3] [--quick]
 
@@ -8,7 +8,7 @@ and a realistic one (the inputs of benchmarks/whole_command.py: rare26 32 stacks
 cases at 512², hecktor2025-task1 3 patients of 200 x 512 x 512, camelyon16 20 slides). Printed:
 the median wall seconds, CPU seconds (process tree) and peak memory (process tree, sampled) of
 each worker count, and the wall-time speed-up of 2 workers. Challenges whose cases are a few
-bytes of JSON (isic2018/2019, hecktor2025-task2/3: cases_in_workers = False) never use workers.
+bytes of JSON (isic2018/2019, hecktor2025-task2/3: Workload(in_workers=False)) never use workers.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from evaluation import __version__
 from evaluation.declarations.columns import Leaderboard
+from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.grand_challenge import (
     CASE_MAPPING_FILE,
@@ -51,16 +52,8 @@ class Evaluation:
     # The titles of the leaderboard columns that a setting other than the default adds, by path: the
     # final ranking's report titles its columns and charts with the leaderboards' titles, these next.
     value_titles: ClassVar[dict[str, str]] = {}
-    # False when a case is too little work for a process (a few hundred bytes of JSON): the
-    # pool would cost more than it saves, so every case is read in this process.
-    cases_in_workers: ClassVar[bool] = True
-    # Fewer cases than this per worker and the pool costs more than it saves (starting the
-    # workers, sending the cases): the remaining cases are scored in this process. Measured per
-    # challenge with benchmarks/workers.py.
-    min_cases_per_worker: ClassVar[int] = 1
-    # About how much memory a worker scoring a case takes: the workers started are at most the
-    # memory limit (RLIMIT_DATA, RLIMIT_AS or the cgroup's) over this (evaluation/machine.py).
-    worker_memory_bytes: ClassVar[int] = 256 << 20
+    # How heavy a case is, for the run's scheduling only (declarations/workload.py).
+    workload: ClassVar[Workload] = Workload()
     # Charts for the result page: {setting naming the chart's file (declared with
     # output_file=True): a function building its Vega-Lite spec from (evaluation, results,
     # metrics)}, e.g. a method of the class listed after its definition. A chart is built only
@@ -69,10 +62,6 @@ class Evaluation:
     # The official rule(s) ranking submissions against each other, one per leaderboard
     # (python -m evaluation.leaderboard; evaluation/declarations/ranking_rules.py).
     final_rankings: ClassVar[tuple[RankingRule, ...]] = ()
-    # Statistics of the final ranking: bootstrap resamples of this many rows at a time at most,
-    # and no more than RESAMPLE_CELLS (rows x cases) in one block: memory stays flat.
-    RESAMPLE_ROWS: ClassVar[int] = 1000
-    RESAMPLE_CELLS: ClassVar[int] = 2_000_000
 
     def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
         self.ground_truth_dir = ground_truth_dir
@@ -203,7 +192,7 @@ class Evaluation:
 
         n = len(results)
         draws = CaseDraws(n, seed)
-        block = max(1, min(self.RESAMPLE_ROWS, self.RESAMPLE_CELLS // max(1, n)))
+        block = max(1, min(self.workload.resample_rows, self.workload.resample_cells // max(1, n)))
         parts: dict[str, list[np.ndarray]] = {}
         for start in range(0, resamples, block):
             counts = draws.counts(min(block, resamples - start))

@@ -150,25 +150,25 @@ def workers_for(challenge: Evaluation, cases: int, requested: int) -> int:
     with the reason when fewer than requested. Measured per challenge (benchmarks/workers.py):
     a pool costs its start and the cases' trips, and two processes add no memory bandwidth.
     Never more than this machine allows (evaluation/machine.py): the CPUs this process may
-    run on, and its memory limit over `worker_memory_bytes`."""
+    run on, and its memory limit over its workload's `worker_memory_bytes`."""
     if requested <= 1:
         log(f"Scoring {cases} case(s) in this process (1 worker requested).")
         return 1
-    if not challenge.cases_in_workers:
+    if not challenge.workload.in_workers:
         log(f"Scoring {cases} case(s) in this process: a case of {challenge.name} is too little work to send "
             f"to a worker ({requested} worker(s) requested).")
         return 1
     from evaluation.machine import worker_ceiling
 
-    ceiling = worker_ceiling(requested, challenge.worker_memory_bytes)
+    ceiling = worker_ceiling(requested, challenge.workload.worker_memory_bytes)
     limit = f"; at most {ceiling.workers} here: {ceiling.reason}" if ceiling.workers < requested else ""
     # The first case is scored in this process before the pool starts (see _score_in_pool).
-    usable = min(ceiling.workers, (cases - 1) // max(1, challenge.min_cases_per_worker))
+    usable = min(ceiling.workers, (cases - 1) // max(1, challenge.workload.min_cases_per_worker))
     if ceiling.workers <= 1:
         log(f"Scoring {cases} case(s) in this process ({requested} worker(s) requested{limit}).")
     elif usable <= 1:
         log(f"Scoring {cases} case(s) in this process: too few for {requested} worker(s) to pay "
-            f"({challenge.name} needs {challenge.min_cases_per_worker} case(s) per worker).")
+            f"({challenge.name} needs {challenge.workload.min_cases_per_worker} case(s) per worker).")
     else:
         log(f"Scoring {cases} case(s) with {usable} worker(s) ({requested} requested{limit}).")
         return usable

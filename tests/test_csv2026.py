@@ -17,6 +17,7 @@ from sklearn.metrics import f1_score
 
 from evaluation.challenges.csv2026 import Csv2026, time_score
 from evaluation.challenges.csv2026.examples import write_dataset
+from evaluation.declarations.workload import Workload
 from tests.test_surface import reference_nsd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,7 +220,7 @@ def test_the_other_index_convention_is_a_setting(file_data, evaluate, tmp_path):
 
 
 def test_same_input_same_bytes_with_one_or_two_workers(algorithm_data, file_data, evaluate, monkeypatch):
-    monkeypatch.setattr(Csv2026, "min_cases_per_worker", 1)  # the pool, even for these few cases
+    monkeypatch.setattr(Csv2026, "workload", Workload(min_cases_per_worker=1))  # the pool, even for these few cases
     for data in (algorithm_data, file_data):
         runs = [evaluate("csv2026", data / "input", data / "ground-truth", "--workers", w) for w in (1, 2)]
         assert (runs[0].output / "metrics.json").read_bytes() == (runs[1].output / "metrics.json").read_bytes()

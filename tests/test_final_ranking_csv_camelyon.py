@@ -26,6 +26,7 @@ from evaluation.challenges.camelyon16 import (
 from evaluation.challenges.csv2026 import SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED, VALUES, Csv2026
 from evaluation.challenges.csv2026.examples import write_dataset
 from evaluation.declarations.ranking_rules import OrderedRanking
+from evaluation.declarations.workload import Workload
 from evaluation.grand_challenge import Undefined
 from evaluation.metrics.froc import (
     SlideHits,
@@ -192,7 +193,7 @@ def test_camelyon16_ranking_resamples_by_blocks(camelyon_example):
     evaluation, results = camelyon_example
     whole = evaluation.ranking_resamples(results, 25, seed=3)
     small = copy.copy(evaluation)
-    small.RESAMPLE_ROWS = 7
+    small.workload = Workload(resample_rows=7)
     assert set(whole) == set(CAMELYON_PATHS)
     for path, values in small.ranking_resamples(results, 25, seed=3).items():
         assert values.shape == (25,)

@@ -14,6 +14,7 @@ import pytest
 
 from evaluation import __version__, run
 from evaluation.challenges import available_challenges
+from evaluation.declarations.workload import Workload
 from evaluation.errors import EvaluationError, SetupError, SubmissionError, id_list
 from evaluation.examples import synthetic
 from evaluation.framework import Evaluation
@@ -311,7 +312,7 @@ def test_results_identical_whatever_the_worker_count(tmp_path, recorded, workers
 
 
 class LightToy(Toy):
-    cases_in_workers = False
+    workload = Workload(in_workers=False)
 
 
 def test_challenge_with_too_little_work_per_case_stays_in_one_process(tmp_path, recorded):
@@ -327,7 +328,7 @@ def test_challenge_with_too_little_work_per_case_stays_in_one_process(tmp_path, 
 def test_workers_only_with_enough_cases_each(tmp_path, recorded, monkeypatch, minimum, expected_processes):
     """9 cases, 2 workers: the first is scored here, the other 8 by 2 workers when each gets at
     least `minimum` of them (8 // 4 = 2), else here too (8 // 5 = 1)."""
-    monkeypatch.setattr(Toy, "min_cases_per_worker", minimum)
+    monkeypatch.setattr(Toy, "workload", Workload(min_cases_per_worker=minimum))
     truth, predictions = truth_and_predictions(9, seed=4)
     gt, inp, _ = make_toy(tmp_path, truth, predictions)
     pooled = metrics_json(run_evaluate(Toy(gt), inp, workers=2), Toy.ranked_paths)

@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column
+from evaluation.declarations.workload import Workload
 from evaluation.errors import SubmissionError
 from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
@@ -266,7 +267,7 @@ class Classification(Declared):
     ranking: ClassVar[str] = "ordered"
     composite: ClassVar[Composite | None] = None
     settings_class = ClassificationSettings
-    cases_in_workers = False  # a few numbers per case: a process pool would cost more than it saves
+    workload = Workload(in_workers=False)  # a few numbers per case: a process pool would cost more than it saves
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         cls.check_declaration()

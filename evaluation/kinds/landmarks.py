@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import MEAN_OF_RANKS, Column
+from evaluation.declarations.workload import Workload
 from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.points import (
@@ -102,7 +103,7 @@ class Landmarks(Declared):
     ground_truth_file: ClassVar[str] = "reference.json"
     settings_class = LandmarksSettings
     case_label = "Image"
-    cases_in_workers = False  # a few landmarks per image
+    workload = Workload(in_workers=False)  # a few landmarks per image
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if "name" in cls.__dict__:

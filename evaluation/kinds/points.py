@@ -79,6 +79,7 @@ import numpy as np
 
 from evaluation.declarations.columns import MEAN_OF_RANKS, Column
 from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
+from evaluation.declarations.workload import Workload
 from evaluation.grand_challenge import Case, single_ground_truth_file
 from evaluation.kinds.declared import Declared, Ranked, case_values, ordered_ranking
 from evaluation.metrics.aggregation import weighted_sum
@@ -324,7 +325,7 @@ class Points(Declared):
     ground_truth_file: ClassVar[str] = "reference.json"
     settings_class = PointsSettings
     case_label = "Image"
-    cases_in_workers = False  # a few points per image: a process pool would cost more than it saves
+    workload = Workload(in_workers=False)  # a few points per image: a process pool would cost more than it saves
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if "name" in cls.__dict__:  # a challenge: its declaration checked, its ranked values derived

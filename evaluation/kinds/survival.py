@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column
+from evaluation.declarations.workload import Workload
 from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.tabular import output_number, ranking_rule_named, reference_document
@@ -68,7 +69,7 @@ class Survival(Declared):
     ranking: ClassVar[str] = "ordered"
     settings_class = SurvivalSettings
     case_label = "Patient"
-    cases_in_workers = False  # one number per case: a process pool would cost more than it saves
+    workload = Workload(in_workers=False)  # one number per case: a process pool would cost more than it saves
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if "ranked" not in cls.__dict__:

@@ -9,7 +9,7 @@ timing, so a submission's metrics.json is byte for byte the container's, and the
 in case order is the one its exclusion names, as the container would.
 
 A submission whose cases are too little work to ship (RARE26 stacks, ISIC rows:
-`cases_in_workers = False`) goes as one unit with all its cases.
+`Workload(in_workers=False)`) goes as one unit with all its cases.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class Outcome:
 
 _EVALUATIONS: dict[str, Evaluation] = {}
 # A submission's resamples go to a worker when its case draws (cases x resamples) reach this, or
-# when its cases are worth shipping anyway (cases_in_workers).
+# when its cases are worth shipping anyway (Workload.in_workers).
 SHIPPED_RESAMPLE_CELLS = 5_000_000  # per worker process: the ground truth read once
 
 
@@ -159,7 +159,7 @@ def _init_forked_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
 
 
 def _units(evaluation: Evaluation, cases: list[Case]) -> list[list[Case]]:
-    if not evaluation.cases_in_workers:
+    if not evaluation.workload.in_workers:
         return [cases]
     return [[case] for case in cases]
 
@@ -358,7 +358,7 @@ def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: 
     log(f"Scoring {len(outcomes)} submission(s).")
     scored: dict[int, list[tuple]] = {}
     done_cases = done_submissions = 0
-    if not evaluation.cases_in_workers and (workers > 1 or scheduler is not None):
+    if not evaluation.workload.in_workers and (workers > 1 or scheduler is not None):
         log(f"Scoring in this process: a case of {evaluation.name} is too little work to send to a worker.")
         workers, scheduler = 1, None
     with Runner(spec, evaluation, workers, scheduler) as runner:
@@ -432,7 +432,7 @@ def resample_submissions(evaluation: Evaluation, spec: ChallengeSpec, results: d
     names = sorted(results)
     workers = min(workers, len(names))
     cells = max((len(r) for r in results.values()), default=0) * resamples
-    if not evaluation.cases_in_workers and cells < SHIPPED_RESAMPLE_CELLS and (workers > 1 or scheduler is not None):
+    if not evaluation.workload.in_workers and cells < SHIPPED_RESAMPLE_CELLS and (workers > 1 or scheduler is not None):
         # 500 patients x 1000 resamples took 0.44 s for 50 submissions in this process and 0.61 s
         # with two workers (benchmarks/leaderboard.py); ISIC's 25,000 images take ~1 s each.
         log(f"Resampling in this process: {cells} case draws per submission are too little work to send to a worker.")

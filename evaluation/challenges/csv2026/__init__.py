@@ -31,6 +31,7 @@ import numpy as np
 
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
+from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, Undefined, set_at_path, value_at_path
@@ -146,7 +147,7 @@ class Csv2026(Evaluation):
     case_label = "Case"
     # ~10 ms per case at 512²: two workers were 1.2-1.3x faster on 300 cases, but cost more than
     # they saved on the 8 small cases of the bundled example (benchmarks/workers.py).
-    min_cases_per_worker = 16
+    workload = Workload(min_cases_per_worker=16)
     leaderboards = (csv2026_leaderboard(timed=Csv2026Settings().baseline_time_seconds is not None),)
     value_titles: ClassVar[dict] = {
         column.path: column.title for timed in (True, False)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column, ci_title
+from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import (
@@ -203,7 +204,7 @@ class BootstrapTask(HecktorEvaluation):
     # (value, name in an error message) of each value given an interval, in metrics.json's order
     interval_values: ClassVar[tuple[tuple[Column, str], ...]] = ()
     skipped_reason: ClassVar[str] = ""  # why a resample has no value: said in the log line
-    cases_in_workers = False  # a few bytes of JSON per patient: a process pool would cost more than it saves
+    workload = Workload(in_workers=False)  # a few bytes of JSON per patient: a pool would cost more than it saves
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, str]]:
         return csv_file_cases(input_dir, len(self.ground_truth))

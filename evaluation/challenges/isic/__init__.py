@@ -33,6 +33,7 @@ from evaluation.challenges.isic.scoring import PER_CATEGORY_METRICS
 from evaluation.challenges.isic.truth import Truth, check_truth_scorable, read_truth_csv
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
+from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case, single_ground_truth_file
@@ -144,7 +145,7 @@ class IsicEvaluation(Evaluation):
                                      *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
     # One image is a row of the predictions file, or ~200 bytes of JSON: 25,000 jobs took 7.6 s
     # in one process against 17.6 s with two workers, measured side by side.
-    cases_in_workers = False
+    workload = Workload(in_workers=False)
     table: Truth  # the ground truth's table (self.truth is where it was read from)
     # The last submission's scoring.Submission (its sorts), kept while the final ranking draws
     # its blocks of resamples of the same results.

@@ -20,6 +20,7 @@ import numpy as np
 
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
+from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
 from evaluation.grand_challenge import Case
@@ -126,7 +127,7 @@ class Rare26(Evaluation):
     case_label = "Stack"
     # A stack is one JSON array of a few hundred numbers: 32 stacks took 0.53 s with one process and
     # with two workers alike, the workers doubling the memory (benchmarks/workers.py).
-    cases_in_workers = False
+    workload = Workload(in_workers=False)
     # The 13 official keys: ranked on Score alone, the other twelve shown beside it, excluded from
     # ranking (python -m evaluation.phase rare26).
     leaderboards = (Leaderboard(
