@@ -28,7 +28,7 @@ import numpy as np
 from benchmarks.measure import run_evaluation
 from evaluation.challenges.hecktor2025 import HecktorTask1
 from evaluation.challenges.hecktor2025.segmentation import Task1Settings, score_patient
-from evaluation.examples import synthetic
+from evaluation.platform import synthetic
 from evaluation.reading.images import Geometry
 
 GTVP, GTVN = 1, 2

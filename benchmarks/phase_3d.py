@@ -83,7 +83,7 @@ def write_image(array: np.ndarray, path: Path) -> None:
 def make_data(root: Path, cases: int, shape) -> None:
     """ground-truth/<case>.mha and input/ (predictions.json and one job folder per case), unless
     `root` holds them already for the same number of cases and shape."""
-    from evaluation.examples import synthetic
+    from evaluation.platform import synthetic
 
     stamp = root / "made.json"
     wanted = {"cases": cases, "shape": list(shape)}

@@ -18,16 +18,9 @@ from evaluation import __version__
 from evaluation.challenges import available_challenges, challenge_names, named_challenge
 from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError
 from evaluation.framework import log
-from evaluation.grand_challenge import (
-    CONFIG_FILE,
-    INPUT_DIR,
-    OUTPUT_DIR,
-    check_output_apart,
-    prepare_output,
-    resolve_ground_truth_dir,
-    write_outputs,
-)
 from evaluation.launch import CommandParser, run_command, whole_number
+from evaluation.platform.locations import CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, resolve_ground_truth_dir
+from evaluation.platform.outputs import check_output_apart, prepare_output, write_outputs
 from evaluation.run import default_workers, evaluate, stop_workers
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
@@ -115,7 +108,7 @@ STOPPED = ("The evaluation was stopped (SIGTERM, most likely the phase's time li
 
 def _on_sigterm(signum, frame) -> None:
     """The platform's time limit: stop the workers now, then unwind the main thread (outputs
-    being written are removed on the way: see grand_challenge.write_atomically)."""
+    being written are removed on the way: see platform/outputs.py, write_atomically)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the unwinding is not interrupted again
     stop_workers()
     raise Terminated(STOPPED)

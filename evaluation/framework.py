@@ -18,12 +18,8 @@ from evaluation import __version__
 from evaluation.declarations.columns import Leaderboard
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError, id_list
-from evaluation.grand_challenge import (
-    CASE_MAPPING_FILE,
-    Case,
-    read_case_mapping,
-    strip_extension,
-)
+from evaluation.platform.cases import Case, read_case_mapping
+from evaluation.platform.locations import CASE_MAPPING_FILE, strip_extension
 from evaluation.reading.files import Origin
 from evaluation.settings import CASE_INPUT, Settings, socket_names
 

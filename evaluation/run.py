@@ -19,15 +19,9 @@ from typing import Any
 
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import (
-    CASE_MAPPING_FILE,
-    CONFIG_FILE,
-    Case,
-    case_id_of_job,
-    case_image_name,
-    mapped_case_id,
-    read_predictions,
-)
+from evaluation.platform.cases import Case, case_id_of_job, case_image_name, mapped_case_id
+from evaluation.platform.locations import CASE_MAPPING_FILE, CONFIG_FILE
+from evaluation.platform.predictions import read_predictions
 from evaluation.settings import CASE_INPUT, socket_names
 
 WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import SetupError
-from evaluation.grand_challenge import CONFIG_FILE, output_file_problem, output_files_collision
+from evaluation.platform.locations import CONFIG_FILE
+from evaluation.platform.outputs import output_file_problem, output_files_collision
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import HugeNumber, json_type, shown

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.examples import synthetic
+from evaluation.platform import synthetic
 
 
 def write_image(path: Path, array: np.ndarray, spacing=None) -> Path:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.examples import synthetic
+from evaluation.platform import synthetic
 
 
 def grid(size, spacing, origin=None, direction=None) -> dict[str, Any]:

@@ -11,7 +11,8 @@ import pytest
 import SimpleITK as sitk
 
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.grand_challenge import Case, parse_predictions
+from evaluation.platform.cases import Case
+from evaluation.platform.predictions import parse_predictions
 from evaluation.reading.annotations import (
     index_to_world,
     parse_boxes,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.challenges import available_challenges
-from evaluation.grand_challenge import NAME_MAX, output_file_problem
+from evaluation.platform.outputs import NAME_MAX, output_file_problem
 from tests.common import SLOW
 from tests.test_charts import ground_truth_with
 

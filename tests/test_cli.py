@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from evaluation import __version__, cli, examples
-from evaluation import grand_challenge as gc
 from evaluation.challenges.rare26 import Rare26, Rare26Settings
 from evaluation.errors import SubmissionError
-from evaluation.examples import synthetic
 from evaluation.framework import Evaluation
-from evaluation.grand_challenge import list_submission_files
+from evaluation.platform import locations as gc
+from evaluation.platform import synthetic
+from evaluation.platform.locations import list_submission_files
+from evaluation.platform.outputs import value_at_path
 from evaluation.reading.json_files import read_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def test_success_writes_metrics(rare26, capsys):
     assert metrics["settings"] == {**Rare26Settings().as_dict(), "repetitions": REPETITIONS}
     assert metrics["evaluation"] == {"challenge": "rare26", "version": __version__}
     for path in Rare26.ranked_paths:
-        assert isinstance(gc.value_at_path(metrics, path), float)
+        assert isinstance(value_at_path(metrics, path), float)
     assert "Wrote" in stdout and stderr == ""  # progress goes to stdout
 
 

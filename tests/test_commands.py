@@ -83,7 +83,7 @@ def test_a_broken_install_is_our_bug_exit_4_with_its_traceback_first(module, tmp
     traceback for us, then one line for everyone."""
     package = tmp_path / "package"
     shutil.copytree(ROOT / "evaluation", package / "evaluation", ignore=shutil.ignore_patterns("__pycache__"))
-    (package / "evaluation" / "grand_challenge.py").unlink()
+    (package / "evaluation" / "platform" / "locations.py").unlink()
     arguments = ["rare26", "--ground-truth", str(ROOT / "ground-truth" / "rare26"), "--output", "{tmp}/out"]
     if module == "evaluation":
         arguments += ["--input", str(ROOT / "test" / "rare26" / "input")]
@@ -96,7 +96,7 @@ def test_a_broken_install_is_our_bug_exit_4_with_its_traceback_first(module, tmp
     lines = done.stderr.strip().splitlines()
     assert lines[0] == "Traceback (most recent call last):", done.stderr
     assert lines[-1] == ("Internal error of the evaluation, not caused by the submission: No module named "
-                         "'evaluation.grand_challenge'.")
+                         "'evaluation.platform.locations'.")
     assert not (tmp_path / "out" / "metrics.json").exists()
 
 

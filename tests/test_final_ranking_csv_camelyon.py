@@ -27,7 +27,6 @@ from evaluation.challenges.csv2026 import SCORE_TOTAL, SCORE_WITHOUT_TIME, TIMED
 from evaluation.challenges.csv2026.examples import write_dataset
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
-from evaluation.grand_challenge import Undefined
 from evaluation.metrics.froc import (
     SlideHits,
     froc_curve,
@@ -37,6 +36,7 @@ from evaluation.metrics.froc import (
     weighted_froc_sensitivities,
 )
 from evaluation.metrics.resampling import draws_to_counts
+from evaluation.platform.outputs import Undefined
 from evaluation.run import matched_cases, score_case
 from tests.common import lookup
 from tests.test_bootstrap_contract import REL, assert_resamples_match, contract_rows, materialised, synthetic_csv

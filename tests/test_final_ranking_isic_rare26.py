@@ -20,8 +20,8 @@ from evaluation.challenges.isic import BALANCED_ACCURACY, MEAN_AUC, Isic2018, Is
 from evaluation.challenges.rare26 import OVER_REPETITIONS, SCORE, Rare26, Rare26Settings
 from evaluation.challenges.rare26 import scoring as rare26_scoring
 from evaluation.declarations.ranking_rules import OrderedRanking
-from evaluation.grand_challenge import Undefined
 from evaluation.metrics.resampling import draws_to_counts
+from evaluation.platform.outputs import Undefined
 from evaluation.run import matched_cases, score_case
 from tests.bundled import is_bundled
 from tests.test_bootstrap_contract import synthetic_isic

@@ -16,15 +16,11 @@ from evaluation import __version__, run
 from evaluation.challenges import available_challenges
 from evaluation.declarations.workload import Workload
 from evaluation.errors import EvaluationError, SetupError, SubmissionError, id_list
-from evaluation.examples import synthetic
 from evaluation.framework import Evaluation
-from evaluation.grand_challenge import (
-    Case,
-    list_submission_files,
-    metrics_json,
-    single_ground_truth_file,
-    write_metrics,
-)
+from evaluation.platform import synthetic
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import list_submission_files, single_ground_truth_file
+from evaluation.platform.outputs import metrics_json, write_metrics
 from evaluation.reading.json_files import read_json
 from evaluation.run import default_workers, matched_cases
 from evaluation.settings import Settings, setting

@@ -12,22 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation import grand_challenge as gc
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.examples import synthetic
-from evaluation.grand_challenge import (
-    Case,
-    Undefined,
-    case_id_of_job,
-    list_submission_files,
-    metrics_json,
-    parse_iso_duration,
-    parse_predictions,
-    read_case_mapping,
-    read_predictions,
-    strip_extension,
-    write_metrics,
-)
+from evaluation.platform import locations as gc
+from evaluation.platform import synthetic
+from evaluation.platform.cases import Case, case_id_of_job, read_case_mapping
+from evaluation.platform.locations import list_submission_files, strip_extension
+from evaluation.platform.outputs import Undefined, metrics_json, write_metrics
+from evaluation.platform.predictions import parse_iso_duration, parse_predictions, read_predictions
 from evaluation.reading.files import Origin
 
 PK = "05c0bc43-0975-437b-8202-b63c47044453"
@@ -681,7 +672,7 @@ def test_file_output_without_relative_path_is_the_platforms_error(tmp_path):
 def test_hostile_predictions_json_is_the_platforms_error(tmp_path, content, expected):
     (tmp_path / "predictions.json").write_text(content)
     with pytest.raises(SetupError) as error:
-        gc.read_predictions(tmp_path)
+        read_predictions(tmp_path)
     assert str(error.value) == expected
 
 

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from lifelines.utils import concordance_index as lifelines_cindex
 
-from evaluation.examples import synthetic
 from evaluation.framework import Evaluation
-from evaluation.grand_challenge import case_id_of_job, parse_predictions, strip_extension
+from evaluation.platform import synthetic
+from evaluation.platform.cases import case_id_of_job
+from evaluation.platform.locations import strip_extension
+from evaluation.platform.predictions import parse_predictions
 from tests.hecktor_data import (
     copy_dataset,
     evaluate_with_memory_limit,

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.grand_challenge import metrics_json
 from evaluation.kinds.points import Points
+from evaluation.platform.outputs import metrics_json
 from evaluation.run import matched_cases
 from tests.point_kinds import (
     evaluated,

@@ -168,7 +168,7 @@ def test_a_declaration_that_cannot_run_is_refused_at_import(attributes, message)
 def test_the_per_case_rule_ranks_each_targets_absolute_error(tmp_path):
     """ranking = "case_rank_then_mean": challengeR's rule on paths every case of metrics.json has."""
     from evaluation.declarations.ranking_rules import MeanOfCaseRanks
-    from evaluation.grand_challenge import value_at_path
+    from evaluation.platform.outputs import value_at_path
 
     per_case = type("PerCase", (DECLARED.Targets,), {"name": "kindtest-percase", "ranking": "case_rank_then_mean"})
     rule = per_case.final_rankings[0]

@@ -412,7 +412,7 @@ def test_a_wrong_metric_is_refused(make, message):
 def test_each_ranking_rule_is_the_declared_one_and_reads_paths_metrics_json_has():
     from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS
     from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks, OrderedRanking
-    from evaluation.grand_challenge import value_at_path
+    from evaluation.platform.outputs import value_at_path
 
     ranked = (RankedMetric("dice"), RankedMetric("hd95"), RankedMetric("nsd", label="kidney"))
     rules = {ranking: declared(ranking=ranking, ranked_metrics=ranked)
@@ -534,7 +534,7 @@ def test_cldice_and_betti0_through_the_kind_equal_topcows_definitions():
 
 
 def test_an_empty_skeleton_is_the_declared_value_and_undefined_is_null_with_a_note():
-    from evaluation.grand_challenge import Undefined
+    from evaluation.platform.outputs import Undefined
 
     prediction, truth = vessel_cases()[4]  # the nodule: a 2×2×2 cube against a tube
     assert not skimage_morphology.skeletonize(truth == 3).any() and (prediction == 3).any()

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.grand_challenge import value_at_path
 from evaluation.new import TEMPLATES, folder_for, scaffolded_tasks, task_module, task_packages
+from evaluation.platform.outputs import value_at_path
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,7 +22,7 @@ import pytest
 
 from evaluation import examples
 from evaluation.challenges import available_challenges
-from evaluation.examples import synthetic
+from evaluation.platform import synthetic
 from evaluation.reading.files import shown_path
 from tests.bundled import is_bundled, skip_unless_bundled
 from tests.common import SLOW, lookup, params, tree

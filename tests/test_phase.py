@@ -345,7 +345,7 @@ def test_ranked_paths_cover_every_leaderboard_path(name):
 def test_a_ranked_path_that_is_null_stops_metrics_json():
     """What ranked_paths buys: write_metrics refuses to write a leaderboard value that is not a
     finite number, so a submission never silently drops off."""
-    from evaluation.grand_challenge import Undefined, metrics_json
+    from evaluation.platform.outputs import Undefined, metrics_json
 
     cls = CHALLENGES["hecktor2025-task2"]
     metrics = {"aggregates": {"c_index": 0.7, "c_index_ci_lower": 0.6, "c_index_ci_upper": Undefined("why")}}

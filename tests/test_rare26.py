@@ -255,7 +255,7 @@ def test_stack_names_match_with_or_without_extension_and_through_a_mapping(datas
 
 
 def test_legacy_predictions_json_scores_the_same(dataset, evaluate, tmp_path):
-    from evaluation.examples import synthetic
+    from evaluation.platform import synthetic
 
     input_dir, ground_truth = copy_dataset(dataset, tmp_path)
     reference = evaluate("rare26", input_dir, ground_truth).metrics

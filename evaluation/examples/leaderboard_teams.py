@@ -25,8 +25,9 @@ import json
 import math
 from pathlib import Path
 
+from evaluation.declarations.examples import Lineup
 from evaluation.errors import InternalError
-from evaluation.examples import Lineup, example
+from evaluation.examples import example
 from evaluation.examples.organizer import LEADERBOARD, generated, run_evaluation
 from evaluation.interruption import copy_tree, install, scratch_folder
 
@@ -86,7 +87,7 @@ def invalid_example(challenge: str, example: Path) -> Path:
 
 
 def ranked_values(challenge: str, metrics: bytes) -> dict[str, float | None]:
-    from evaluation.grand_challenge import value_at_path
+    from evaluation.platform.outputs import value_at_path
 
     document = json.loads(metrics)
     return {path: value_at_path(document, path) for path in ranked_paths(challenge)}

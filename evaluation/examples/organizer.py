@@ -222,7 +222,7 @@ def checked_ground_truth(challenge_class, ground_truth: Path) -> Path:
     """The ground-truth folder the evaluation reads (GT, or GT/<challenge>/ as the image looks
     into), validated by constructing the challenge's Evaluation on it: its config.json and
     case-mapping.json apply; a bad one is GroundTruthError with the evaluation's reason."""
-    from evaluation.grand_challenge import resolve_ground_truth_dir
+    from evaluation.platform.locations import resolve_ground_truth_dir
 
     if not ground_truth.is_dir():
         raise UsageError(f"The ground-truth folder {ground_truth} does not exist or is not a folder.")
@@ -275,7 +275,7 @@ def write_example(challenge: str, ground_truth: Path, output: Path, write_submis
         build(challenge, ground_truth, scratch, write_submission, invalid_changes)
         if leaderboard:
             from evaluation.examples.leaderboard_teams import write_leaderboard
-            from evaluation.grand_challenge import resolve_ground_truth_dir
+            from evaluation.platform.locations import resolve_ground_truth_dir
 
             # The teams are made from the new example (the scratch's input/ and invalid/).
             write_leaderboard(challenge, scratch / LEADERBOARD, resolve_ground_truth_dir(ground_truth, challenge),
@@ -422,7 +422,7 @@ def raise_as_bug(error: Exception, printed: io.StringIO, what: str) -> typing.No
 def checked_changes(changes: Changes) -> Changes:
     """The invalid submissions' names and the paths they change, checked as the valid one's
     (synthetic.checked): some are made from names of the ground truth."""
-    from evaluation.examples import synthetic
+    from evaluation.platform import synthetic
 
     for name, edits in changes.items():
         synthetic.checked(name, "The name of an invalid submission")
@@ -491,7 +491,7 @@ def run_evaluation(challenge: str, input_dir: Path, ground_truth: Path) -> Run:
 
 def show_ranked_values(document: dict, ranked_paths: tuple[str, ...]) -> None:
     """The numbers an organizer enters on the leaderboard (metrics.json path = value)."""
-    from evaluation.grand_challenge import value_at_path
+    from evaluation.platform.outputs import value_at_path
 
     say("Leaderboard values of the generated submission (metrics.json path = value):")
     for path in ranked_paths:

@@ -53,7 +53,6 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SubmissionError
-from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.tabular import (
     Composite,
@@ -81,6 +80,7 @@ from evaluation.metrics.confusion import (
     precision_score,
     recall_score,
 )
+from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_numbers, json_type, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 

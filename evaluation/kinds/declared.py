@@ -22,8 +22,8 @@ import numpy as np
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.framework import Evaluation
-from evaluation.grand_challenge import set_at_path
 from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
+from evaluation.platform.outputs import set_at_path
 
 # (per-case results in case-id order, case weights (rows, cases), the ranked values computed so
 # far by path) -> one value per row

@@ -43,10 +43,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.errors import SubmissionError, id_list
-from evaluation.grand_challenge import Case
 from evaluation.kinds.label_images import read_instance_map, read_truth_instance_map, truth_images
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import ONE_TO_ONE, panoptic_quality, panoptic_quality_from_counts
+from evaluation.platform.cases import Case
 from evaluation.reading.label_maps import grid_problem, read_label_map, read_truth_label_map
 from evaluation.reading.values import shown
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.errors import id_list
-from evaluation.grand_challenge import ground_truth_files, strip_extension
+from evaluation.platform.locations import ground_truth_files, strip_extension
 from evaluation.reading.files import Origin
 from evaluation.reading.images import FORMATS, Geometry, ImageFile, open_image
 from evaluation.reading.label_maps import check_grid

@@ -53,7 +53,6 @@ import numpy as np
 
 from evaluation.declarations.columns import MEAN_OF_RANKS, Column
 from evaluation.declarations.workload import Workload
-from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.points import (
     Grid,
@@ -66,6 +65,7 @@ from evaluation.kinds.points import (
     true_coordinates,
 )
 from evaluation.metrics.landmarks import mean_radial_error, radial_errors, success_detection_rate
+from evaluation.platform.cases import Case
 from evaluation.reading.values import shown
 from evaluation.settings import JSON_OUTPUT, setting
 

@@ -39,7 +39,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.grand_challenge import Case
 from evaluation.kinds.label_images import truth_images
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import (
@@ -55,6 +54,7 @@ from evaluation.metrics.instances import (
 )
 from evaluation.metrics.overlap import absolute_volume_difference, dice, dice_from_counts, overlap_counts, union_box
 from evaluation.metrics.validation import check_connectivity
+from evaluation.platform.cases import Case
 from evaluation.reading.label_maps import read_label_map, read_truth_label_map
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 

@@ -80,12 +80,13 @@ import numpy as np
 from evaluation.declarations.columns import MEAN_OF_RANKS, Column
 from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
 from evaluation.declarations.workload import Workload
-from evaluation.grand_challenge import Case, single_ground_truth_file
 from evaluation.kinds.declared import Declared, Ranked, case_values, ordered_ranking
 from evaluation.metrics.aggregation import weighted_sum
 from evaluation.metrics.froc import FP_RATE_TARGETS, SlideHits, mean_sensitivity, weighted_froc_sensitivities
 from evaluation.metrics.instances import f1_from_counts
 from evaluation.metrics.points import ASSIGNMENTS, CPM_FP_RATES, match_points, point_hits
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import single_ground_truth_file
 from evaluation.reading import annotations
 from evaluation.reading.files import Origin
 from evaluation.reading.images import Geometry

@@ -53,7 +53,6 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SubmissionError
-from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.tabular import (
     Composite,
@@ -76,6 +75,7 @@ from evaluation.metrics.regression import (
     spearman_correlation,
     symmetric_mean_absolute_percentage_error,
 )
+from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 

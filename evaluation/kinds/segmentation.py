@@ -85,13 +85,6 @@ import numpy as np
 
 from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
 from evaluation.errors import SetupError
-from evaluation.grand_challenge import (
-    RESERVED_GROUND_TRUTH_FILES,
-    Case,
-    Undefined,
-    check_ground_truth_file,
-    strip_extension,
-)
 from evaluation.kinds.declared import (
     Declared,
     Ranked,
@@ -102,6 +95,9 @@ from evaluation.kinds.declared import (
 )
 from evaluation.metrics import validation
 from evaluation.metrics.aggregation import describe, mean_over_labels
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import RESERVED_GROUND_TRUTH_FILES, check_ground_truth_file, strip_extension
+from evaluation.platform.outputs import Undefined
 from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 

@@ -32,10 +32,10 @@ import numpy as np
 
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
-from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import Declared, Ranked
 from evaluation.kinds.tabular import output_number, ranking_rule_named, reference_document
 from evaluation.metrics.survival import concordance_index
+from evaluation.platform.cases import Case
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 

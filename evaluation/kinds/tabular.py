@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column
-from evaluation.grand_challenge import Case, single_ground_truth_file
 from evaluation.kinds.declared import Ranked, ordered_ranking, weighted_sum_of
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import single_ground_truth_file
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import finite_number

@@ -29,18 +29,16 @@ from evaluation.challenges import challenge_class, named_challenge
 from evaluation.declarations.ranking_rules import TIE_METHODS
 from evaluation.errors import EXIT_OK, SetupError, UsageError, machine_limit
 from evaluation.framework import log
-from evaluation.grand_challenge import (
-    BAKED_GROUND_TRUTH_DIR,
-    METRICS_FILE,
-    UPLOADED_GROUND_TRUTH_DIR,
-    metrics_json,
-    resolve_ground_truth_dir,
-    value_at_path,
-    write_atomically,
-)
 from evaluation.interruption import finished, stopped_by_sigterm
 from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.leaderboard.scoring import BLAMED
+from evaluation.platform.locations import (
+    BAKED_GROUND_TRUTH_DIR,
+    METRICS_FILE,
+    UPLOADED_GROUND_TRUTH_DIR,
+    resolve_ground_truth_dir,
+)
+from evaluation.platform.outputs import metrics_json, value_at_path, write_atomically
 from evaluation.run import default_workers, stop_workers
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth
@@ -242,7 +240,7 @@ def write_json(path: Path, document: Any) -> Path:
 
 
 def write_text(path: Path, text) -> Path:
-    """The whole file or none (the evaluation's grand_challenge.write_atomically: a new private
+    """The whole file or none (the evaluation's platform/outputs.py write_atomically: a new private
     temporary file beside it, never a name a link could be planted at, then renamed); a failed
     write (no space left, say) removes the temporary file and is exit 3 in one line. `text` is
     the text, or a function writing it to the open file. Not forced to disk file by file: a run

@@ -25,8 +25,8 @@ from typing import Any
 
 from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupError, machine_limit, one_line
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case
 from evaluation.launch import failure
+from evaluation.platform.cases import Case
 from evaluation.run import _ACTIVE_POOLS, kill_pool_workers, matched_cases
 from evaluation.settings import Settings
 
@@ -387,7 +387,7 @@ def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: 
 
 def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> None:
     """The container's end of a run: the first bad case in case order, else the metrics."""
-    from evaluation.grand_challenge import metrics_json
+    from evaluation.platform.outputs import metrics_json
 
     for item in scored:
         if item[0] == "error":

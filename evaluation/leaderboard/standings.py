@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.declarations.ranking_rules import RankedTable, RankingRule, case_means
-from evaluation.grand_challenge import value_at_path
+from evaluation.platform.outputs import value_at_path
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def _main(argv: list[str] | None) -> int:
         parser.error(f"the phase pack {args.pack} does not exist")
     # Imported here: a Python without the requirements gets one line (run_command), as every command does.
     from evaluation.challenges import named_challenge
-    from evaluation.grand_challenge import resolve_ground_truth_dir
+    from evaluation.platform.locations import resolve_ground_truth_dir
 
     challenge = named_challenge(args.challenge)  # its folder only; every folder only to name the known ones
     if args.pack is not None:
@@ -93,8 +93,8 @@ def _main(argv: list[str] | None) -> int:
 
 def configure(challenge, ground_truth: Path, pack: Path) -> int:
     """--pack: the phase pack's socket names into the ground truth's config.json."""
-    from evaluation.grand_challenge import resolve_ground_truth_dir
     from evaluation.phase.pack import configure_from_pack
+    from evaluation.platform.locations import resolve_ground_truth_dir
 
     try:
         ground_truth_dir = resolve_ground_truth_dir(ground_truth, challenge.name)

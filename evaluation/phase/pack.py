@@ -45,7 +45,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from evaluation.errors import SetupError, id_list
-from evaluation.grand_challenge import CONFIG_FILE, write_atomically
+from evaluation.platform.locations import CONFIG_FILE
+from evaluation.platform.outputs import write_atomically
 from evaluation.reading.files import MEGABYTE, Origin, shown_path, size_text
 from evaluation.reading.json_files import parse_json_or_fail, read_json
 from evaluation.reading.values import shown

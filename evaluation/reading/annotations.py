@@ -39,7 +39,7 @@ from evaluation.reading.images import Geometry
 from evaluation.reading.values import is_finite_number, json_type, shown
 
 if TYPE_CHECKING:
-    from evaluation.grand_challenge import Case
+    from evaluation.platform.cases import Case
 
 MULTIPLE_POINTS = "Multiple points"
 MULTIPLE_BOXES = "Multiple 2D bounding boxes"

@@ -51,8 +51,8 @@ from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leade
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case
 from evaluation.metrics.froc import FP_RATE_TARGETS, THRESHOLD_RULES, froc_curve
+from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_number
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 

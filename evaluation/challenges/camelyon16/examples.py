@@ -15,7 +15,8 @@ from evaluation.challenges.camelyon16.truth import (
     REFERENCE_FILE,
     TUMOR,
 )
-from evaluation.examples import Example, Lineup, synthetic
+from evaluation.declarations.examples import Example, Lineup
+from evaluation.platform import synthetic
 
 
 def synthesize(out_dir: Path, seed: int = 0, cases: int | None = None) -> None:

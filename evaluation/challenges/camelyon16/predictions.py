@@ -13,7 +13,7 @@ import numpy as np
 
 from evaluation.errors import SubmissionError, id_list
 from evaluation.framework import log
-from evaluation.grand_challenge import list_submission_files, strip_extension
+from evaluation.platform.locations import list_submission_files, strip_extension
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import Row, bytes_for_rows, read_csv_rows
 from evaluation.reading.values import is_finite_number, json_type, shown

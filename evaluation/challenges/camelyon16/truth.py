@@ -10,7 +10,7 @@ from pathlib import Path
 from evaluation.challenges.camelyon16.evaluation_mask import evaluation_mask
 from evaluation.challenges.camelyon16.masks import MASK_SUFFIXES, read_mask
 from evaluation.errors import SetupError, id_list
-from evaluation.grand_challenge import strip_extension
+from evaluation.platform.locations import strip_extension
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import read_csv_rows
 

@@ -34,7 +34,8 @@ from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case, Undefined, set_at_path, value_at_path
+from evaluation.platform.cases import Case
+from evaluation.platform.outputs import Undefined, set_at_path, value_at_path
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
 
 from . import predictions, scoring

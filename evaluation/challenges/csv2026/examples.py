@@ -21,8 +21,9 @@ from evaluation.challenges.csv2026 import (
     Csv2026,
     Csv2026Settings,
 )
-from evaluation.examples import Example, Lineup, synthetic
-from evaluation.grand_challenge import strip_extension
+from evaluation.declarations.examples import Example, Lineup
+from evaluation.platform import synthetic
+from evaluation.platform.locations import strip_extension
 from evaluation.reading.files import Origin
 from evaluation.reading.images import read_image
 

@@ -12,7 +12,9 @@ import numpy as np
 
 from evaluation.errors import SubmissionError
 from evaluation.framework import log
-from evaluation.grand_challenge import Case, JobTiming, job_timing, list_submission_files
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import list_submission_files
+from evaluation.platform.predictions import JobTiming, job_timing
 from evaluation.reading.files import Origin
 from evaluation.reading.hdf5 import Hdf5File, open_hdf5
 from evaluation.reading.images import shape_text

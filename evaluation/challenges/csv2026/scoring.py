@@ -15,12 +15,12 @@ from datetime import timedelta
 
 import numpy as np
 
-from evaluation.grand_challenge import JobTiming, timing_rule
 from evaluation.metrics.aggregation import weighted_mean, weighted_sum
 from evaluation.metrics.confusion import f1_score
 from evaluation.metrics.overlap import dice
 from evaluation.metrics.resampling import whole_counts
 from evaluation.metrics.surface import normalized_surface_dice
+from evaluation.platform.predictions import JobTiming, timing_rule
 
 from .predictions import Prediction
 from .truth import PAIRS, STRUCTURES, VIEWS, CaseTruth, LabelMap
@@ -79,7 +79,7 @@ def score_case(prediction: Prediction, truth: CaseTruth, tolerance: float) -> Ca
 
 # ---- the processing time ---------------------------------------------------------------------
 # What a job says of its time (JobTiming) and which rule gives t (timing_rule) are the platform's,
-# shared by any challenge: evaluation/grand_challenge.py. Here: t on every bootstrap row.
+# shared by any challenge: evaluation/platform/predictions.py. Here: t on every bootstrap row.
 
 
 def processing_time(timings: list[JobTiming | None], weights: np.ndarray) -> np.ndarray:

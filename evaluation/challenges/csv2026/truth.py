@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.errors import SetupError
-from evaluation.grand_challenge import ground_truth_files
+from evaluation.platform.locations import ground_truth_files
 from evaluation.reading.files import Origin
 from evaluation.reading.hdf5 import Hdf5Dataset, Hdf5File, open_hdf5
 from evaluation.reading.values import one_line_values, shown

@@ -16,12 +16,8 @@ from evaluation.declarations.columns import Column, ci_title
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import (
-    list_submission_files,
-    single_ground_truth_file,
-    strip_extension,
-)
 from evaluation.metrics.resampling import draw_with_replacement, draws_to_counts, linear_percentiles, whole_counts
+from evaluation.platform.locations import list_submission_files, single_ground_truth_file, strip_extension
 from evaluation.reading.files import MEGABYTE, Origin, shown_path
 from evaluation.reading.tables import bytes_for_rows, read_csv_records
 from evaluation.settings import CASE_INPUT, Settings, setting

@@ -12,7 +12,8 @@ import numpy as np
 from evaluation.challenges.hecktor2025 import HecktorTask2, HecktorTask3
 from evaluation.challenges.hecktor2025.hpv import Task3Settings
 from evaluation.challenges.hecktor2025.survival import Task2Settings
-from evaluation.examples import Example, Lineup, synthetic
+from evaluation.declarations.examples import Example, Lineup
+from evaluation.platform import synthetic
 
 CENTERS = ("CHUM", "CHUP", "CHUV", "HGJ", "HMR", "MDA", "USZ")
 

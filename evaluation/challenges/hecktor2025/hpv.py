@@ -23,8 +23,10 @@ from evaluation.challenges.hecktor2025.common import (
 )
 from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError, SubmissionError
-from evaluation.grand_challenge import Case, nest_paths, single_ground_truth_file
 from evaluation.metrics.confusion import recall_score
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import single_ground_truth_file
+from evaluation.platform.outputs import nest_paths
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import JSON_OUTPUT, setting
 

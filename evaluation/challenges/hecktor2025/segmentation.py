@@ -20,17 +20,16 @@ import numpy as np
 from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, submission_name
 from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError, SubmissionError, id_list
-from evaluation.grand_challenge import (
-    RESERVED_GROUND_TRUTH_FILES,
-    Case,
-    Undefined,
-    check_ground_truth_file,
-    list_submission_files,
-    nest_paths,
-    strip_extension,
-)
 from evaluation.metrics.instances import connected_components, f1_from_counts, match_instances
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import (
+    RESERVED_GROUND_TRUTH_FILES,
+    check_ground_truth_file,
+    list_submission_files,
+    strip_extension,
+)
+from evaluation.platform.outputs import Undefined, nest_paths
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
 from evaluation.reading.label_maps import label_voxels, read_label_map

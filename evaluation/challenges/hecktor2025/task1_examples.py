@@ -12,7 +12,8 @@ import numpy as np
 from evaluation.challenges.hecktor2025 import HecktorTask1
 from evaluation.challenges.hecktor2025.examples import image_inputs, organizer_inputs, synthetic_patients
 from evaluation.challenges.hecktor2025.segmentation import GTVN, GTVP, Task1Settings
-from evaluation.examples import Example, Lineup, synthetic
+from evaluation.declarations.examples import Example, Lineup
+from evaluation.platform import synthetic
 from evaluation.reading.images import Geometry
 
 OUTPUT_SLUG = "tumor-lymph-node-segmentation"

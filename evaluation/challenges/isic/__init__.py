@@ -36,7 +36,8 @@ from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case, single_ground_truth_file
+from evaluation.platform.cases import Case
+from evaluation.platform.locations import single_ground_truth_file
 from evaluation.reading.files import Origin
 from evaluation.reading.tables import bytes_for_rows
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from evaluation.challenges.isic.truth import THRESHOLD, Truth
-from evaluation.grand_challenge import Undefined
 from evaluation.metrics import classification
+from evaluation.platform.outputs import Undefined
 
 ROC_EPSILON = 0.001  # curve simplification tolerance for the plotted ROC points
 ROC_DECIMALS = 4

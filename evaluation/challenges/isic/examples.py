@@ -16,7 +16,8 @@ import numpy as np
 
 from evaluation.challenges.isic import Isic2018, Isic2019
 from evaluation.challenges.isic.predictions import PREDICTIONS_FILE
-from evaluation.examples import Example, Lineup, synthetic
+from evaluation.declarations.examples import Example, Lineup
+from evaluation.platform import synthetic
 
 OUTPUT_SOCKET = "skin-lesion-class-confidences"
 OUTPUT_FILE = f"{OUTPUT_SOCKET}.json"
@@ -123,7 +124,7 @@ def input_image_names(evaluation, ids, extension: str) -> dict[str, str]:
     """{image id: the input image name the evaluation reads as it}: a name case-mapping.json maps
     to it (the first in sorted order), else the id with `extension`. Built once for all images
     (synthetic.input_image_name looks through the mapping per image: too slow for 25,000)."""
-    from evaluation.grand_challenge import mapped_case_id
+    from evaluation.platform.cases import mapped_case_id
 
     mapped: dict[str, str] = {}
     for name, case_id in sorted(evaluation.case_mapping.items()):

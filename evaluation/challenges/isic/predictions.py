@@ -44,7 +44,7 @@ import numpy as np
 
 from evaluation.errors import SubmissionError, id_list
 from evaluation.framework import log
-from evaluation.grand_challenge import list_submission_files
+from evaluation.platform.locations import list_submission_files
 from evaluation.reading.files import Origin, shown_path
 from evaluation.reading.values import SHOWN_LENGTH, finite_number, json_type, shown
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from evaluation.challenges.isic.charts import roc_for_plot
 from evaluation.challenges.isic.truth import THRESHOLD, Truth
-from evaluation.grand_challenge import Undefined
 from evaluation.metrics import classification
 from evaluation.metrics.confusion import binary_confusion
+from evaluation.platform.outputs import Undefined
 
 from .multiclass import UNDECIDED, argmax_labels, nan_mean, nan_mean_rows, recall_of_labels, recall_of_labels_rows
 

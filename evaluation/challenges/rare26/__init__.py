@@ -23,8 +23,8 @@ from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
 from evaluation.framework import Evaluation, log
-from evaluation.grand_challenge import Case
 from evaluation.metrics.resampling import percentile_summary
+from evaluation.platform.cases import Case
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 from . import charts, scoring

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.examples import Example, Lineup, synthetic
+from evaluation.declarations.examples import Example, Lineup
+from evaluation.platform import synthetic
 
 NDBE = "ndbe"  # the negative class as the examples write it; any other class is neoplasia
 INPUT_SOCKET = "stacked-barretts-esophagus-endoscopy-images"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluation.grand_challenge import Case
+from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_numbers, json_type
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.framework import log
-from evaluation.grand_challenge import single_ground_truth_file, strip_extension
+from evaluation.platform.locations import single_ground_truth_file, strip_extension
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
 from evaluation.reading.values import json_type, shown

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import SetupError
-from evaluation.grand_challenge import CONFIG_FILE
+from evaluation.platform.locations import CONFIG_FILE
 from evaluation.reading.files import Origin
 
 
@@ -114,7 +114,7 @@ def input_image_name(evaluation, case_id: str, candidates: list[str]) -> str:
     """The name of an input image that `evaluation` (a challenge's Evaluation on the organizer's
     ground truth) reads as `case_id`: a case-mapping.json name mapped to it, else the first of
     `candidates` (the case id with the usual extension) that the naming rule turns into it."""
-    from evaluation.grand_challenge import mapped_case_id
+    from evaluation.platform.cases import mapped_case_id
 
     mapped = sorted(name for name, target in evaluation.case_mapping.items() if target == case_id)
     for name in (*mapped, *candidates):
