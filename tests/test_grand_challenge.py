@@ -18,7 +18,14 @@ from evaluation.platform import synthetic
 from evaluation.platform.cases import Case, case_id_of_job, read_case_mapping
 from evaluation.platform.locations import list_submission_files, strip_extension
 from evaluation.platform.outputs import Undefined, metrics_json, write_metrics
-from evaluation.platform.predictions import parse_iso_duration, parse_predictions, read_predictions
+from evaluation.platform.predictions import (
+    JobTiming,
+    job_timing,
+    parse_iso_duration,
+    parse_predictions,
+    processing_seconds,
+    read_predictions,
+)
 from evaluation.reading.files import Origin
 
 PK = "05c0bc43-0975-437b-8202-b63c47044453"
@@ -694,7 +701,7 @@ def test_case_seconds_is_exec_duration_else_the_span_of_the_instants(tmp_path):
     expected = (datetime(2024, 11, 29, 10, 41, 48, 601799, tzinfo=UTC)
                 - datetime(2024, 11, 29, 10, 31, 25, 691799, tzinfo=UTC)).total_seconds()
     assert case.seconds() == expected
-    assert case.timing == gc.JobTiming(None, datetime(2024, 11, 29, 10, 31, 25, 691799, tzinfo=UTC),
+    assert case.timing == JobTiming(None, datetime(2024, 11, 29, 10, 31, 25, 691799, tzinfo=UTC),
                                        datetime(2024, 11, 29, 10, 41, 48, 601799, tzinfo=UTC))
 
 
@@ -714,18 +721,18 @@ def test_a_predictions_file_case_has_no_time(tmp_path):
     case = Case(case_id="7", input_dir=tmp_path, source=tmp_path / "7.csv")
     assert case.timing is None
     assert case.seconds() == Undefined("Case 7: a predictions-file submission carries no processing time")
-    assert gc.processing_seconds([None]) == Undefined(
+    assert processing_seconds([None]) == Undefined(
         "no processing time: a predictions-file submission carries no processing time")
 
 
 def timings(jobs):
-    return [gc.job_timing(job) for job in parse_predictions(jobs)]
+    return [job_timing(job) for job in parse_predictions(jobs)]
 
 
 def test_processing_seconds_sums_exec_durations_else_spans_the_jobs():
     durations = ["PT0.1S", "PT0.2S", "PT0.3S", "PT1000000.7S"]
     jobs = [one_job(pk=f"job{n}", exec_duration=d) for n, d in enumerate(durations)]
-    assert gc.processing_seconds(timings(jobs)) == math.fsum([0.1, 0.2, 0.3, 1000000.7])
+    assert processing_seconds(timings(jobs)) == math.fsum([0.1, 0.2, 0.3, 1000000.7])
     instants = [("2024-11-29T10:00:00.000001Z", "2024-11-29T10:05:00Z"),
                 ("2024-11-29T09:59:59.5Z", "2024-11-29T10:01:00Z"),
                 ("2024-11-29T10:02:00Z", "2024-11-29T10:07:30.25Z")]
@@ -733,9 +740,9 @@ def test_processing_seconds_sums_exec_durations_else_spans_the_jobs():
             for n, (start, end) in enumerate(instants)]
     expected = (datetime(2024, 11, 29, 10, 7, 30, 250000, tzinfo=UTC)
                 - datetime(2024, 11, 29, 9, 59, 59, 500000, tzinfo=UTC)).total_seconds()
-    assert gc.processing_seconds(timings(jobs)) == expected == 450.75
+    assert processing_seconds(timings(jobs)) == expected == 450.75
     jobs[1]["started_at"] = None
-    assert gc.processing_seconds(timings(jobs)) == Undefined(
+    assert processing_seconds(timings(jobs)) == Undefined(
         "no processing time: not every job carries exec_duration, nor started_at and completed_at")
 
 
@@ -747,4 +754,4 @@ def test_csv2026_processing_time_is_the_shared_rule_on_the_row_of_ones():
     span_jobs = timings([one_job(pk=f"job{n}", exec_duration=None, started_at=f"2024-11-29T10:0{n}:00Z",
                                  completed_at=f"2024-11-29T10:0{n + 1}:00.5Z") for n in range(5)])
     for jobs in (exec_jobs, span_jobs):
-        assert processing_time(jobs, np.ones((1, len(jobs)), dtype=np.int64))[0] == gc.processing_seconds(jobs)
+        assert processing_time(jobs, np.ones((1, len(jobs)), dtype=np.int64))[0] == processing_seconds(jobs)
