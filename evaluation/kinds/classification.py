@@ -53,17 +53,8 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.errors import SubmissionError
 from evaluation.grand_challenge import Case
-from evaluation.kinds.declared import Declared, Ranked
-from evaluation.kinds.tabular import (
-    Composite,
-    Metric,
-    composite_ranked,
-    output_number,
-    ranking_rule_named,
-    reference_document,
-    settings_with_sockets,
-    socket_slugs,
-)
+from evaluation.kinds.declared import Declared, Ranked, reference_document, settings_with_sockets, socket_slugs
+from evaluation.kinds.tabular import Composite, Metric, composite_ranked, output_number
 from evaluation.metrics.aggregation import weighted_mean
 from evaluation.metrics.classification import (
     average_precision_score,
@@ -263,7 +254,6 @@ class Classification(Declared):
     output: ClassVar[str] = "likelihood"
     sockets: ClassVar[str] = "one"
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
-    ranking: ClassVar[str] = "ordered"
     composite: ClassVar[Composite | None] = None
     settings_class = ClassificationSettings
     cases_in_workers = False  # a few numbers per case: a process pool would cost more than it saves
@@ -280,10 +270,6 @@ class Classification(Declared):
             cls.settings_class = settings_with_sockets(
                 ClassificationSettings, cls, cls.classes, lambda name: f"{name.replace('_', '-')}-likelihood",
                 "likelihood of")
-        if "ranking_rule" not in cls.__dict__:
-            cls.ranking_rule, method = ranking_rule_named(cls.ranking)
-            if "scoring_method" not in cls.__dict__:
-                cls.scoring_method = method
         super().__init_subclass__(**kwargs)
 
     @classmethod

@@ -77,10 +77,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import MEAN_OF_RANKS, Column
-from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
-from evaluation.grand_challenge import Case, single_ground_truth_file
-from evaluation.kinds.declared import Declared, Ranked, case_values, ordered_ranking
+from evaluation.declarations.columns import Column
+from evaluation.grand_challenge import Case
+from evaluation.kinds.declared import (
+    Compute,
+    Declared,
+    Ranked,
+    case_values,
+    composite_score,
+    mean_of_defined,
+    reference_document,
+)
 from evaluation.metrics.aggregation import weighted_sum
 from evaluation.metrics.froc import FP_RATE_TARGETS, SlideHits, mean_sensitivity, weighted_froc_sensitivities
 from evaluation.metrics.instances import f1_from_counts
@@ -88,12 +95,10 @@ from evaluation.metrics.points import ASSIGNMENTS, CPM_FP_RATES, match_points, p
 from evaluation.reading import annotations
 from evaluation.reading.files import Origin
 from evaluation.reading.images import Geometry
-from evaluation.reading.json_files import read_json
 from evaluation.reading.values import is_finite_number, shown
 from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 MAX_POINTS = 1_000_000  # per image and output: beyond any detector's output, and ~100 MB of JSON
-RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 
 
 # ---- reading: the image grid and the Multiple points (evaluation/reading/annotations.py) -------
@@ -207,13 +212,7 @@ def read_multiple_points(case: Case, slug: str, grid: Grid) -> PointSet:
 
 def read_reference(truth: Origin, directory: Path, file_name: str, entry_key: str) -> tuple[Path, dict[str, Any]]:
     """The ground truth's one JSON file: {case id: {"grid": ..., entry_key: ...}}."""
-    path = single_ground_truth_file(directory, ".json")
-    if path.name != file_name:
-        truth.fail(f"The ground truth's JSON file is {path.name}; this challenge reads {file_name}.")
-    document = read_json(truth, path, "The ground truth")
-    if not isinstance(document, dict) or not document:
-        truth.fail(f"Ground truth {path.name} must be a non-empty object mapping case ids to "
-                   f"{{\"grid\": ..., \"{entry_key}\": ...}}.")
+    path, document = reference_document(truth, directory, f"{{\"grid\": ..., \"{entry_key}\": ...}}", file_name)
     for case_id, entry in document.items():
         if not isinstance(entry, dict) or set(entry) != {"grid", entry_key}:
             truth.fail(f"Ground truth {path.name}: case {case_id} is {shown(entry)}; it must be an object with "
@@ -235,45 +234,14 @@ def true_coordinates(value: Any, grid: Grid, where: str, fail) -> np.ndarray:
 # ---- declarations shared by the kinds ---------------------------------------------------------
 
 
-def ranking_rule_for(ranking: str, owner: str, case_columns: tuple[Column, ...], composite: Mapping[str, float]):
-    """The final ranking's rule (name, ranked columns) -> rule that a kind's `ranking` declaration
-    names (evaluation/declarations/ranking_rules.py): "ordered", the first ranked value, ties by
-    the next; "mean_of_ranks", the mean of the submissions' ranks on each ranked value;
-    "case_rank_then_mean", challengeR's rank-then-aggregate on `case_columns`, the ranked values'
-    per-case counterparts (their paths inside each case's entry of metrics.json's "cases")."""
-    if ranking not in RANKINGS:
-        raise TypeError(f"{owner}: ranking {ranking!r} is not one of {', '.join(RANKINGS)}")
-    if ranking == "ordered":
-        return ordered_ranking
-    if composite:
-        raise TypeError(f"{owner}: a composite score is ranked by itself (ranking = 'ordered'); {ranking!r} ranks "
-                        f"the metrics, each on its own")
-    if ranking == "mean_of_ranks":
-        return MeanOfRanks
-    if not case_columns:
-        raise TypeError(f"{owner}: ranking 'case_rank_then_mean' needs ranked values with a per-case value")
-    return lambda name, _: MeanOfCaseRanks(name, case_columns)
-
-
-def composite_of(parts: Mapping[str, float], computations: Mapping[str, Any]):
-    """A weighted sum of metrics computed on their own (so that it can be ranked first, before
-    its parts): Σ weight · metric over `parts`, each metric's computation from `computations`."""
-    def compute(results, weights, computed):
-        total = np.zeros(weights.shape[0], dtype=np.float64)
-        for metric, weight in parts.items():
-            total = total + weight * np.asarray(computations[metric](results, weights, computed), dtype=np.float64)
-        return total
-    return compute
-
-
-def mean_of_defined(values: np.ndarray, weights: np.ndarray, when_none: float) -> np.ndarray:
-    """Per row of case weights, the weighted mean of the defined (not NaN) per-case values;
-    `when_none` where a row holds none."""
-    defined = ~np.isnan(values)
-    top = weights[:, defined] @ values[defined]
-    bottom = weights[:, defined].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), when_none)
+def metric_composite(weights: Mapping[str, float], ranked_metrics: tuple[str, ...],
+                     computations: Mapping[str, Compute]) -> tuple[Ranked, dict[str, Compute]]:
+    """(the composite score at aggregates.score, the computations of its parts that are not
+    ranked themselves): Σ weight · metric, each metric at aggregates.<metric>."""
+    title = "Score (" + " + ".join(f"{w:g} {m}" for m, w in weights.items()) + ")"
+    score = composite_score(Column(title, "aggregates.score", "desc"),
+                            {f"aggregates.{metric}": weight for metric, weight in weights.items()})
+    return score, {f"aggregates.{metric}": computations[metric] for metric in weights if metric not in ranked_metrics}
 
 
 # ---- the kind ---------------------------------------------------------------------------------
@@ -320,7 +288,6 @@ class Points(Declared):
     area_unit: ClassVar[float] = 1.0
     ranked_metrics: ClassVar[tuple[str, ...]] = ("f1", "froc")
     composite: ClassVar[Mapping[str, float]] = {}
-    ranking: ClassVar[str] = "ordered"
     ground_truth_file: ClassVar[str] = "reference.json"
     settings_class = PointsSettings
     case_label = "Image"
@@ -333,18 +300,13 @@ class Points(Declared):
             ranked = [Ranked(Column(cls._title(metric), f"aggregates.{metric}", POINT_METRICS[metric][1]),
                              computations[metric]) for metric in cls.ranked_metrics]
             if cls.composite:
-                ranked.insert(0, Ranked(Column("Score (" + " + ".join(f"{w:g} {m}" for m, w in cls.composite.items())
-                                               + ")", "aggregates.score", "desc"),
-                                        composite_of(cls.composite, computations)))
+                score, cls.composite_parts = metric_composite(cls.composite, cls.ranked_metrics, computations)
+                ranked.insert(0, score)
             cls.ranked = tuple(ranked)
-            rule = ranking_rule_for(cls.ranking, cls.__name__, cls._case_columns(), cls.composite)
-            cls.ranking_rule = staticmethod(rule)
-            if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
-                cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)
 
     @classmethod
-    def _case_columns(cls) -> tuple[Column, ...]:
+    def case_columns(cls) -> tuple[Column, ...]:
         """The ranked values' per-case counterparts (case_rank_then_mean): each case's F1,
         precision or recall, the mean over the classes; the FROC and the CPM have none."""
         if cls.ranking == "case_rank_then_mean":

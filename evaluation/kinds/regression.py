@@ -53,17 +53,8 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.errors import SubmissionError
 from evaluation.grand_challenge import Case
-from evaluation.kinds.declared import Declared, Ranked
-from evaluation.kinds.tabular import (
-    Composite,
-    Metric,
-    composite_ranked,
-    output_number,
-    ranking_rule_named,
-    reference_document,
-    settings_with_sockets,
-    socket_slugs,
-)
+from evaluation.kinds.declared import Declared, Ranked, reference_document, settings_with_sockets, socket_slugs
+from evaluation.kinds.tabular import Composite, Metric, composite_ranked, output_number
 from evaluation.metrics.aggregation import weighted_median
 from evaluation.metrics.regression import (
     mean_absolute_error,
@@ -192,7 +183,6 @@ class Regression(Declared):
     targets: ClassVar[Mapping[str, str]] = {"value": "Value"}
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (mae(),)
     sockets: ClassVar[str] = "one"
-    ranking: ClassVar[str] = "ordered"
     composite: ClassVar[Composite | None] = None
     settings_class = RegressionSettings
     cases_in_workers = False  # a few numbers per case: a process pool would cost more than it saves
@@ -218,14 +208,13 @@ class Regression(Declared):
         if cls.sockets == "per_target" and "settings_class" not in cls.__dict__:
             cls.settings_class = settings_with_sockets(RegressionSettings, cls, names,
                                                        lambda name: name.replace("_", "-"), "target")
-        if "ranking_rule" not in cls.__dict__:
-            # challengeR's per-case rule ranks each target's absolute error case by case
-            case_columns = tuple(Column(f"Absolute error, {cls.targets[target]}", f"{target}.absolute_error", "asc")
-                                 for target in names)
-            cls.ranking_rule, method = ranking_rule_named(cls.ranking, case_columns)
-            if "scoring_method" not in cls.__dict__:
-                cls.scoring_method = method
         super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def case_columns(cls) -> tuple[Column, ...]:
+        """challengeR's per-case rule ranks each target's absolute error case by case."""
+        return tuple(Column(f"Absolute error, {cls.targets[target]}", f"{target}.absolute_error", "asc")
+                     for target in cls.targets)
 
     @classmethod
     def check_declaration(cls) -> None:
