@@ -70,7 +70,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError
 from evaluation.grand_challenge import (
     RESERVED_GROUND_TRUTH_FILES,
@@ -79,14 +79,7 @@ from evaluation.grand_challenge import (
     check_ground_truth_file,
     strip_extension,
 )
-from evaluation.kinds.declared import (
-    Declared,
-    Ranked,
-    mean_over_cases,
-    median_over_cases,
-    ordered_ranking,
-    weighted_sum_of,
-)
+from evaluation.kinds.declared import Declared, Ranked, composite_score, mean_over_cases, median_over_cases
 from evaluation.metrics import validation
 from evaluation.metrics.aggregation import describe, mean_over_labels
 from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map
@@ -96,7 +89,6 @@ from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 TRUTH_SUFFIXES = (".nii.gz", ".nii", ".mha", ".nrrd", ".tif", ".tiff")
 MEAN_OVER_LABELS = "mean_over_labels"  # the per-case mean over the declared labels, in metrics.json
 OVER_CASES = ("mean", "median")
-RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 SPACINGS = ("header", "voxels")
 DIAGONAL = validation.DIAGONAL
 # The per-label description over cases: describe()'s keys, its "50%" named "median" (the same
@@ -425,7 +417,6 @@ class Segmentation(Declared):
     label_metrics: ClassVar[tuple[Metric, ...]] = ()
     ranked_metrics: ClassVar[tuple[RankedMetric, ...]] = ()
     composite: ClassVar[Composite | None] = None
-    ranking: ClassVar[str] = "ordered"
     spacing: ClassVar[str] = "header"
     dimensions: ClassVar[tuple[int, ...]] = (2, 3)
     settings_class = SegmentationSettings
@@ -468,8 +459,6 @@ class Segmentation(Declared):
                                     f"dimensionality of a {min(cls.dimensions)}D label map (declare dimensions)")
         if cls.spacing not in SPACINGS:
             raise TypeError(f"{cls.__name__}.spacing must be one of {', '.join(SPACINGS)}")
-        if cls.ranking not in RANKINGS:
-            raise TypeError(f"{cls.__name__}.ranking must be one of {', '.join(RANKINGS)}, not {cls.ranking!r}")
         ranked = cls.ranked_metrics or tuple(RankedMetric(metric.key) for metric in cls.label_metrics)
         cls.ranked_metrics = ranked
         by_key = {metric.key: metric for metric in cls.label_metrics}
@@ -488,50 +477,29 @@ class Segmentation(Declared):
             compute = (mean_over_cases if value.over_cases == "mean" else median_over_cases)(value.case_key)
             values.append(Ranked(Column(value.title or cls._title(metric, value), f"aggregates.{value.key}",
                                         metric.order), compute))
-        cls.ranked = tuple(values)
-        if not cls.__dict__.get("leaderboard_name"):
-            cls.leaderboard_name = ranked[0].key.replace(".", "_")
-        columns = tuple(v.column for v in values)
         if cls.composite is not None:
             composite = cls.composite
-            if cls.ranking != "ordered":
-                raise TypeError(f"{cls.__name__}: a composite is the score the final ranking orders by; declare "
-                                f"ranking = \"ordered\" with it")
             unknown = sorted(set(composite.weights) - {value.key for value in ranked})
             if unknown:
                 raise TypeError(f"{cls.__name__}.composite weighs {unknown}, which are no ranked metric's key "
                                 f"({[value.key for value in ranked]})")
-            score = Column(composite.title, f"aggregates.{composite.key}", composite.order)
-            # computed after the values it weighs (Declared.aggregate computes in declaration order),
-            # shown first: the leaderboard is declared here rather than derived from the order
             parts = {f"aggregates.{key}": float(weight) for key, weight in composite.weights.items()}
-            cls.ranked = (*values, Ranked(score, weighted_sum_of(parts)))
-            columns = (score, *columns)
-            cls.leaderboards = (Leaderboard(score=score, decimal_places=cls.decimal_places, scoring_method=ABSOLUTE,
-                                            extra_columns=columns[1:]),)
-            cls.ranked_paths = leaderboard_paths(cls.leaderboards)
-            cls.final_rankings = (ordered_ranking(composite.key, columns),)
-        cls.scoring_method = MEAN_OF_RANKS if cls.ranking == "mean_of_ranks" and cls.composite is None else ABSOLUTE
-        cls.ranking_rule = staticmethod(cls._rule())
+            values.insert(0, composite_score(Column(composite.title, f"aggregates.{composite.key}", composite.order),
+                                             parts))
+        cls.ranked = tuple(values)
+        if not cls.__dict__.get("leaderboard_name"):
+            cls.leaderboard_name = cls.composite.key if cls.composite is not None else ranked[0].key.replace(".", "_")
         if cls.ranking == "case_rank_then_mean" and any(value.over_cases != "mean" for value in ranked):
             raise TypeError(f"{cls.__name__}: case_rank_then_mean averages each case's ranks; its ranked metrics "
                             f"aggregate over cases by the mean")
 
     @classmethod
-    def _rule(cls):
-        """(name, the ranked columns) -> the declared final-ranking rule."""
-        from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
-
-        if cls.ranking == "ordered":
-            return ordered_ranking
-        if cls.ranking == "mean_of_ranks":
-            return MeanOfRanks
-        # challengeR's rank-then-aggregate ranks each case's own values: the ranked metrics' paths
-        # inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice")
+    def case_columns(cls) -> tuple[Column, ...]:
+        """challengeR's rank-then-aggregate ranks each case's own values: the ranked metrics' paths
+        inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice")."""
         by_key = {metric.key: metric for metric in cls.label_metrics}
-        case_columns = tuple(Column(value.title or cls._title(by_key[value.metric], value),
-                                    value.case_path, by_key[value.metric].order) for value in cls.ranked_metrics)
-        return lambda name, columns: MeanOfCaseRanks(name, case_columns)
+        return tuple(Column(value.title or cls._title(by_key[value.metric], value), value.case_path,
+                            by_key[value.metric].order) for value in cls.ranked_metrics)
 
     @classmethod
     def _title(cls, metric: _Metric, value: RankedMetric) -> str:
