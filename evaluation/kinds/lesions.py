@@ -40,7 +40,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.grand_challenge import Case
-from evaluation.kinds.label_images import truth_images
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import (
     ASSIGNMENTS,
@@ -55,7 +54,7 @@ from evaluation.metrics.instances import (
 )
 from evaluation.metrics.overlap import absolute_volume_difference, dice, dice_from_counts, overlap_counts, union_box
 from evaluation.metrics.validation import check_connectivity
-from evaluation.reading.label_maps import read_label_map, read_truth_label_map
+from evaluation.reading.label_maps import read_label_map, read_truth_label_map, truth_label_map_files
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 
 VOLUME_UNITS = {"ml": 1e-3, "mm3": 1.0}  # per mm³
@@ -139,7 +138,8 @@ class Lesions(PerLabel):
     # ---- reading ---------------------------------------------------------------------------
 
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
-        return truth_images(self.truth, directory)  # paths: each image is read where its case is scored
+        # paths: each image is read where its case is scored
+        return truth_label_map_files(directory, self.truth_suffixes)
 
     def read_job_prediction(self, case: Case, ground_truth: Path):
         """(truth, prediction, the grid): the ground truth read first (its problems the

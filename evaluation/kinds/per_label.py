@@ -57,6 +57,8 @@ class PerLabel(Declared):
     sets `metric_specs` and scores a case into {label name: {key: number}}."""
 
     labels: ClassVar[Mapping[int, str]] = {1: "lesion"}
+    # the ground truth: one label image <case id><suffix> per case
+    truth_suffixes: ClassVar[tuple[str, ...]] = (".mha", ".nii.gz", ".nii", ".nrrd")
     ranked_metrics: ClassVar[Mapping[str, str]] = {}
     labels_ranked: ClassVar[str] = "mean"
     composite: ClassVar[Mapping[str, float]] = {}

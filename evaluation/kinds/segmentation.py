@@ -71,18 +71,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column
-from evaluation.errors import SetupError
 from evaluation.grand_challenge import (
-    RESERVED_GROUND_TRUTH_FILES,
     Case,
     Undefined,
-    check_ground_truth_file,
-    strip_extension,
 )
 from evaluation.kinds.declared import Declared, Ranked, composite_score, mean_over_cases, median_over_cases
 from evaluation.metrics import validation
 from evaluation.metrics.aggregation import describe, mean_over_labels
-from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map
+from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map, truth_label_map_files
 from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
 
 # Ground-truth label maps: <case id><one of these>.
@@ -515,20 +511,7 @@ class Segmentation(Declared):
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
         """{case id: its label map}: one `<case id>.nii.gz` (or .nii, .mha, .nrrd, .tif) per case,
         read in the worker that scores the case."""
-        maps: dict[str, Path] = {}
-        for path in sorted(directory.iterdir()):
-            if path.is_dir() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
-                continue
-            check_ground_truth_file(path)
-            if not path.name.lower().endswith(TRUTH_SUFFIXES):
-                raise SetupError(f"Ground truth {path.name}: expected only <case id>.nii.gz, .nii, .mha, .nrrd or .tif "
-                                 f"label maps (besides config.json and case-mapping.json).")
-            case_id = strip_extension(path.name)
-            if case_id in maps:
-                raise SetupError(f"Ground truth: case {case_id} has two label maps ({maps[case_id].name} and "
-                                 f"{path.name}).")
-            maps[case_id] = path
-        return maps
+        return truth_label_map_files(directory, TRUTH_SUFFIXES)
 
     def case_truth(self, case: Case):
         """The case's ground truth, read and checked here, in the process scoring the case."""
