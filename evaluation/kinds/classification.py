@@ -53,7 +53,14 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.errors import SubmissionError
 from evaluation.grand_challenge import Case
-from evaluation.kinds.declared import Declared, Ranked, reference_document, settings_with_sockets, socket_slugs
+from evaluation.kinds.declared import (
+    CaseSettings,
+    Declared,
+    Ranked,
+    reference_document,
+    settings_with_sockets,
+    socket_slugs,
+)
 from evaluation.kinds.tabular import Composite, Metric, composite_ranked, output_number
 from evaluation.metrics.aggregation import weighted_mean
 from evaluation.metrics.classification import (
@@ -72,7 +79,7 @@ from evaluation.metrics.confusion import (
     recall_score,
 )
 from evaluation.reading.values import finite_numbers, json_type, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 TASKS = ("binary", "multiclass", "multilabel")
 OUTPUTS = ("likelihood", "class")
@@ -80,13 +87,10 @@ SCORES, DECISIONS = "scores", "decisions"
 
 
 @dataclass(frozen=True)
-class ClassificationSettings(Settings):
+class ClassificationSettings(CaseSettings):
     """The defaults; the phase's config.json next to the ground truth may change them (python -m
     evaluation --list lists them with their defaults)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("likelihood", socket=JSON_OUTPUT,
                                  doc="output socket read: a likelihood from 0 to 1 (binary), a list of one per class, "
                                      "or a class")

@@ -46,7 +46,7 @@ from evaluation.grand_challenge import set_at_path, single_ground_truth_file
 from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
 from evaluation.reading.files import Origin
 from evaluation.reading.json_files import read_json
-from evaluation.settings import JSON_OUTPUT, Settings, setting
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
 
 # The final-ranking rules a challenge may name (its `ranking` attribute).
 RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
@@ -164,6 +164,16 @@ def ranking_rule_named(ranking: str, owner: str, case_columns: tuple[Column, ...
 
 
 # ---- what the kinds read and declare alike ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseSettings(Settings):
+    """What config.json may change in every kind: the input that names the case (each kind's
+    settings add its output socket and options)."""
+
+    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
+                                            doc="input socket whose image name is the case id (empty: the job's "
+                                                "only image input; a list: one per interface of the phase)")
 
 
 def reference_document(truth: Origin, directory: Path, shape: str, file_name: str = "") -> tuple[Path, dict[str, Any]]:

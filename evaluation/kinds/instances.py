@@ -44,6 +44,7 @@ import numpy as np
 
 from evaluation.errors import SubmissionError, id_list
 from evaluation.grand_challenge import Case
+from evaluation.kinds.declared import CaseSettings
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import ONE_TO_ONE, panoptic_quality, panoptic_quality_from_counts
 from evaluation.reading.label_maps import (
@@ -55,19 +56,16 @@ from evaluation.reading.label_maps import (
     truth_label_map_files,
 )
 from evaluation.reading.values import shown
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import IMAGE_OUTPUT, JSON_OUTPUT, setting
 
 CLASS_FOLDER = "classes"  # the ground truth's class maps, one per case
 CLASS_OUTPUTS = ("map", "per_instance")
 
 
 @dataclass(frozen=True)
-class InstanceSettings(Settings):
+class InstanceSettings(CaseSettings):
     """What the phase's config.json may change; the scoring rules are the challenge's declaration."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("instance-segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: the instance map (0 background, one positive integer "
                                      "per instance)")

@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.grand_challenge import Case
+from evaluation.kinds.declared import CaseSettings
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import (
     ASSIGNMENTS,
@@ -55,18 +56,15 @@ from evaluation.metrics.instances import (
 from evaluation.metrics.overlap import absolute_volume_difference, dice, dice_from_counts, overlap_counts, union_box
 from evaluation.metrics.validation import check_connectivity
 from evaluation.reading.label_maps import read_label_map, read_truth_label_map, truth_label_map_files
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
+from evaluation.settings import IMAGE_OUTPUT, setting
 
 VOLUME_UNITS = {"ml": 1e-3, "mm3": 1.0}  # per mm³
 
 
 @dataclass(frozen=True)
-class LesionSettings(Settings):
+class LesionSettings(CaseSettings):
     """What the phase's config.json may change; the scoring rules are the challenge's declaration."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("lesion-segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: the lesion mask (0 background, the declared labels)")
     geometry_tolerance: float = setting(1e-4, minimum=0.0,

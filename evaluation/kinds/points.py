@@ -80,6 +80,7 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.grand_challenge import Case
 from evaluation.kinds.declared import (
+    CaseSettings,
     Compute,
     Declared,
     Ranked,
@@ -96,7 +97,7 @@ from evaluation.reading import annotations
 from evaluation.reading.files import Origin
 from evaluation.reading.images import Geometry
 from evaluation.reading.values import is_finite_number, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 MAX_POINTS = 1_000_000  # per image and output: beyond any detector's output, and ~100 MB of JSON
 
@@ -248,12 +249,9 @@ def metric_composite(weights: Mapping[str, float], ranked_metrics: tuple[str, ..
 
 
 @dataclass(frozen=True)
-class PointsSettings(Settings):
+class PointsSettings(CaseSettings):
     """What a phase's config.json may change: the sockets. The scoring is the declaration's."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("points", socket=JSON_OUTPUT, json_value="points",
                                  doc="output socket read: Multiple points, each {\"point\": [x, y, z] in mm, "
                                      "\"probability\": 0 to 1, \"name\": the class when several}")

@@ -53,7 +53,14 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.errors import SubmissionError
 from evaluation.grand_challenge import Case
-from evaluation.kinds.declared import Declared, Ranked, reference_document, settings_with_sockets, socket_slugs
+from evaluation.kinds.declared import (
+    CaseSettings,
+    Declared,
+    Ranked,
+    reference_document,
+    settings_with_sockets,
+    socket_slugs,
+)
 from evaluation.kinds.tabular import Composite, Metric, composite_ranked, output_number
 from evaluation.metrics.aggregation import weighted_median
 from evaluation.metrics.regression import (
@@ -67,7 +74,7 @@ from evaluation.metrics.regression import (
     symmetric_mean_absolute_percentage_error,
 )
 from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 # What a metric needs of each target's truth on the whole test set (checked at load).
 NOT_CONSTANT, NO_ZERO = "not constant", "no zero"
@@ -77,13 +84,10 @@ LARGEST = 1e100
 
 
 @dataclass(frozen=True)
-class RegressionSettings(Settings):
+class RegressionSettings(CaseSettings):
     """The defaults; the phase's config.json next to the ground truth may change them (python -m
     evaluation --list lists them with their defaults)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("prediction", socket=JSON_OUTPUT,
                                  doc="output socket read: a JSON object {target: number} (one target: a number)")
 

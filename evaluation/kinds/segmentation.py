@@ -75,11 +75,18 @@ from evaluation.grand_challenge import (
     Case,
     Undefined,
 )
-from evaluation.kinds.declared import Declared, Ranked, composite_score, mean_over_cases, median_over_cases
+from evaluation.kinds.declared import (
+    CaseSettings,
+    Declared,
+    Ranked,
+    composite_score,
+    mean_over_cases,
+    median_over_cases,
+)
 from evaluation.metrics import validation
 from evaluation.metrics.aggregation import describe, mean_over_labels
 from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map, truth_label_map_files
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
+from evaluation.settings import IMAGE_OUTPUT, setting
 
 # Ground-truth label maps: <case id><one of these>.
 TRUTH_SUFFIXES = (".nii.gz", ".nii", ".mha", ".nrrd", ".tif", ".tiff")
@@ -376,12 +383,9 @@ class Composite:
 
 
 @dataclass(frozen=True)
-class SegmentationSettings(Settings):
+class SegmentationSettings(CaseSettings):
     """What config.json next to the ground truth may change (python -m evaluation --list)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: a label map on the ground truth's grid (0 background, "
                                      "the declared labels)")

@@ -32,21 +32,18 @@ import numpy as np
 
 from evaluation.declarations.columns import Column
 from evaluation.grand_challenge import Case
-from evaluation.kinds.declared import Declared, Ranked, reference_document
+from evaluation.kinds.declared import CaseSettings, Declared, Ranked, reference_document
 from evaluation.kinds.tabular import output_number
 from evaluation.metrics.survival import concordance_index
 from evaluation.reading.values import is_finite_number, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 
 @dataclass(frozen=True)
-class SurvivalSettings(Settings):
+class SurvivalSettings(CaseSettings):
     """The defaults; the phase's config.json next to the ground truth may change them (python -m
     evaluation --list lists them with their defaults)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("risk-score", socket=JSON_OUTPUT, json_value="number",
                                  doc="output socket read: one number, a risk score (higher = earlier event)")
 
