@@ -61,7 +61,7 @@ from evaluation.kinds.declared import (
     settings_with_sockets,
     socket_slugs,
 )
-from evaluation.kinds.tabular import Composite, Metric, composite_ranked, output_number
+from evaluation.kinds.tabular import Composite, Metric, output_number, with_composite
 from evaluation.metrics.aggregation import weighted_mean
 from evaluation.metrics.classification import (
     average_precision_score,
@@ -265,11 +265,8 @@ class Classification(Declared):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         cls.check_declaration()
         parts = {metric.key: _metric_ranked(metric, cls.task, len(cls.classes)) for metric in cls.ranked_metrics}
-        ranked = list(parts.values())
-        if cls.composite is not None:
-            ranked.insert(0, composite_ranked(cls.composite, parts, f"aggregates.{cls.composite.key}"))
         if "ranked" not in cls.__dict__:
-            cls.ranked = tuple(ranked)
+            cls.ranked = with_composite(cls.composite, parts)
         if cls.sockets == "per_class" and "settings_class" not in cls.__dict__:
             cls.settings_class = settings_with_sockets(
                 ClassificationSettings, cls, cls.classes, lambda name: f"{name.replace('_', '-')}-likelihood",

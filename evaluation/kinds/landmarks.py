@@ -53,11 +53,11 @@ import numpy as np
 
 from evaluation.declarations.columns import Column
 from evaluation.grand_challenge import Case
-from evaluation.kinds.declared import Declared, Ranked
+from evaluation.kinds.declared import Declared
 from evaluation.kinds.points import (
     Grid,
     PointsSettings,
-    metric_composite,
+    declare_metrics,
     read_grid,
     read_multiple_points,
     read_reference,
@@ -106,13 +106,9 @@ class Landmarks(Declared):
         if "name" in cls.__dict__:
             cls._check_declaration()
             available = cls.metric_names()
-            computations = {metric: cls._computation(metric) for metric in available}
-            ranked = [Ranked(Column(available[metric][0], f"aggregates.{metric}", available[metric][1]),
-                             computations[metric]) for metric in cls.ranked_metrics]
-            if cls.composite:
-                score, cls.composite_parts = metric_composite(cls.composite, cls.ranked_metrics, computations)
-                ranked.insert(0, score)
-            cls.ranked = tuple(ranked)
+            declare_metrics(cls, {metric: Column(title, f"aggregates.{metric}", order)
+                                  for metric, (title, order) in available.items()},
+                            {metric: cls._computation(metric) for metric in available})
         super().__init_subclass__(**kwargs)
 
     @classmethod

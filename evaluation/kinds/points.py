@@ -235,14 +235,19 @@ def true_coordinates(value: Any, grid: Grid, where: str, fail) -> np.ndarray:
 # ---- declarations shared by the kinds ---------------------------------------------------------
 
 
-def metric_composite(weights: Mapping[str, float], ranked_metrics: tuple[str, ...],
-                     computations: Mapping[str, Compute]) -> tuple[Ranked, dict[str, Compute]]:
-    """(the composite score at aggregates.score, the computations of its parts that are not
-    ranked themselves): Σ weight · metric, each metric at aggregates.<metric>."""
-    title = "Score (" + " + ".join(f"{w:g} {m}" for m, w in weights.items()) + ")"
-    score = composite_score(Column(title, "aggregates.score", "desc"),
-                            {f"aggregates.{metric}": weight for metric, weight in weights.items()})
-    return score, {f"aggregates.{metric}": computations[metric] for metric in weights if metric not in ranked_metrics}
+def declare_metrics(cls: type[Declared], columns: Mapping[str, Column], computations: Mapping[str, Compute]) -> None:
+    """cls.ranked from `ranked_metrics` ({metric: its column}, {metric: its computation}), with
+    `composite` ({metric: weight}) first when declared: the score at aggregates.score, Σ weight ·
+    metric at aggregates.<metric>, a metric it weighs that is not ranked computed for it
+    (composite_parts)."""
+    ranked = [Ranked(columns[metric], computations[metric]) for metric in cls.ranked_metrics]
+    if cls.composite:
+        title = "Score (" + " + ".join(f"{w:g} {m}" for m, w in cls.composite.items()) + ")"
+        ranked.insert(0, composite_score(Column(title, "aggregates.score", "desc"),
+                                         {f"aggregates.{metric}": weight for metric, weight in cls.composite.items()}))
+        cls.composite_parts = {f"aggregates.{metric}": computations[metric] for metric in cls.composite
+                               if metric not in cls.ranked_metrics}
+    cls.ranked = tuple(ranked)
 
 
 # ---- the kind ---------------------------------------------------------------------------------
@@ -294,13 +299,9 @@ class Points(Declared):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if "name" in cls.__dict__:  # a challenge: its declaration checked, its ranked values derived
             cls._check_declaration()
-            computations = {metric: cls._computation(metric) for metric in POINT_METRICS}
-            ranked = [Ranked(Column(cls._title(metric), f"aggregates.{metric}", POINT_METRICS[metric][1]),
-                             computations[metric]) for metric in cls.ranked_metrics]
-            if cls.composite:
-                score, cls.composite_parts = metric_composite(cls.composite, cls.ranked_metrics, computations)
-                ranked.insert(0, score)
-            cls.ranked = tuple(ranked)
+            declare_metrics(cls, {metric: Column(cls._title(metric), f"aggregates.{metric}", order)
+                                  for metric, (_, order) in POINT_METRICS.items()},
+                            {metric: cls._computation(metric) for metric in POINT_METRICS})
         super().__init_subclass__(**kwargs)
 
     @classmethod

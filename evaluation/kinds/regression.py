@@ -61,7 +61,7 @@ from evaluation.kinds.declared import (
     settings_with_sockets,
     socket_slugs,
 )
-from evaluation.kinds.tabular import Composite, Metric, composite_ranked, output_number
+from evaluation.kinds.tabular import Composite, Metric, output_number, with_composite
 from evaluation.metrics.aggregation import weighted_median
 from evaluation.metrics.regression import (
     mean_absolute_error,
@@ -204,11 +204,8 @@ class Regression(Declared):
                 column = Column(f"{metric.title}, {cls.targets[target]}", f"aggregates.{target}.{metric.key}",
                                 metric.order)
                 parts[f"{target}.{metric.key}"] = Ranked(column, _target_value(metric, t))
-        ranked = list(parts.values())
-        if cls.composite is not None:
-            ranked.insert(0, composite_ranked(cls.composite, parts, f"aggregates.{cls.composite.key}"))
         if "ranked" not in cls.__dict__:
-            cls.ranked = tuple(ranked)
+            cls.ranked = with_composite(cls.composite, parts)
         if cls.sockets == "per_target" and "settings_class" not in cls.__dict__:
             cls.settings_class = settings_with_sockets(RegressionSettings, cls, names,
                                                        lambda name: name.replace("_", "-"), "target")

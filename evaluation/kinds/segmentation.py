@@ -161,13 +161,18 @@ class _Metric:
 
 
 @dataclass(frozen=True)
-class Dice(_Metric):
-    """Dice coefficient, 2|P∩G| / (|P| + |G|) (metrics.overlap.dice); empty: 1 / 0 / 0."""
+class _OverlapMetric(_Metric):
+    """An overlap of the two masks; empty: 1 (both empty) / 0 / 0."""
 
     _: KW_ONLY
     both_empty: Any = 1.0
     truth_empty: Any = 0.0
     prediction_empty: Any = 0.0
+
+
+@dataclass(frozen=True)
+class Dice(_OverlapMetric):
+    """Dice coefficient, 2|P∩G| / (|P| + |G|) (metrics.overlap.dice); empty: 1 / 0 / 0."""
 
     def default_key(self) -> str:
         return "dice"
@@ -180,13 +185,8 @@ class Dice(_Metric):
 
 
 @dataclass(frozen=True)
-class IoU(_Metric):
+class IoU(_OverlapMetric):
     """Jaccard index, |P∩G| / |P∪G| (metrics.overlap.jaccard); empty: 1 / 0 / 0."""
-
-    _: KW_ONLY
-    both_empty: Any = 1.0
-    truth_empty: Any = 0.0
-    prediction_empty: Any = 0.0
 
     def default_key(self) -> str:
         return "iou"

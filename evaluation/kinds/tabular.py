@@ -63,14 +63,18 @@ class Composite:
     better: str = "higher"
 
 
-def composite_ranked(composite: Composite, parts: Mapping[str, Ranked], path: str) -> Ranked:
-    """The composite as the score (declared.composite_score) of the declared metrics it weighs."""
+def with_composite(composite: Composite | None, parts: Mapping[str, Ranked]) -> tuple[Ranked, ...]:
+    """The declared metrics' ranked values ({key: Ranked}, in order), with the composite first
+    when declared: the score (declared.composite_score) of the metrics it weighs."""
+    if composite is None:
+        return tuple(parts.values())
     unknown = sorted(set(composite.parts) - set(parts))
     if unknown:
         raise TypeError(f"the composite {composite.title!r} adds {unknown}, which are not declared metrics "
                         f"({sorted(parts)})")
     paths = {parts[key].path: float(weight) for key, weight in composite.parts.items()}
-    return composite_score(Column(composite.title, path, BETTER[composite.better]), paths)
+    score = composite_score(Column(composite.title, f"aggregates.{composite.key}", BETTER[composite.better]), paths)
+    return (score, *parts.values())
 
 
 def output_number(value: Any, case: Case, slug: str, *, minimum: float | None = None,
