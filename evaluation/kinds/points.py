@@ -239,7 +239,12 @@ def declare_metrics(cls: type[Declared], columns: Mapping[str, Column], computat
     """cls.ranked from `ranked_metrics` ({metric: its column}, {metric: its computation}), with
     `composite` ({metric: weight}) first when declared: the score at aggregates.score, Σ weight ·
     metric at aggregates.<metric>, a metric it weighs that is not ranked computed for it
-    (composite_parts)."""
+    (composite_parts). TypeError when a metric is none of `columns` or nothing is ranked."""
+    for metric in (*cls.ranked_metrics, *cls.composite):
+        if metric not in columns:
+            raise TypeError(f"{cls.__name__}: {metric!r} is not a metric of this declaration ({', '.join(columns)})")
+    if not cls.ranked_metrics and not cls.composite:
+        raise TypeError(f"{cls.__name__}: ranked_metrics declares no ranked value")
     ranked = [Ranked(columns[metric], computations[metric]) for metric in cls.ranked_metrics]
     if cls.composite:
         title = "Score (" + " + ".join(f"{w:g} {m}" for m, w in cls.composite.items()) + ")"
@@ -341,11 +346,6 @@ class Points(Declared):
             raise TypeError(f"{owner}: froc_fp_rates must be numbers > 0, got {rates!r}")
         if not (isinstance(cls.area_unit, (int, float)) and math.isfinite(cls.area_unit) and cls.area_unit > 0):
             raise TypeError(f"{owner}: area_unit must be a number > 0, got {cls.area_unit!r}")
-        for metric in (*cls.ranked_metrics, *cls.composite):
-            if metric not in POINT_METRICS:
-                raise TypeError(f"{owner}: {metric!r} is not a metric of the points kind ({', '.join(POINT_METRICS)})")
-        if not cls.ranked_metrics and not cls.composite:
-            raise TypeError(f"{owner}: ranked_metrics declares no ranked value")
 
     @classmethod
     def _title(cls, metric: str) -> str:
