@@ -21,8 +21,10 @@ What Declared offers every kind:
   by the next), "mean_of_ranks" (MeanOfRanks; the platform's leaderboard then ranks by the mean
   of the columns' ranks too, MEAN_OF_RANKS) or "case_rank_then_mean" (MeanOfCaseRanks,
   challengeR's rank-then-aggregate on the kind's `case_columns`, paths inside a case's entry);
-  `ranking_rule_named` checks the name once for every kind.
-- `settings_with_sockets`: a kind's settings with one JSON output socket per class or target.
+  `ranking_rule_named` checks the name once for every kind (a composite goes with "ordered"
+  only). A kind or challenge may still set `ranking_rule` and `scoring_method` itself.
+- `CaseSettings`: the input socket that names the case, the base of every kind's settings;
+  `settings_with_sockets`: a kind's settings with one JSON output socket per class or target.
 - `reference_document`: the ground truth's one JSON file {case id: entry}, for the kinds whose
   ground truth is JSON.
 """
