@@ -13,7 +13,8 @@ paths metrics.json guarantees finite (`ranked_paths`), the final ranking's rule 
 What Declared offers every kind:
 - `ranked`: the ranked values in leaderboard order, the first the score.
 - aggregations over the cases: `mean_over_cases`, `median_over_cases`, `mean_of_defined` (NaN
-  cases skipped), `pooled_ratio`.
+  cases skipped), `pooled_ratio`, `ratio_of_counts` (a pooled precision or recall with its empty
+  rules).
 - a composite score (`composite_score`: Σ weight · value of other values by path), declared
   first, the score, and computed after the values it reads; a part that is not ranked itself is
   declared in `composite_parts` ({path: computation}), computed but not in metrics.json.
@@ -102,6 +103,16 @@ def pooled_ratio(numerator: str, denominator: str, when_empty: float) -> Compute
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.atleast_1d(np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), when_empty))
     return compute
+
+
+def ratio_of_counts(top, bottom, total, undefined: float, all_zero: float = 1.0) -> np.ndarray:
+    """top / bottom of (pooled) counts, a pooled precision TP / (TP + FP) or recall TP / (TP + FN):
+    `all_zero` where `total` (TP + FP + FN) is 0, nothing to find and nothing found; `undefined`
+    where only the denominator is 0 (a precision of a submission that predicted nothing)."""
+    top, bottom, total = (np.asarray(x, dtype=np.float64) for x in (top, bottom, total))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
+                        np.where(total == 0, all_zero, undefined))
 
 
 def mean_of_defined(values: np.ndarray, weights: np.ndarray, when_none: float) -> np.ndarray:

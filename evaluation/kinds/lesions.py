@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.grand_challenge import Case
-from evaluation.kinds.declared import CaseSettings
+from evaluation.kinds.declared import CaseSettings, ratio_of_counts
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import (
     ASSIGNMENTS,
@@ -72,14 +72,6 @@ class LesionSettings(CaseSettings):
                                             "equal; masks are never resampled")
 
 
-def _ratio(top, bottom, nothing_at_all, undefined: float, all_zero: float = 1.0):
-    """top / bottom; `all_zero` where TP, FP and FN are all 0, `undefined` where only bottom is."""
-    top, bottom, nothing_at_all = (np.asarray(x, dtype=np.float64) for x in (top, bottom, nothing_at_all))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
-                        np.where(nothing_at_all == 0, all_zero, undefined))
-
-
 class Lesions(PerLabel):
     """A lesion-mask challenge (module docstring: what it declares)."""
 
@@ -101,9 +93,9 @@ class Lesions(PerLabel):
         return {
             "lesion_f1": MetricSpec("Lesion F1", "desc", ("tp", "fp", "fn"), f1_from_counts),
             "lesion_precision": MetricSpec("Lesion precision", "desc", ("tp", "fp", "fn"),
-                                           lambda tp, fp, fn: _ratio(tp, tp + fp, tp + fp + fn, undefined)),
+                                           lambda tp, fp, fn: ratio_of_counts(tp, tp + fp, tp + fp + fn, undefined)),
             "lesion_recall": MetricSpec("Lesion recall", "desc", ("tp", "fp", "fn"),
-                                        lambda tp, fp, fn: _ratio(tp, tp + fn, tp + fp + fn, undefined)),
+                                        lambda tp, fp, fn: ratio_of_counts(tp, tp + fn, tp + fp + fn, undefined)),
             "dice": MetricSpec("Dice", "desc", ("intersection_volume", "predicted_volume", "true_volume"),
                                dice_from_counts),
             "fp_volume": MetricSpec(f"FP volume ({unit})", "asc"),

@@ -87,6 +87,7 @@ from evaluation.kinds.declared import (
     case_values,
     composite_score,
     mean_of_defined,
+    ratio_of_counts,
     reference_document,
 )
 from evaluation.metrics.aggregation import weighted_sum
@@ -498,8 +499,4 @@ def _ratio_policy(metric: str, tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -
     predicted nothing) is 0, the value that ranks it below any that found something."""
     if metric == "f1":
         return np.asarray(f1_from_counts(tp, fp, fn), dtype=np.float64)
-    numerator, denominator = tp, tp + fp if metric == "precision" else tp + fn
-    nothing = (tp + fp + fn) == 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1), 0.0)
-    return np.where(nothing, 1.0, ratio)
+    return ratio_of_counts(tp, tp + fp if metric == "precision" else tp + fn, tp + fp + fn, 0.0)
