@@ -15,8 +15,8 @@ from scipy import ndimage
 
 from evaluation import run
 from evaluation.errors import SetupError, SubmissionError
+from evaluation.kinds.declared import ordered_ranking, ranking_rule_named
 from evaluation.kinds.lesions import Lesions
-from evaluation.kinds.per_label import ranking_rule_for
 from tests.label_kind_files import blobs, write_image, write_submission
 
 SHAPE = (12, 20, 24)
@@ -334,7 +334,7 @@ def test_ranking_rules_by_name():
         return type("Ranked", (Lesions,), {"name": "ranked", "ranking": ranking, "labels": {1: "a", 2: "b"},
                                            "ranked_metrics": {"lesion_f1": "pooled", "fp_volume": "mean"}})
 
-    assert ranking_rule_for("ordered") is ranking_rules.OrderedRanking
+    assert ranking_rule_named("ordered", "Ranked") == (ordered_ranking, "abs")
     assert isinstance(declare("ordered").final_rankings[0], ranking_rules.OrderedRanking)
     mean_of_ranks = declare("mean_of_ranks")
     assert isinstance(mean_of_ranks.final_rankings[0], ranking_rules.MeanOfRanks)

@@ -387,7 +387,7 @@ def test_a_composite_is_the_score_computed_from_the_values_it_weighs():
     ({"label_metrics": (Dice(), Dice())}, "share a key"),
     ({"labels": {0: "background"}}, "0 is the background"),
     ({"labels": {1: "dice_mean"}}, "is a key of metrics.json"),
-    ({"ranking": "borda"}, "ranking must be one of"),
+    ({"ranking": "borda"}, "ranking .borda. is not one of"),
     ({"composite": Composite({"dice": 1.0})}, "no ranked metric's key"),
     ({"composite": Composite({"dice_mean": 1.0}), "ranking": "mean_of_ranks"}, "declare ranking"),
     ({"labels": {1: "score"}, "composite": Composite({"dice_mean": 1.0})}, "is a key of metrics.json"),

@@ -53,17 +53,15 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SubmissionError
-from evaluation.kinds.declared import Declared, Ranked
-from evaluation.kinds.tabular import (
-    Composite,
-    Metric,
-    composite_ranked,
-    output_number,
-    ranking_rule_named,
+from evaluation.kinds.declared import (
+    CaseSettings,
+    Declared,
+    Ranked,
     reference_document,
     settings_with_sockets,
     socket_slugs,
 )
+from evaluation.kinds.tabular import Composite, Metric, output_number, with_composite
 from evaluation.metrics.aggregation import weighted_mean
 from evaluation.metrics.classification import (
     average_precision_score,
@@ -82,7 +80,7 @@ from evaluation.metrics.confusion import (
 )
 from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_numbers, json_type, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 TASKS = ("binary", "multiclass", "multilabel")
 OUTPUTS = ("likelihood", "class")
@@ -90,13 +88,10 @@ SCORES, DECISIONS = "scores", "decisions"
 
 
 @dataclass(frozen=True)
-class ClassificationSettings(Settings):
+class ClassificationSettings(CaseSettings):
     """The defaults; the phase's config.json next to the ground truth may change them (python -m
     evaluation --list lists them with their defaults)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("likelihood", socket=JSON_OUTPUT,
                                  doc="output socket read: a likelihood from 0 to 1 (binary), a list of one per class, "
                                      "or a class")
@@ -264,7 +259,6 @@ class Classification(Declared):
     output: ClassVar[str] = "likelihood"
     sockets: ClassVar[str] = "one"
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
-    ranking: ClassVar[str] = "ordered"
     composite: ClassVar[Composite | None] = None
     settings_class = ClassificationSettings
     workload = Workload(in_workers=False)  # a few numbers per case: a process pool would cost more than it saves
@@ -272,19 +266,12 @@ class Classification(Declared):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         cls.check_declaration()
         parts = {metric.key: _metric_ranked(metric, cls.task, len(cls.classes)) for metric in cls.ranked_metrics}
-        ranked = list(parts.values())
-        if cls.composite is not None:
-            ranked.insert(0, composite_ranked(cls.composite, parts, f"aggregates.{cls.composite.key}"))
         if "ranked" not in cls.__dict__:
-            cls.ranked = tuple(ranked)
+            cls.ranked = with_composite(cls.composite, parts)
         if cls.sockets == "per_class" and "settings_class" not in cls.__dict__:
             cls.settings_class = settings_with_sockets(
                 ClassificationSettings, cls, cls.classes, lambda name: f"{name.replace('_', '-')}-likelihood",
                 "likelihood of")
-        if "ranking_rule" not in cls.__dict__:
-            cls.ranking_rule, method = ranking_rule_named(cls.ranking)
-            if "scoring_method" not in cls.__dict__:
-                cls.scoring_method = method
         super().__init_subclass__(**kwargs)
 
     @classmethod

@@ -9,21 +9,51 @@ results with case weights. From that one tuple the class derives its phase leade
 paths metrics.json guarantees finite (`ranked_paths`), the final ranking's rule and keys, and
 `aggregate`, which serves both metrics.json (the row of ones) and the final ranking's bootstrap
 (rows of case counts), so the two are equal by construction.
+
+What Declared offers every kind:
+- `ranked`: the ranked values in leaderboard order, the first the score.
+- aggregations over the cases: `mean_over_cases`, `median_over_cases`, `mean_of_defined` (NaN
+  cases skipped), `pooled_ratio`, `ratio_of_counts` (a pooled precision or recall with its empty
+  rules).
+- a composite score (`composite_score`: Σ weight · value of other values by path), declared
+  first, the score, and computed after the values it reads; a part that is not ranked itself is
+  declared in `composite_parts` ({path: computation}), computed but not in metrics.json.
+- the final ranking's rule chosen by name, `ranking` = "ordered" (the first ranked value, ties
+  by the next), "mean_of_ranks" (MeanOfRanks; the platform's leaderboard then ranks by the mean
+  of the columns' ranks too, MEAN_OF_RANKS) or "case_rank_then_mean" (MeanOfCaseRanks,
+  challengeR's rank-then-aggregate on the kind's `case_columns`, paths inside a case's entry);
+  `ranking_rule_named` checks the name once for every kind (a composite goes with "ordered"
+  only). A kind or challenge may still set `ranking_rule` and `scoring_method` itself.
+- `CaseSettings`: the input socket that names the case, the base of every kind's settings;
+  `settings_with_sockets`: a kind's settings with one JSON output socket per class or target.
+- `reference_document`: the ground truth's one JSON file {case id: entry}, for the kinds whose
+  ground truth is JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
-from evaluation.declarations.ranking_rules import OrderedRanking
+from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks, OrderedRanking
 from evaluation.framework import Evaluation
 from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
+from evaluation.platform.locations import single_ground_truth_file
 from evaluation.platform.outputs import set_at_path
+from evaluation.reading.files import Origin
+from evaluation.reading.json_files import read_json
+from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+
+# The final-ranking rules a challenge may name (its `ranking` attribute).
+RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 
 # (per-case results in case-id order, case weights (rows, cases), the ranked values computed so
 # far by path) -> one value per row
@@ -36,6 +66,9 @@ class Ranked:
 
     column: Column
     compute: Compute
+    # the paths of the values it is computed from (a composite's parts): computed after them,
+    # wherever it is listed
+    reads: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:
@@ -73,10 +106,30 @@ def pooled_ratio(numerator: str, denominator: str, when_empty: float) -> Compute
     return compute
 
 
+def ratio_of_counts(top, bottom, total, undefined: float, all_zero: float = 1.0) -> np.ndarray:
+    """top / bottom of (pooled) counts, a pooled precision TP / (TP + FP) or recall TP / (TP + FN):
+    `all_zero` where `total` (TP + FP + FN) is 0, nothing to find and nothing found; `undefined`
+    where only the denominator is 0 (a precision of a submission that predicted nothing)."""
+    top, bottom, total = (np.asarray(x, dtype=np.float64) for x in (top, bottom, total))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
+                        np.where(total == 0, all_zero, undefined))
+
+
+def mean_of_defined(values: np.ndarray, weights: np.ndarray, when_none: float) -> np.ndarray:
+    """Per row of case weights, the weighted mean of the defined (not NaN) per-case values;
+    `when_none` where a row holds none."""
+    defined = ~np.isnan(values)
+    top = weights[:, defined] @ values[defined]
+    bottom = weights[:, defined].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), when_none)
+
+
 def weighted_sum_of(parts: Mapping[str, float]) -> Compute:
-    """A composite score: Σ weight · value over ranked values declared before it (by path), as
-    challenges that rank on one combined number compute it. A lower-is-better part takes a
-    negative weight, or is transformed into a score first by its own declaration."""
+    """Σ weight · value over the values computed before it (by path), as challenges that rank on
+    one combined number compute it. A lower-is-better part takes a negative weight, or is
+    transformed into a score first by its own declaration."""
     def compute(_, weights, computed):
         total = np.zeros(weights.shape[0], dtype=np.float64)
         for path, weight in parts.items():
@@ -85,9 +138,102 @@ def weighted_sum_of(parts: Mapping[str, float]) -> Compute:
     return compute
 
 
+def composite_score(column: Column, parts: Mapping[str, float]) -> Ranked:
+    """A composite score, declared first (the leaderboard's score) and computed after the values
+    it weighs ({path: weight}: ranked values, or a kind's `composite_parts`)."""
+    return Ranked(column, weighted_sum_of(parts), reads=tuple(parts))
+
+
 def ordered_ranking(name: str, columns: tuple[Column, ...]) -> OrderedRanking:
     """The default final ranking: the first ranked value, ties broken by the next ones in turn."""
     return OrderedRanking(name, columns)
+
+
+def ranking_rule_named(ranking: str, owner: str, case_columns: tuple[Column, ...] = (),
+                       composite: bool = False) -> tuple[Callable[[str, tuple[Column, ...]], Any], str]:
+    """(the final ranking's rule, (leaderboard name, ranked columns) -> rule; the platform's scoring
+    method) of a ranking named in RANKINGS: "ordered" (the first ranked value, ties by the next),
+    "mean_of_ranks" (MeanOfRanks of the ranked values; the platform's leaderboard ranks on the mean
+    of the columns' ranks too) or "case_rank_then_mean" (MeanOfCaseRanks, challengeR's
+    rank-then-aggregate, on `case_columns`: paths inside each case's entry of metrics.json's
+    "cases", which only a kind with per-case values has). A composite score is the one value the
+    final ranking orders by: it goes with "ordered" only. TypeError names what is wrong."""
+    if ranking not in RANKINGS:
+        raise TypeError(f"{owner}.ranking {ranking!r} is not one of {', '.join(RANKINGS)}")
+    if ranking == "ordered":
+        return ordered_ranking, ABSOLUTE
+    if composite:
+        raise TypeError(f"{owner}: a composite score is ranked by itself; declare ranking = 'ordered' with it, "
+                        f"not {ranking!r}")
+    if ranking == "mean_of_ranks":
+        return MeanOfRanks, MEAN_OF_RANKS
+    if not case_columns:
+        raise TypeError(f"{owner}: ranking 'case_rank_then_mean' ranks per-case values, which its ranked values do "
+                        f"not have (they are of the whole test set)")
+
+    def per_case(name: str, _columns: tuple[Column, ...]) -> MeanOfCaseRanks:
+        return MeanOfCaseRanks(name, case_columns)
+
+    return per_case, ABSOLUTE
+
+
+# ---- what the kinds read and declare alike ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseSettings(Settings):
+    """What config.json may change in every kind: the input that names the case (each kind's
+    settings add its output socket and options)."""
+
+    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
+                                            doc="input socket whose image name is the case id (empty: the job's "
+                                                "only image input; a list: one per interface of the phase)")
+
+
+def reference_document(truth: Origin, directory: Path, shape: str, file_name: str = "") -> tuple[Path, dict[str, Any]]:
+    """(path, content) of the ground truth's one JSON file, a non-empty object {case id: `shape`}
+    (the kinds whose ground truth is JSON read it here); named `file_name` when one is declared."""
+    path = single_ground_truth_file(directory, ".json")
+    if file_name and path.name != file_name:
+        truth.fail(f"The ground truth's JSON file is {path.name}; this challenge reads {file_name}.")
+    document = read_json(truth, path, "The ground truth")
+    if not isinstance(document, dict) or not document:
+        truth.fail(f"Ground truth {path.name} must be a non-empty object mapping case ids to {shape}.")
+    return path, document
+
+
+def settings_with_sockets(base: type[Settings], owner: type, names: Sequence[str], slug: Callable[[str], str],
+                          what: str) -> type[Settings]:
+    """`base`'s settings without its `output_socket`, plus one JSON output socket per name
+    (`<name>_socket`, default `slug(name)`, one number each): a job that writes a socket per class
+    or per target. Each is a setting of its own, as the phase pack and config.json name sockets
+    (one slug per output setting); the class is `owner.settings_class` for pickle."""
+    for name in names:
+        if not name.isidentifier():
+            raise TypeError(f"{owner.__name__}: {name!r} cannot name a setting ({name}_socket); one socket per "
+                            f"{what} needs names that are Python identifiers")
+    hints = typing.get_type_hints(base)
+    fields: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(base):
+        if f.name == "output_socket":
+            continue
+        default = {"default": f.default} if f.default is not dataclasses.MISSING else \
+            {"default_factory": f.default_factory}
+        fields.append((f.name, hints[f.name], dataclasses.field(metadata=f.metadata, **default)))
+    for name in names:
+        words = tuple(word for word in re.split(r"[^a-z0-9]+", name.lower()) if word)
+        fields.append((f"{name}_socket", str, setting(slug(name), socket=JSON_OUTPUT, json_value="number", hints=words,
+                                                      doc=f"output socket read: the {what} {name}, one number")))
+    made = dataclasses.make_dataclass(f"{owner.__name__}Settings", fields, bases=(Settings,), frozen=True)
+    made.__module__, made.__qualname__ = owner.__module__, f"{owner.__qualname__}.settings_class"
+    made.__doc__ = f"{base.__doc__}\n\n    One output socket per {what}."
+    return made
+
+
+def socket_slugs(settings: Settings, names: Sequence[str]) -> list[str]:
+    """The sockets of settings_with_sockets' settings, in the order of `names`."""
+    return [getattr(settings, f"{name}_socket") for name in names]
+
 
 
 class Declared(Evaluation):
@@ -98,13 +244,25 @@ class Declared(Evaluation):
     ranked paths and final rankings come from `ranked`, the first value being the score."""
 
     ranked: ClassVar[tuple[Ranked, ...]] = ()
+    # values a composite reads that are not ranked themselves: {path: computation}
+    composite_parts: ClassVar[Mapping[str, Compute]] = {}
     decimal_places: ClassVar[int] = 4
+    # the final ranking's rule by name (RANKINGS); it also sets the platform's scoring method
+    ranking: ClassVar[str] = "ordered"
     # ABSOLUTE: the platform ranks on the score, the other columns shown (and breaking ties in the
     # final ranking); MEAN_OF_RANKS: the platform ranks on the mean of the columns' ranks.
+    # Default: the one `ranking` goes with.
     scoring_method: ClassVar[str] = ABSOLUTE
-    # (leaderboard name, the ranked columns) -> the final ranking's rule
+    # (leaderboard name, the ranked columns) -> the final ranking's rule; default: the one
+    # `ranking` names
     ranking_rule: ClassVar[Callable[[str, tuple[Column, ...]], Any]] = staticmethod(ordered_ranking)
     leaderboard_name: ClassVar[str] = ""  # default: the last part of the score's path
+
+    @classmethod
+    def case_columns(cls) -> tuple[Column, ...]:
+        """The ranked values' per-case counterparts, columns of a case's entry under metrics.json's
+        "cases" (what ranking "case_rank_then_mean" ranks case by case); by default none."""
+        return ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -113,6 +271,14 @@ class Declared(Evaluation):
         paths = [value.path for value in cls.ranked]
         if len(set(paths)) != len(paths):
             raise TypeError(f"{cls.__name__} declares a ranked value twice: {paths}")
+        if "ranking_rule" not in cls.__dict__:
+            composite = any(value.reads for value in cls.ranked)
+            rule, method = ranking_rule_named(cls.ranking, cls.__name__,
+                                              cls.case_columns() if cls.ranking == "case_rank_then_mean" else (),
+                                              composite)
+            cls.ranking_rule = staticmethod(rule)
+            if "scoring_method" not in cls.__dict__:
+                cls.scoring_method = method
         columns = tuple(value.column for value in cls.ranked)
         if "leaderboards" not in cls.__dict__:
             cls.leaderboards = (Leaderboard(score=columns[0], decimal_places=cls.decimal_places,
@@ -124,14 +290,16 @@ class Declared(Evaluation):
             cls.final_rankings = (cls.ranking_rule(name, columns),)
 
     def aggregate(self, results: dict[str, Any], weights: np.ndarray) -> dict[str, np.ndarray]:
-        """Every ranked value per row of case weights, in declaration order (a composite reads the
-        values before it)."""
+        """Every ranked value per row of case weights, in declaration order; a value that reads
+        others (a composite) is computed after them and after `composite_parts`."""
         ordered = [results[case_id] for case_id in sorted(results)]
         weights = np.asarray(weights)
         computed: dict[str, np.ndarray] = {}
-        for value in self.ranked:
+        for path, compute in self.composite_parts.items():
+            computed[path] = np.asarray(compute(ordered, weights, computed), dtype=np.float64)
+        for value in sorted(self.ranked, key=lambda value: bool(value.reads)):  # stable: readers last
             computed[value.path] = np.asarray(value.compute(ordered, weights, computed), dtype=np.float64)
-        return computed
+        return {value.path: computed[value.path] for value in self.ranked}
 
     def report(self, results: dict[str, Any]) -> dict[str, Any]:
         """What metrics.json holds beside the ranked values and the cases (per-label aggregates,

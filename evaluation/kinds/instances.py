@@ -43,25 +43,29 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.errors import SubmissionError, id_list
-from evaluation.kinds.label_images import read_instance_map, read_truth_instance_map, truth_images
+from evaluation.kinds.declared import CaseSettings
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import ONE_TO_ONE, panoptic_quality, panoptic_quality_from_counts
 from evaluation.platform.cases import Case
-from evaluation.reading.label_maps import grid_problem, read_label_map, read_truth_label_map
+from evaluation.reading.label_maps import (
+    grid_problem,
+    read_instance_map,
+    read_label_map,
+    read_truth_instance_map,
+    read_truth_label_map,
+    truth_label_map_files,
+)
 from evaluation.reading.values import shown
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import IMAGE_OUTPUT, JSON_OUTPUT, setting
 
 CLASS_FOLDER = "classes"  # the ground truth's class maps, one per case
 CLASS_OUTPUTS = ("map", "per_instance")
 
 
 @dataclass(frozen=True)
-class InstanceSettings(Settings):
+class InstanceSettings(CaseSettings):
     """What the phase's config.json may change; the scoring rules are the challenge's declaration."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("instance-segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: the instance map (0 background, one positive integer "
                                      "per instance)")
@@ -171,9 +175,10 @@ class Instances(PerLabel):
     # ---- reading ---------------------------------------------------------------------------
 
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
-        found = truth_images(self.truth, directory)
+        found = truth_label_map_files(directory, self.truth_suffixes)
         if self.with_classes():
-            classes = truth_images(self.truth, directory / CLASS_FOLDER) if (directory / CLASS_FOLDER).is_dir() else {}
+            folder = directory / CLASS_FOLDER
+            classes = truth_label_map_files(folder, self.truth_suffixes) if folder.is_dir() else {}
             missing = sorted(set(found) - set(classes))
             if missing:
                 self.truth.fail(f"Ground truth: no class map {CLASS_FOLDER}/<case id>.mha for case(s) "

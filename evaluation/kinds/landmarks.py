@@ -51,14 +51,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import MEAN_OF_RANKS, Column
+from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
-from evaluation.kinds.declared import Declared, Ranked
+from evaluation.kinds.declared import Declared
 from evaluation.kinds.points import (
     Grid,
     PointsSettings,
-    composite_of,
-    ranking_rule_for,
+    declare_metrics,
     read_grid,
     read_multiple_points,
     read_reference,
@@ -99,7 +98,6 @@ class Landmarks(Declared):
     sdr_inclusive: ClassVar[bool] = False
     ranked_metrics: ClassVar[tuple[str, ...]] = ("mre", "sdr_2mm")
     composite: ClassVar[Mapping[str, float]] = {}
-    ranking: ClassVar[str] = "ordered"
     ground_truth_file: ClassVar[str] = "reference.json"
     settings_class = LandmarksSettings
     case_label = "Image"
@@ -109,21 +107,16 @@ class Landmarks(Declared):
         if "name" in cls.__dict__:
             cls._check_declaration()
             available = cls.metric_names()
-            computations = {metric: cls._computation(metric) for metric in available}
-            ranked = [Ranked(Column(available[metric][0], f"aggregates.{metric}", available[metric][1]),
-                             computations[metric]) for metric in cls.ranked_metrics]
-            if cls.composite:
-                ranked.insert(0, Ranked(Column("Score (" + " + ".join(f"{w:g} {m}" for m, w in cls.composite.items())
-                                               + ")", "aggregates.score", "desc"),
-                                        composite_of(cls.composite, computations)))
-            cls.ranked = tuple(ranked)
-            # Per case: the same keys at the top of each case's entry (case_entry).
-            case_columns = tuple(Column(available[metric][0], metric, available[metric][1])
-                                 for metric in cls.ranked_metrics)
-            cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.__name__, case_columns, cls.composite))
-            if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
-                cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
+            declare_metrics(cls, {metric: Column(title, f"aggregates.{metric}", order)
+                                  for metric, (title, order) in available.items()},
+                            {metric: cls._computation(metric) for metric in available})
         super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def case_columns(cls) -> tuple[Column, ...]:
+        """Per case: the same keys at the top of each case's entry (case_entry)."""
+        available = cls.metric_names()
+        return tuple(Column(available[metric][0], metric, available[metric][1]) for metric in cls.ranked_metrics)
 
     @classmethod
     def unit_suffix(cls) -> str:
@@ -158,11 +151,6 @@ class Landmarks(Declared):
         clash = set(names) & {*available, "score"}
         if clash:
             raise TypeError(f"{owner}: landmark name(s) {sorted(clash)} are metric names")
-        for metric in (*cls.ranked_metrics, *cls.composite):
-            if metric not in available:
-                raise TypeError(f"{owner}: {metric!r} is not a metric of this declaration ({', '.join(available)})")
-        if not cls.ranked_metrics and not cls.composite:
-            raise TypeError(f"{owner}: ranked_metrics declares no ranked value")
 
     # ---- reading ----
 

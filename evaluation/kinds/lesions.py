@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.kinds.label_images import truth_images
+from evaluation.kinds.declared import CaseSettings, ratio_of_counts
 from evaluation.kinds.per_label import MetricSpec, PerLabel
 from evaluation.metrics.instances import (
     ASSIGNMENTS,
@@ -55,32 +55,21 @@ from evaluation.metrics.instances import (
 from evaluation.metrics.overlap import absolute_volume_difference, dice, dice_from_counts, overlap_counts, union_box
 from evaluation.metrics.validation import check_connectivity
 from evaluation.platform.cases import Case
-from evaluation.reading.label_maps import read_label_map, read_truth_label_map
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
+from evaluation.reading.label_maps import read_label_map, read_truth_label_map, truth_label_map_files
+from evaluation.settings import IMAGE_OUTPUT, setting
 
 VOLUME_UNITS = {"ml": 1e-3, "mm3": 1.0}  # per mm³
 
 
 @dataclass(frozen=True)
-class LesionSettings(Settings):
+class LesionSettings(CaseSettings):
     """What the phase's config.json may change; the scoring rules are the challenge's declaration."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("lesion-segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: the lesion mask (0 background, the declared labels)")
     geometry_tolerance: float = setting(1e-4, minimum=0.0,
                                         doc="relative tolerance on spacing, origin and direction; the size must be "
                                             "equal; masks are never resampled")
-
-
-def _ratio(top, bottom, nothing_at_all, undefined: float, all_zero: float = 1.0):
-    """top / bottom; `all_zero` where TP, FP and FN are all 0, `undefined` where only bottom is."""
-    top, bottom, nothing_at_all = (np.asarray(x, dtype=np.float64) for x in (top, bottom, nothing_at_all))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
-                        np.where(nothing_at_all == 0, all_zero, undefined))
 
 
 class Lesions(PerLabel):
@@ -104,9 +93,9 @@ class Lesions(PerLabel):
         return {
             "lesion_f1": MetricSpec("Lesion F1", "desc", ("tp", "fp", "fn"), f1_from_counts),
             "lesion_precision": MetricSpec("Lesion precision", "desc", ("tp", "fp", "fn"),
-                                           lambda tp, fp, fn: _ratio(tp, tp + fp, tp + fp + fn, undefined)),
+                                           lambda tp, fp, fn: ratio_of_counts(tp, tp + fp, tp + fp + fn, undefined)),
             "lesion_recall": MetricSpec("Lesion recall", "desc", ("tp", "fp", "fn"),
-                                        lambda tp, fp, fn: _ratio(tp, tp + fn, tp + fp + fn, undefined)),
+                                        lambda tp, fp, fn: ratio_of_counts(tp, tp + fn, tp + fp + fn, undefined)),
             "dice": MetricSpec("Dice", "desc", ("intersection_volume", "predicted_volume", "true_volume"),
                                dice_from_counts),
             "fp_volume": MetricSpec(f"FP volume ({unit})", "asc"),
@@ -139,7 +128,8 @@ class Lesions(PerLabel):
     # ---- reading ---------------------------------------------------------------------------
 
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
-        return truth_images(self.truth, directory)  # paths: each image is read where its case is scored
+        # paths: each image is read where its case is scored
+        return truth_label_map_files(directory, self.truth_suffixes)
 
     def read_job_prediction(self, case: Case, ground_truth: Path):
         """(truth, prediction, the grid): the ground truth read first (its problems the

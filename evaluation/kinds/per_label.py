@@ -28,15 +28,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations import ranking_rules
-from evaluation.declarations.columns import MEAN_OF_RANKS, Column
-from evaluation.kinds.declared import Declared, Ranked
+from evaluation.declarations.columns import Column
+from evaluation.kinds.declared import Declared, Ranked, composite_score
 from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
 
 AGGREGATIONS = ("mean", "median", "pooled")
 AGGREGATION_TITLES = {"mean": "mean over cases", "median": "median over cases", "pooled": "pooled"}
 LABELS_RANKED = ("mean", "each")
-RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 COMPOSITE_PATH = "aggregates.score"
 WHOLE_COUNTS = ("tp", "fp", "fn")
 
@@ -54,35 +52,17 @@ class MetricSpec:
     pooled: Callable[..., np.ndarray] | None = None
 
 
-def ranking_rule_for(choice: str, case_columns: tuple[Column, ...] = ()) -> Callable[[str, tuple[Column, ...]], Any]:
-    """The final-ranking rule a challenge names, as a function of (leaderboard name, ranked
-    columns): "ordered" (the first ranked value, ties by the next), "mean_of_ranks" (the mean of
-    each ranked value's rank over the submissions), "case_rank_then_mean" (challengeR's
-    rank-then-aggregate: on every case the submissions ranked on each of `case_columns`, paths
-    inside a case's entry of metrics.json, then the mean rank). A rule ranking_rules lacks is
-    refused at the declaration, never replaced by another."""
-    if choice == "ordered":
-        return ranking_rules.OrderedRanking
-    wanted = {"mean_of_ranks": "MeanOfRanks", "case_rank_then_mean": "MeanOfCaseRanks"}[choice]
-    rule = getattr(ranking_rules, wanted, None)
-    if rule is None:
-        raise NotImplementedError(f"the final-ranking rule {choice!r} needs evaluation.declarations.ranking_rules."
-                                  f"{wanted}, which this version does not have; declare ranking = 'ordered'")
-    if choice == "case_rank_then_mean":
-        return lambda name, _columns: rule(name, case_columns)
-    return rule
-
-
 class PerLabel(Declared):
     """Metrics declared per label with their aggregation (module docstring); a kind subclasses it,
     sets `metric_specs` and scores a case into {label name: {key: number}}."""
 
     labels: ClassVar[Mapping[int, str]] = {1: "lesion"}
+    # the ground truth: one label image <case id><suffix> per case
+    truth_suffixes: ClassVar[tuple[str, ...]] = (".mha", ".nii.gz", ".nii", ".nrrd")
     ranked_metrics: ClassVar[Mapping[str, str]] = {}
     labels_ranked: ClassVar[str] = "mean"
     composite: ClassVar[Mapping[str, float]] = {}
     composite_title: ClassVar[str] = "Composite score"
-    ranking: ClassVar[str] = "ordered"
 
     @classmethod
     def metric_specs(cls) -> dict[str, MetricSpec]:
@@ -92,14 +72,10 @@ class PerLabel(Declared):
         if cls.name and cls.ranked_metrics:  # a challenge's declaration (the kinds themselves declare none)
             cls.check_declaration()
             cls.ranked = cls.declared_ranked()
-            if cls.ranking not in RANKINGS:
-                raise TypeError(f"{cls.__name__}.ranking {cls.ranking!r} is not one of {', '.join(RANKINGS)}")
-            if "ranking_rule" not in cls.__dict__:
-                cls.ranking_rule = staticmethod(ranking_rule_for(cls.ranking, cls.case_columns()))
+            if cls.composite:
+                cls.composite_parts = cls.unranked_composite_parts()
             if not cls.leaderboard_name:  # "edema_lesion_f1_pooled", not the path's last part "pooled"
                 cls.leaderboard_name = cls.ranked[0].path.removeprefix("aggregates.").replace(".", "_")
-            if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
-                cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
         super().__init_subclass__(**kwargs)
 
     # ---- the declaration ---------------------------------------------------------------------
@@ -157,20 +133,23 @@ class PerLabel(Declared):
                     column = Column(f"{label}: {spec.title} ({AGGREGATION_TITLES[aggregation]})",
                                     f"aggregates.{label}.{metric}.{aggregation}", spec.order)
                     ranked.append(Ranked(column, cls._of_label(metric, aggregation, label)))
-        if cls.composite:
-            parts = {metric: cls._over_labels(metric, cls.ranked_metrics[metric]) for metric in cls.composite}
-            weights = dict(cls.composite)
-
-            # Computed from its parts' own computations: a composite ranked first (the
-            # leaderboard's score) comes before the values it is made of.
-            def composite(results, case_weights, computed):
-                total = np.zeros(case_weights.shape[0], dtype=np.float64)
-                for metric, weight in weights.items():
-                    total = total + weight * parts[metric](results, case_weights, computed)
-                return total
-
-            ranked.insert(0, Ranked(Column(cls.composite_title, COMPOSITE_PATH, "desc"), composite))
+        if cls.composite:  # each metric's mean over the labels, ranked or not (labels_ranked "each")
+            parts = {cls._over_labels_path(metric): float(weight) for metric, weight in cls.composite.items()}
+            ranked.insert(0, composite_score(Column(cls.composite_title, COMPOSITE_PATH, "desc"), parts))
         return tuple(ranked)
+
+    @classmethod
+    def _over_labels_path(cls, metric: str) -> str:
+        """Where a metric's mean over the labels stands (ranked with labels_ranked "mean")."""
+        return f"aggregates.{metric}_{cls.ranked_metrics[metric]}"
+
+    @classmethod
+    def unranked_composite_parts(cls) -> dict[str, Any]:
+        """The composite's parts not ranked themselves (labels_ranked "each"): computed for it."""
+        if cls.labels_ranked == "mean":
+            return {}
+        return {cls._over_labels_path(metric): cls._over_labels(metric, cls.ranked_metrics[metric])
+                for metric in cls.composite}
 
     @classmethod
     def case_columns(cls) -> tuple[Column, ...]:

@@ -77,25 +77,31 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import MEAN_OF_RANKS, Column
-from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
+from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
-from evaluation.kinds.declared import Declared, Ranked, case_values, ordered_ranking
+from evaluation.kinds.declared import (
+    CaseSettings,
+    Compute,
+    Declared,
+    Ranked,
+    case_values,
+    composite_score,
+    mean_of_defined,
+    ratio_of_counts,
+    reference_document,
+)
 from evaluation.metrics.aggregation import weighted_sum
 from evaluation.metrics.froc import FP_RATE_TARGETS, SlideHits, mean_sensitivity, weighted_froc_sensitivities
 from evaluation.metrics.instances import f1_from_counts
 from evaluation.metrics.points import ASSIGNMENTS, CPM_FP_RATES, match_points, point_hits
 from evaluation.platform.cases import Case
-from evaluation.platform.locations import single_ground_truth_file
 from evaluation.reading import annotations
 from evaluation.reading.files import Origin
 from evaluation.reading.images import Geometry
-from evaluation.reading.json_files import read_json
 from evaluation.reading.values import is_finite_number, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 MAX_POINTS = 1_000_000  # per image and output: beyond any detector's output, and ~100 MB of JSON
-RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 
 
 # ---- reading: the image grid and the Multiple points (evaluation/reading/annotations.py) -------
@@ -209,13 +215,7 @@ def read_multiple_points(case: Case, slug: str, grid: Grid) -> PointSet:
 
 def read_reference(truth: Origin, directory: Path, file_name: str, entry_key: str) -> tuple[Path, dict[str, Any]]:
     """The ground truth's one JSON file: {case id: {"grid": ..., entry_key: ...}}."""
-    path = single_ground_truth_file(directory, ".json")
-    if path.name != file_name:
-        truth.fail(f"The ground truth's JSON file is {path.name}; this challenge reads {file_name}.")
-    document = read_json(truth, path, "The ground truth")
-    if not isinstance(document, dict) or not document:
-        truth.fail(f"Ground truth {path.name} must be a non-empty object mapping case ids to "
-                   f"{{\"grid\": ..., \"{entry_key}\": ...}}.")
+    path, document = reference_document(truth, directory, f"{{\"grid\": ..., \"{entry_key}\": ...}}", file_name)
     for case_id, entry in document.items():
         if not isinstance(entry, dict) or set(entry) != {"grid", entry_key}:
             truth.fail(f"Ground truth {path.name}: case {case_id} is {shown(entry)}; it must be an object with "
@@ -237,57 +237,33 @@ def true_coordinates(value: Any, grid: Grid, where: str, fail) -> np.ndarray:
 # ---- declarations shared by the kinds ---------------------------------------------------------
 
 
-def ranking_rule_for(ranking: str, owner: str, case_columns: tuple[Column, ...], composite: Mapping[str, float]):
-    """The final ranking's rule (name, ranked columns) -> rule that a kind's `ranking` declaration
-    names (evaluation/declarations/ranking_rules.py): "ordered", the first ranked value, ties by
-    the next; "mean_of_ranks", the mean of the submissions' ranks on each ranked value;
-    "case_rank_then_mean", challengeR's rank-then-aggregate on `case_columns`, the ranked values'
-    per-case counterparts (their paths inside each case's entry of metrics.json's "cases")."""
-    if ranking not in RANKINGS:
-        raise TypeError(f"{owner}: ranking {ranking!r} is not one of {', '.join(RANKINGS)}")
-    if ranking == "ordered":
-        return ordered_ranking
-    if composite:
-        raise TypeError(f"{owner}: a composite score is ranked by itself (ranking = 'ordered'); {ranking!r} ranks "
-                        f"the metrics, each on its own")
-    if ranking == "mean_of_ranks":
-        return MeanOfRanks
-    if not case_columns:
-        raise TypeError(f"{owner}: ranking 'case_rank_then_mean' needs ranked values with a per-case value")
-    return lambda name, _: MeanOfCaseRanks(name, case_columns)
-
-
-def composite_of(parts: Mapping[str, float], computations: Mapping[str, Any]):
-    """A weighted sum of metrics computed on their own (so that it can be ranked first, before
-    its parts): Σ weight · metric over `parts`, each metric's computation from `computations`."""
-    def compute(results, weights, computed):
-        total = np.zeros(weights.shape[0], dtype=np.float64)
-        for metric, weight in parts.items():
-            total = total + weight * np.asarray(computations[metric](results, weights, computed), dtype=np.float64)
-        return total
-    return compute
-
-
-def mean_of_defined(values: np.ndarray, weights: np.ndarray, when_none: float) -> np.ndarray:
-    """Per row of case weights, the weighted mean of the defined (not NaN) per-case values;
-    `when_none` where a row holds none."""
-    defined = ~np.isnan(values)
-    top = weights[:, defined] @ values[defined]
-    bottom = weights[:, defined].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), when_none)
+def declare_metrics(cls: type[Declared], columns: Mapping[str, Column], computations: Mapping[str, Compute]) -> None:
+    """cls.ranked from `ranked_metrics` ({metric: its column}, {metric: its computation}), with
+    `composite` ({metric: weight}) first when declared: the score at aggregates.score, Σ weight ·
+    metric at aggregates.<metric>, a metric it weighs that is not ranked computed for it
+    (composite_parts). TypeError when a metric is none of `columns` or nothing is ranked."""
+    for metric in (*cls.ranked_metrics, *cls.composite):
+        if metric not in columns:
+            raise TypeError(f"{cls.__name__}: {metric!r} is not a metric of this declaration ({', '.join(columns)})")
+    if not cls.ranked_metrics and not cls.composite:
+        raise TypeError(f"{cls.__name__}: ranked_metrics declares no ranked value")
+    ranked = [Ranked(columns[metric], computations[metric]) for metric in cls.ranked_metrics]
+    if cls.composite:
+        title = "Score (" + " + ".join(f"{w:g} {m}" for m, w in cls.composite.items()) + ")"
+        ranked.insert(0, composite_score(Column(title, "aggregates.score", "desc"),
+                                         {f"aggregates.{metric}": weight for metric, weight in cls.composite.items()}))
+        cls.composite_parts = {f"aggregates.{metric}": computations[metric] for metric in cls.composite
+                               if metric not in cls.ranked_metrics}
+    cls.ranked = tuple(ranked)
 
 
 # ---- the kind ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class PointsSettings(Settings):
+class PointsSettings(CaseSettings):
     """What a phase's config.json may change: the sockets. The scoring is the declaration's."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("points", socket=JSON_OUTPUT, json_value="points",
                                  doc="output socket read: Multiple points, each {\"point\": [x, y, z] in mm, "
                                      "\"probability\": 0 to 1, \"name\": the class when several}")
@@ -322,7 +298,6 @@ class Points(Declared):
     area_unit: ClassVar[float] = 1.0
     ranked_metrics: ClassVar[tuple[str, ...]] = ("f1", "froc")
     composite: ClassVar[Mapping[str, float]] = {}
-    ranking: ClassVar[str] = "ordered"
     ground_truth_file: ClassVar[str] = "reference.json"
     settings_class = PointsSettings
     case_label = "Image"
@@ -331,22 +306,13 @@ class Points(Declared):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if "name" in cls.__dict__:  # a challenge: its declaration checked, its ranked values derived
             cls._check_declaration()
-            computations = {metric: cls._computation(metric) for metric in POINT_METRICS}
-            ranked = [Ranked(Column(cls._title(metric), f"aggregates.{metric}", POINT_METRICS[metric][1]),
-                             computations[metric]) for metric in cls.ranked_metrics]
-            if cls.composite:
-                ranked.insert(0, Ranked(Column("Score (" + " + ".join(f"{w:g} {m}" for m, w in cls.composite.items())
-                                               + ")", "aggregates.score", "desc"),
-                                        composite_of(cls.composite, computations)))
-            cls.ranked = tuple(ranked)
-            rule = ranking_rule_for(cls.ranking, cls.__name__, cls._case_columns(), cls.composite)
-            cls.ranking_rule = staticmethod(rule)
-            if cls.ranking == "mean_of_ranks" and "scoring_method" not in cls.__dict__:
-                cls.scoring_method = MEAN_OF_RANKS  # the phase's leaderboard ranks as the final ranking does
+            declare_metrics(cls, {metric: Column(cls._title(metric), f"aggregates.{metric}", order)
+                                  for metric, (_, order) in POINT_METRICS.items()},
+                            {metric: cls._computation(metric) for metric in POINT_METRICS})
         super().__init_subclass__(**kwargs)
 
     @classmethod
-    def _case_columns(cls) -> tuple[Column, ...]:
+    def case_columns(cls) -> tuple[Column, ...]:
         """The ranked values' per-case counterparts (case_rank_then_mean): each case's F1,
         precision or recall, the mean over the classes; the FROC and the CPM have none."""
         if cls.ranking == "case_rank_then_mean":
@@ -382,11 +348,6 @@ class Points(Declared):
             raise TypeError(f"{owner}: froc_fp_rates must be numbers > 0, got {rates!r}")
         if not (isinstance(cls.area_unit, (int, float)) and math.isfinite(cls.area_unit) and cls.area_unit > 0):
             raise TypeError(f"{owner}: area_unit must be a number > 0, got {cls.area_unit!r}")
-        for metric in (*cls.ranked_metrics, *cls.composite):
-            if metric not in POINT_METRICS:
-                raise TypeError(f"{owner}: {metric!r} is not a metric of the points kind ({', '.join(POINT_METRICS)})")
-        if not cls.ranked_metrics and not cls.composite:
-            raise TypeError(f"{owner}: ranked_metrics declares no ranked value")
 
     @classmethod
     def _title(cls, metric: str) -> str:
@@ -539,8 +500,4 @@ def _ratio_policy(metric: str, tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -
     predicted nothing) is 0, the value that ranks it below any that found something."""
     if metric == "f1":
         return np.asarray(f1_from_counts(tp, fp, fn), dtype=np.float64)
-    numerator, denominator = tp, tp + fp if metric == "precision" else tp + fn
-    nothing = (tp + fp + fn) == 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1), 0.0)
-    return np.where(nothing, 1.0, ratio)
+    return ratio_of_counts(tp, tp + fp if metric == "precision" else tp + fn, tp + fp + fn, 0.0)

@@ -53,17 +53,15 @@ import numpy as np
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SubmissionError
-from evaluation.kinds.declared import Declared, Ranked
-from evaluation.kinds.tabular import (
-    Composite,
-    Metric,
-    composite_ranked,
-    output_number,
-    ranking_rule_named,
+from evaluation.kinds.declared import (
+    CaseSettings,
+    Declared,
+    Ranked,
     reference_document,
     settings_with_sockets,
     socket_slugs,
 )
+from evaluation.kinds.tabular import Composite, Metric, output_number, with_composite
 from evaluation.metrics.aggregation import weighted_median
 from evaluation.metrics.regression import (
     mean_absolute_error,
@@ -77,7 +75,7 @@ from evaluation.metrics.regression import (
 )
 from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_number, is_finite_number, json_type, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 # What a metric needs of each target's truth on the whole test set (checked at load).
 NOT_CONSTANT, NO_ZERO = "not constant", "no zero"
@@ -87,13 +85,10 @@ LARGEST = 1e100
 
 
 @dataclass(frozen=True)
-class RegressionSettings(Settings):
+class RegressionSettings(CaseSettings):
     """The defaults; the phase's config.json next to the ground truth may change them (python -m
     evaluation --list lists them with their defaults)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("prediction", socket=JSON_OUTPUT,
                                  doc="output socket read: a JSON object {target: number} (one target: a number)")
 
@@ -193,7 +188,6 @@ class Regression(Declared):
     targets: ClassVar[Mapping[str, str]] = {"value": "Value"}
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (mae(),)
     sockets: ClassVar[str] = "one"
-    ranking: ClassVar[str] = "ordered"
     composite: ClassVar[Composite | None] = None
     settings_class = RegressionSettings
     workload = Workload(in_workers=False)  # a few numbers per case: a process pool would cost more than it saves
@@ -211,22 +205,18 @@ class Regression(Declared):
                 column = Column(f"{metric.title}, {cls.targets[target]}", f"aggregates.{target}.{metric.key}",
                                 metric.order)
                 parts[f"{target}.{metric.key}"] = Ranked(column, _target_value(metric, t))
-        ranked = list(parts.values())
-        if cls.composite is not None:
-            ranked.insert(0, composite_ranked(cls.composite, parts, f"aggregates.{cls.composite.key}"))
         if "ranked" not in cls.__dict__:
-            cls.ranked = tuple(ranked)
+            cls.ranked = with_composite(cls.composite, parts)
         if cls.sockets == "per_target" and "settings_class" not in cls.__dict__:
             cls.settings_class = settings_with_sockets(RegressionSettings, cls, names,
                                                        lambda name: name.replace("_", "-"), "target")
-        if "ranking_rule" not in cls.__dict__:
-            # challengeR's per-case rule ranks each target's absolute error case by case
-            case_columns = tuple(Column(f"Absolute error, {cls.targets[target]}", f"{target}.absolute_error", "asc")
-                                 for target in names)
-            cls.ranking_rule, method = ranking_rule_named(cls.ranking, case_columns)
-            if "scoring_method" not in cls.__dict__:
-                cls.scoring_method = method
         super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def case_columns(cls) -> tuple[Column, ...]:
+        """challengeR's per-case rule ranks each target's absolute error case by case."""
+        return tuple(Column(f"Absolute error, {cls.targets[target]}", f"{target}.absolute_error", "asc")
+                     for target in cls.targets)
 
     @classmethod
     def check_declaration(cls) -> None:

@@ -83,29 +83,26 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
-from evaluation.errors import SetupError
+from evaluation.declarations.columns import Column
 from evaluation.kinds.declared import (
+    CaseSettings,
     Declared,
     Ranked,
+    composite_score,
     mean_over_cases,
     median_over_cases,
-    ordered_ranking,
-    weighted_sum_of,
 )
 from evaluation.metrics import validation
 from evaluation.metrics.aggregation import describe, mean_over_labels
 from evaluation.platform.cases import Case
-from evaluation.platform.locations import RESERVED_GROUND_TRUTH_FILES, check_ground_truth_file, strip_extension
 from evaluation.platform.outputs import Undefined
-from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map
-from evaluation.settings import CASE_INPUT, IMAGE_OUTPUT, Settings, setting
+from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map, truth_label_map_files
+from evaluation.settings import IMAGE_OUTPUT, setting
 
 # Ground-truth label maps: <case id><one of these>.
 TRUTH_SUFFIXES = (".nii.gz", ".nii", ".mha", ".nrrd", ".tif", ".tiff")
 MEAN_OVER_LABELS = "mean_over_labels"  # the per-case mean over the declared labels, in metrics.json
 OVER_CASES = ("mean", "median")
-RANKINGS = ("ordered", "mean_of_ranks", "case_rank_then_mean")
 SPACINGS = ("header", "voxels")
 DIAGONAL = validation.DIAGONAL
 # The per-label description over cases: describe()'s keys, its "50%" named "median" (the same
@@ -176,13 +173,18 @@ class _Metric:
 
 
 @dataclass(frozen=True)
-class Dice(_Metric):
-    """Dice coefficient, 2|P∩G| / (|P| + |G|) (metrics.overlap.dice); empty: 1 / 0 / 0."""
+class _OverlapMetric(_Metric):
+    """An overlap of the two masks; empty: 1 (both empty) / 0 / 0."""
 
     _: KW_ONLY
     both_empty: Any = 1.0
     truth_empty: Any = 0.0
     prediction_empty: Any = 0.0
+
+
+@dataclass(frozen=True)
+class Dice(_OverlapMetric):
+    """Dice coefficient, 2|P∩G| / (|P| + |G|) (metrics.overlap.dice); empty: 1 / 0 / 0."""
 
     def default_key(self) -> str:
         return "dice"
@@ -195,13 +197,8 @@ class Dice(_Metric):
 
 
 @dataclass(frozen=True)
-class IoU(_Metric):
+class IoU(_OverlapMetric):
     """Jaccard index, |P∩G| / |P∪G| (metrics.overlap.jaccard); empty: 1 / 0 / 0."""
-
-    _: KW_ONLY
-    both_empty: Any = 1.0
-    truth_empty: Any = 0.0
-    prediction_empty: Any = 0.0
 
     def default_key(self) -> str:
         return "iou"
@@ -490,12 +487,9 @@ class Composite:
 
 
 @dataclass(frozen=True)
-class SegmentationSettings(Settings):
+class SegmentationSettings(CaseSettings):
     """What config.json next to the ground truth may change (python -m evaluation --list)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("segmentation", socket=IMAGE_OUTPUT,
                                  doc="output socket read: a label map on the ground truth's grid (0 background, "
                                      "the declared labels)")
@@ -527,7 +521,6 @@ class Segmentation(Declared):
     label_metrics: ClassVar[tuple[Metric, ...]] = ()
     ranked_metrics: ClassVar[tuple[RankedMetric, ...]] = ()
     composite: ClassVar[Composite | None] = None
-    ranking: ClassVar[str] = "ordered"
     spacing: ClassVar[str] = "header"
     dimensions: ClassVar[tuple[int, ...]] = (2, 3)
     settings_class = SegmentationSettings
@@ -582,8 +575,6 @@ class Segmentation(Declared):
                                     f"dimensionality of a {min(cls.dimensions)}D label map (declare dimensions)")
         if cls.spacing not in SPACINGS:
             raise TypeError(f"{cls.__name__}.spacing must be one of {', '.join(SPACINGS)}")
-        if cls.ranking not in RANKINGS:
-            raise TypeError(f"{cls.__name__}.ranking must be one of {', '.join(RANKINGS)}, not {cls.ranking!r}")
         ranked = cls.ranked_metrics or tuple(RankedMetric(metric.key) for metric in cls.label_metrics)
         cls.ranked_metrics = ranked
         by_key = {metric.key: metric for metric in cls.label_metrics}
@@ -602,50 +593,29 @@ class Segmentation(Declared):
             compute = (mean_over_cases if value.over_cases == "mean" else median_over_cases)(value.case_key)
             values.append(Ranked(Column(value.title or cls._title(metric, value), f"aggregates.{value.key}",
                                         metric.order), compute))
-        cls.ranked = tuple(values)
-        if not cls.__dict__.get("leaderboard_name"):
-            cls.leaderboard_name = ranked[0].key.replace(".", "_")
-        columns = tuple(v.column for v in values)
         if cls.composite is not None:
             composite = cls.composite
-            if cls.ranking != "ordered":
-                raise TypeError(f"{cls.__name__}: a composite is the score the final ranking orders by; declare "
-                                f"ranking = \"ordered\" with it")
             unknown = sorted(set(composite.weights) - {value.key for value in ranked})
             if unknown:
                 raise TypeError(f"{cls.__name__}.composite weighs {unknown}, which are no ranked metric's key "
                                 f"({[value.key for value in ranked]})")
-            score = Column(composite.title, f"aggregates.{composite.key}", composite.order)
-            # computed after the values it weighs (Declared.aggregate computes in declaration order),
-            # shown first: the leaderboard is declared here rather than derived from the order
             parts = {f"aggregates.{key}": float(weight) for key, weight in composite.weights.items()}
-            cls.ranked = (*values, Ranked(score, weighted_sum_of(parts)))
-            columns = (score, *columns)
-            cls.leaderboards = (Leaderboard(score=score, decimal_places=cls.decimal_places, scoring_method=ABSOLUTE,
-                                            extra_columns=columns[1:]),)
-            cls.ranked_paths = leaderboard_paths(cls.leaderboards)
-            cls.final_rankings = (ordered_ranking(composite.key, columns),)
-        cls.scoring_method = MEAN_OF_RANKS if cls.ranking == "mean_of_ranks" and cls.composite is None else ABSOLUTE
-        cls.ranking_rule = staticmethod(cls._rule())
+            values.insert(0, composite_score(Column(composite.title, f"aggregates.{composite.key}", composite.order),
+                                             parts))
+        cls.ranked = tuple(values)
+        if not cls.__dict__.get("leaderboard_name"):
+            cls.leaderboard_name = cls.composite.key if cls.composite is not None else ranked[0].key.replace(".", "_")
         if cls.ranking == "case_rank_then_mean" and any(value.over_cases != "mean" for value in ranked):
             raise TypeError(f"{cls.__name__}: case_rank_then_mean averages each case's ranks; its ranked metrics "
                             f"aggregate over cases by the mean")
 
     @classmethod
-    def _rule(cls):
-        """(name, the ranked columns) -> the declared final-ranking rule."""
-        from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks
-
-        if cls.ranking == "ordered":
-            return ordered_ranking
-        if cls.ranking == "mean_of_ranks":
-            return MeanOfRanks
-        # challengeR's rank-then-aggregate ranks each case's own values: the ranked metrics' paths
-        # inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice")
+    def case_columns(cls) -> tuple[Column, ...]:
+        """challengeR's rank-then-aggregate ranks each case's own values: the ranked metrics' paths
+        inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice")."""
         by_key = {metric.key: metric for metric in cls.label_metrics}
-        case_columns = tuple(Column(value.title or cls._title(by_key[value.metric], value),
-                                    value.case_path, by_key[value.metric].order) for value in cls.ranked_metrics)
-        return lambda name, columns: MeanOfCaseRanks(name, case_columns)
+        return tuple(Column(value.title or cls._title(by_key[value.metric], value), value.case_path,
+                            by_key[value.metric].order) for value in cls.ranked_metrics)
 
     @classmethod
     def _title(cls, metric: _Metric, value: RankedMetric) -> str:
@@ -661,20 +631,7 @@ class Segmentation(Declared):
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
         """{case id: its label map}: one `<case id>.nii.gz` (or .nii, .mha, .nrrd, .tif) per case,
         read in the worker that scores the case."""
-        maps: dict[str, Path] = {}
-        for path in sorted(directory.iterdir()):
-            if path.is_dir() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
-                continue
-            check_ground_truth_file(path)
-            if not path.name.lower().endswith(TRUTH_SUFFIXES):
-                raise SetupError(f"Ground truth {path.name}: expected only <case id>.nii.gz, .nii, .mha, .nrrd or .tif "
-                                 f"label maps (besides config.json and case-mapping.json).")
-            case_id = strip_extension(path.name)
-            if case_id in maps:
-                raise SetupError(f"Ground truth: case {case_id} has two label maps ({maps[case_id].name} and "
-                                 f"{path.name}).")
-            maps[case_id] = path
-        return maps
+        return truth_label_map_files(directory, TRUTH_SUFFIXES)
 
     def case_truth(self, case: Case):
         """The case's ground truth, read and checked here, in the process scoring the case."""

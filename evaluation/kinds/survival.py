@@ -26,28 +26,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
-from evaluation.kinds.declared import Declared, Ranked
-from evaluation.kinds.tabular import output_number, ranking_rule_named, reference_document
+from evaluation.kinds.declared import CaseSettings, Declared, Ranked, reference_document
+from evaluation.kinds.tabular import output_number
 from evaluation.metrics.survival import concordance_index
 from evaluation.platform.cases import Case
 from evaluation.reading.values import is_finite_number, shown
-from evaluation.settings import CASE_INPUT, JSON_OUTPUT, Settings, setting
+from evaluation.settings import JSON_OUTPUT, setting
 
 
 @dataclass(frozen=True)
-class SurvivalSettings(Settings):
+class SurvivalSettings(CaseSettings):
     """The defaults; the phase's config.json next to the ground truth may change them (python -m
     evaluation --list lists them with their defaults)."""
 
-    input_socket: str | list[str] = setting("", socket=CASE_INPUT,
-                                            doc="input socket whose image name is the case id (empty: the job's "
-                                                "only image input; a list: one per interface of the phase)")
     output_socket: str = setting("risk-score", socket=JSON_OUTPUT, json_value="number",
                                  doc="output socket read: one number, a risk score (higher = earlier event)")
 
@@ -66,7 +63,6 @@ C_INDEX = Ranked(Column("C-index (Harrell)", "aggregates.c_index", "desc"), c_in
 class Survival(Declared):
     """A survival challenge, declared (the module docstring lists every choice)."""
 
-    ranking: ClassVar[str] = "ordered"
     settings_class = SurvivalSettings
     case_label = "Patient"
     workload = Workload(in_workers=False)  # one number per case: a process pool would cost more than it saves
@@ -74,10 +70,6 @@ class Survival(Declared):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if "ranked" not in cls.__dict__:
             cls.ranked = (C_INDEX,)
-        if "ranking_rule" not in cls.__dict__:
-            cls.ranking_rule, method = ranking_rule_named(cls.ranking)
-            if "scoring_method" not in cls.__dict__:
-                cls.scoring_method = method
         super().__init_subclass__(**kwargs)
 
     def load_ground_truth(self, directory: Path) -> dict[str, tuple[float, int]]:

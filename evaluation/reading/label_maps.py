@@ -25,6 +25,13 @@ are). Files written by different libraries round these by about 1e-6; 1e-4 of a 
 Pixel types: any integer type, boolean, and floating point when every value is a whole number
 that is one of the labels (networks often save float32 argmax maps; 1.0 is label 1, 0.5 is
 refused as a value that is no label, NaN too). Complex and vector images are refused.
+
+Instance maps (the lesions and instances kinds): their labels are not declared but any
+non-negative whole numbers (`whole_labels`: an integer map, or a float map holding whole numbers
+only, NaN and 0.5 refused, no negative label), the header checked the same way first.
+
+The ground truth's label maps, one per case (`truth_label_map_files`): <case id><suffix> in the
+ground-truth folder, read where each case is scored; any other file is the organizer's error.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.errors import id_list
+from evaluation.errors import SetupError, id_list
+from evaluation.platform.locations import RESERVED_GROUND_TRUTH_FILES, check_ground_truth_file, strip_extension
 from evaluation.reading.files import Origin
 from evaluation.reading.images import Geometry, ImageFile, open_image, shape_text
 
@@ -277,3 +285,80 @@ def read_truth_label_map(ground_truth_dir: Path, path: Path, labels: Sequence[in
     voxels = image.read(None)
     return LabelMap(label_voxels(voxels, labels, origin, where, labels_text=labels_text),
                     image.geometry)
+
+
+# ---- the ground truth's label maps, one per case ------------------------------------------------
+
+
+def truth_label_map_files(directory: Path, suffixes: Sequence[str]) -> dict[str, Path]:
+    """{case id: its ground-truth label map}: one <case id><one of `suffixes`> per case, read in
+    the worker that scores the case; another file (besides config.json and case-mapping.json,
+    folders and hidden files) or a case given twice is the organizer's error (SetupError)."""
+    wanted = tuple(suffix.lower() for suffix in suffixes)
+    listed = ", ".join(wanted[:-1]) + f" or {wanted[-1]}" if len(wanted) > 1 else wanted[0]
+    maps: dict[str, Path] = {}
+    for path in sorted(directory.iterdir()):
+        if path.is_dir() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
+            continue
+        check_ground_truth_file(path)
+        if not path.name.lower().endswith(wanted):
+            raise SetupError(f"Ground truth {path.name}: expected only <case id>{listed} label maps (besides "
+                             f"config.json and case-mapping.json).")
+        case_id = strip_extension(path.name)
+        if case_id in maps:
+            raise SetupError(f"Ground truth: case {case_id} has two label maps ({maps[case_id].name} and "
+                             f"{path.name}).")
+        maps[case_id] = path
+    return maps
+
+
+# ---- instance maps: labels not declared, any non-negative whole numbers -------------------------
+
+
+def read_instance_map(image: ImageFile, expected: Geometry, tolerance: float, case_name: str,
+                      what: str) -> np.ndarray:
+    """A submitted instance map on the ground truth's grid (check_grid, before decoding), its
+    values any non-negative whole numbers (whole_labels): an instance map's labels are not declared."""
+    check_grid(image, expected, case_name, what=what, tolerance=tolerance)
+    return whole_labels(image.read(tuple(reversed(expected.size))), image.origin, f"{case_name}: the {what}")
+
+
+def read_truth_instance_map(truth: Origin, path: Path) -> tuple[np.ndarray, Geometry]:
+    """A ground-truth instance map and its grid (any problem the organizer's)."""
+    image = open_image(truth, path, f"Ground truth {path.name}")
+    return whole_labels(image.read(None), truth, f"Ground truth {path.name}"), image.geometry
+
+
+def whole_labels(array: np.ndarray, origin: Origin, subject: str) -> np.ndarray:
+    """`array` as a map of non-negative whole numbers (uint8 when they fit, else uint16, else
+    int64), or origin.fail, one sentence: "<subject> holds value(s) -1 (3 voxels), NaN (1 voxel);
+    an instance map holds 0 (background) and positive whole numbers." One pass in slabs; the bad
+    values gathered for the message stop at MAX_REPORTED_VOXELS voxels (a probability map is all such)."""
+    if array.dtype == bool:
+        return array.view(np.uint8)
+    if array.dtype.kind not in "iuf":
+        origin.fail(f"{subject} has pixels of type {array.dtype}; an instance map holds 0 (background) and positive "
+                    f"whole numbers.")
+    flat = array.reshape(-1)
+    bad: list[np.ndarray] = []
+    seen, high = 0, 0
+    for start in range(0, flat.size, LABEL_SLAB):
+        part = flat[start:start + LABEL_SLAB]
+        wrong = part < 0
+        if array.dtype.kind == "f":
+            wrong |= ~np.isfinite(part) | (part != np.floor(part))
+        if wrong.any():
+            bad.append(part[wrong])
+            seen += bad[-1].size
+            if seen >= MAX_REPORTED_VOXELS:
+                break
+        elif part.size:
+            high = max(high, part.max().item())
+    if bad:
+        values, voxels = np.unique(np.concatenate(bad), return_counts=True, equal_nan=True)
+        listed = id_list((f"{_number(v)} ({_voxel_count(n)})"
+                          for v, n in zip(values.tolist(), voxels.tolist(), strict=True)), 5)
+        origin.fail(f"{subject} holds value(s) {listed}; an instance map holds 0 (background) and positive whole "
+                    f"numbers.")
+    target = np.uint8 if high <= 255 else np.uint16 if high <= 65535 else np.int64
+    return array if array.dtype == target else array.astype(target)
