@@ -406,3 +406,78 @@ def test_2d_classes_averaged_equal_scipy_counts(tmp_path):
     assert metrics["aggregates"]["lesion_recall_pooled"] == pytest.approx(np.mean(recalls), rel=1e-12)
     assert metrics["aggregates"]["lesion_count_difference_median"] == pytest.approx(np.mean(count_differences))
     assert Flat.leaderboards[0].score.title == "Lesion recall (pooled, mean over classes)"
+
+
+class AutoPet(Lesions):
+    """autoPET's aggregation: Dice and FN volume averaged over the cases whose truth has a lesion,
+    FP volume over every case."""
+
+    name = "test-lesions-positive"
+    title = "positive cases"
+    ranked_metrics: ClassVar = {"dice": "mean_positive", "fp_volume": "mean", "fn_volume": "mean_positive"}
+
+
+def test_mean_over_positive_cases_equals_numpy_over_the_cases_with_a_lesion(tmp_path):
+    cases = {case_id: ((truth > 0).astype(np.uint8), (prediction > 0).astype(np.uint8))
+             for case_id, (truth, prediction) in case_masks(np.random.default_rng(7)).items()}
+    ground_truth, input_dir = written(tmp_path, cases)
+    evaluation = AutoPet(ground_truth)
+    metrics = run.evaluate(evaluation, input_dir)[0]
+    structure = ndimage.generate_binary_structure(3, 3)
+    voxel_ml = float(np.prod(SPACING)) / 1000
+    theirs = {case_id: any_overlap_case(truth > 0, prediction > 0, structure, voxel_ml)
+              for case_id, (truth, prediction) in cases.items()}
+    positive = [case_id for case_id, (truth, _) in cases.items() if truth.any()]
+    assert 0 < len(positive) < len(cases)  # the test set has negative cases (a-empty, b-false-only)
+    aggregates = metrics["aggregates"]
+    for metric in ("dice", "fn_volume"):
+        expected = np.mean([theirs[case_id][metric] for case_id in positive])
+        assert aggregates[f"{metric}_mean_positive"] == pytest.approx(expected, rel=1e-12)
+        assert aggregates["lesion"][metric]["mean_positive"] == aggregates[f"{metric}_mean_positive"]
+        # the mean over every case differs: the negative cases' Dice 1 (both empty) or 0 (false only)
+        assert aggregates["lesion"][metric]["mean"] == pytest.approx(np.mean([t[metric] for t in theirs.values()]),
+                                                                     rel=1e-12)
+    assert aggregates["dice_mean_positive"] != aggregates["lesion"]["dice"]["mean"]
+    assert aggregates["fp_volume_mean"] == pytest.approx(np.mean([t["fp_volume"] for t in theirs.values()]), rel=1e-12)
+    assert AutoPet.ranked_paths == ("aggregates.dice_mean_positive", "aggregates.fp_volume_mean",
+                                    "aggregates.fn_volume_mean_positive")
+    # the bootstrap: a row of case counts gives the value of the test set drawn (positives only)
+    results = {case.case_id: run.score_case(evaluation, case) for case in run.matched_cases(evaluation, input_dir)}
+    ids = sorted(results)
+    counts = np.random.default_rng(8).integers(0, 3, size=(6, len(ids)))
+    counts[:, ids.index(positive[0])] += 1  # every row draws a positive case
+    counts[5] = [0 if case_id in positive else 2 for case_id in ids]  # a row of negative cases only
+    rows = evaluation.aggregate(results, counts)
+    for row, drawn in enumerate(counts[:5]):
+        dices = [theirs[case_id]["dice"] for case_id, n in zip(ids, drawn, strict=True) if case_id in positive
+                 for _ in range(n)]
+        assert rows["aggregates.dice_mean_positive"][row] == pytest.approx(np.mean(dices), rel=1e-12)
+    assert np.isnan(rows["aggregates.dice_mean_positive"][5])  # undefined: no positive case drawn
+    assert np.isfinite(rows["aggregates.fp_volume_mean"][5])
+
+
+def test_a_test_set_without_positive_cases_stops_naming_the_label(tmp_path):
+    rng = np.random.default_rng(9)
+    prediction = np.zeros(SHAPE, np.uint8)
+    prediction[blobs(rng, SHAPE, 2)] = 1
+    empty = np.zeros(SHAPE, np.uint8)
+    cases = {"n-1": (empty, prediction), "n-2": (empty, empty)}
+    ground_truth, input_dir = written(tmp_path, cases)
+    with pytest.raises(SetupError) as raised:
+        run.evaluate(AutoPet(ground_truth), input_dir)
+    message = str(raised.value)
+    assert message.startswith("No case's ground truth holds lesion") and "\n" not in message
+    assert "aggregates.dice_mean_positive" in message
+    # unranked (the per-label report alone): null with a note, never NaN
+    evaluation = AutoPet(ground_truth)
+    results = {case.case_id: run.score_case(evaluation, case) for case in run.matched_cases(evaluation, input_dir)}
+    from evaluation.platform.outputs import Undefined
+    reported = evaluation.report(results)["aggregates"]["lesion"]["dice"]["mean_positive"]
+    assert isinstance(reported, Undefined) and "no case's ground truth holds lesion" in reported.reason
+
+
+def test_mean_positive_needs_a_kind_that_tells_positive_cases_apart():
+    from evaluation.kinds.instances import Instances
+
+    with pytest.raises(TypeError, match="does not tell positive cases apart"):
+        type("NoPositives", (Instances,), {"name": "x", "ranked_metrics": {"pq": "mean_positive"}})

@@ -16,7 +16,10 @@ The organizer declares (class attributes of the challenge; default in brackets):
 - `ranked_metrics` ({"lesion_f1": "pooled"}): metric -> aggregation over the cases, in ranking order:
   lesion_f1, lesion_precision, lesion_recall, dice ("mean", "median" or "pooled": from the
   counts summed over the cases, TP/FP/FN or the voxel volumes), fp_volume, fn_volume,
-  volume_difference (absolute), lesion_count_difference ("mean" or "median");
+  volume_difference (absolute), lesion_count_difference ("mean" or "median"); any of them may
+  be "mean_positive" instead: the mean over the cases whose ground truth holds the label only
+  (autoPET: Dice and FN volume over the cases with a lesion, FP volume "mean" over all); a test
+  set where no case's truth holds a label stops with exit 3 naming it (the value is undefined);
 - `volume_unit` ("ml"; or "mm3"): volumes from the ground truth's spacing (mm);
 - `undefined_ratio` (0.0): a case's lesion precision when it predicts no lesion while the truth
   has some, and its recall when it predicts some and the truth has none (F1 is 0 there); a case
@@ -85,6 +88,7 @@ class Lesions(PerLabel):
     volume_unit: ClassVar[str] = "ml"
     undefined_ratio: ClassVar[float] = 0.0
     mask_title: ClassVar[str] = "lesion mask"  # how messages name the job's image
+    positive_key: ClassVar[str] = "true_volume"  # "mean_positive": the cases whose truth has a voxel of the label
 
     @classmethod
     def metric_specs(cls) -> dict[str, MetricSpec]:

@@ -5,6 +5,7 @@ A challenge of such a kind declares
 
     labels = {1: "edema", 2: "tumour"}            # the classes scored, each on its own
     ranked_metrics = {"lesion_f1": "pooled", "dice": "mean"}   # metric -> "mean" | "median" | "pooled"
+                                                  #  | "mean_positive" (kinds with `positive_key`)
     labels_ranked = "mean"                        # "mean": one column per metric (the mean over the
                                                   #  labels); "each": one column per label and metric
     composite = {}                                # {metric: weight}: a weighted sum ranked first
@@ -13,6 +14,11 @@ A challenge of such a kind declares
 and the kind says what each metric is (`metric_specs`): its title, direction, its per-case value
 (a key of the case's entry) and, for a pooled aggregate, which counts are summed over the cases
 and the function of the sums. Every case's result is {label name: {key: number}}.
+
+"mean_positive" averages only the cases whose ground truth holds the label (its entry's
+`positive_key` above 0), as autoPET averages Dice and FN volume over the cases with a lesion; a
+bootstrap row that draws none of them is NaN (undefined), and a test set without any such case
+has no value: the run stops with a SetupError (exit 3) naming the label, since the value is ranked.
 
 metrics.json: the ranked values at aggregates.<metric>_<aggregation> (labels_ranked "mean") or
 aggregates.<label>.<metric>.<aggregation> ("each"), aggregates.score for a composite; for every
@@ -29,11 +35,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column
-from evaluation.kinds.declared import Declared, Ranked, composite_score
+from evaluation.errors import SetupError
+from evaluation.kinds.declared import Declared, Ranked, case_values, composite_score
 from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
+from evaluation.platform.outputs import Undefined
 
-AGGREGATIONS = ("mean", "median", "pooled")
-AGGREGATION_TITLES = {"mean": "mean over cases", "median": "median over cases", "pooled": "pooled"}
+AGGREGATIONS = ("mean", "median", "pooled")  # reported for every ranked metric (the last if it has a pooled form)
+POSITIVE_MEAN = "mean_positive"  # reported for the metrics declared with it
+DECLARABLE = (*AGGREGATIONS, POSITIVE_MEAN)
+AGGREGATION_TITLES = {"mean": "mean over cases", "median": "median over cases", "pooled": "pooled",
+                      POSITIVE_MEAN: "mean over positive cases"}
 LABELS_RANKED = ("mean", "each")
 COMPOSITE_PATH = "aggregates.score"
 WHOLE_COUNTS = ("tp", "fp", "fn")
@@ -63,6 +74,9 @@ class PerLabel(Declared):
     labels_ranked: ClassVar[str] = "mean"
     composite: ClassVar[Mapping[str, float]] = {}
     composite_title: ClassVar[str] = "Composite score"
+    # the key of a label's per-case entry that is above 0 when the case's ground truth holds the
+    # label (what "mean_positive" selects); empty: the kind offers no "mean_positive"
+    positive_key: ClassVar[str] = ""
 
     @classmethod
     def metric_specs(cls) -> dict[str, MetricSpec]:
@@ -102,9 +116,12 @@ class PerLabel(Declared):
         for metric, aggregation in cls.ranked_metrics.items():
             if metric not in specs:
                 raise TypeError(f"{where}.ranked_metrics: unknown metric {metric!r}; the kind's are {', '.join(specs)}")
-            if aggregation not in AGGREGATIONS:
+            if aggregation not in DECLARABLE:
                 raise TypeError(f"{where}.ranked_metrics[{metric!r}]: {aggregation!r} is not one of "
-                                f"{', '.join(AGGREGATIONS)}")
+                                f"{', '.join(DECLARABLE)}")
+            if aggregation == POSITIVE_MEAN and not cls.positive_key:
+                raise TypeError(f"{where}.ranked_metrics[{metric!r}]: this kind does not tell positive cases apart "
+                                f"(no {POSITIVE_MEAN!r}; a mean or a median over cases)")
             if aggregation == "pooled" and specs[metric].pooled is None:
                 raise TypeError(f"{where}.ranked_metrics[{metric!r}]: {metric} has no pooled form (a mean or a median "
                                 f"over cases)")
@@ -171,6 +188,11 @@ class PerLabel(Declared):
                 sums = np.atleast_2d(weighted_sum(counts, weights))
                 return np.atleast_1d(np.asarray(spec.pooled(*sums.T), dtype=np.float64))
             values = np.array([entry[metric] for entry in entries], dtype=np.float64)
+            if aggregation == POSITIVE_MEAN:  # the cases whose truth holds the label only
+                positive = case_values(entries, cls.positive_key) > 0
+                if not positive.any():
+                    return np.full(weights.shape[0], np.nan)
+                return np.atleast_1d(weighted_mean(values[positive], weights[:, positive]))
             average = weighted_mean if aggregation == "mean" else weighted_median
             return np.atleast_1d(average(values, weights))
         return compute
@@ -203,6 +225,10 @@ class PerLabel(Declared):
                 spec = specs[metric]
                 entry[metric] = {aggregation: float(self._of_label(metric, aggregation, label)(ordered, ones)[0])
                                  for aggregation in AGGREGATIONS if aggregation != "pooled" or spec.pooled}
+                if self.ranked_metrics[metric] == POSITIVE_MEAN:
+                    value = float(self._of_label(metric, POSITIVE_MEAN, label)(ordered, ones)[0])
+                    entry[metric][POSITIVE_MEAN] = value if np.isfinite(value) else Undefined(
+                        f"no case's ground truth holds {label}: its mean over positive cases is undefined")
                 for key in spec.counts:
                     counted[key] = float(weighted_sum(np.array([r[label][key] for r in ordered], dtype=np.float64),
                                                       ones)[0])
@@ -210,3 +236,15 @@ class PerLabel(Declared):
             entry["counts"] = {key: int(value) if key in WHOLE_COUNTS else value for key, value in counted.items()}
             aggregates[label] = entry
         return {"aggregates": aggregates, "counts": {"cases": len(ordered)}}
+
+    def score_aggregates(self, results: dict[str, Any]) -> dict[str, Any]:
+        """metrics.json; a ranked mean over positive cases of a label no case's ground truth holds
+        has no value, which is the test set's fault: SetupError naming the label."""
+        positive_means = [metric for metric, aggregation in self.ranked_metrics.items() if aggregation == POSITIVE_MEAN]
+        if positive_means:
+            for label in self.label_names():
+                if not any(result[label][self.positive_key] > 0 for result in results.values()):
+                    paths = ", ".join(value.path for value in self.ranked if POSITIVE_MEAN in value.path)
+                    raise SetupError(f"No case's ground truth holds {label}: the mean over positive cases of "
+                                     f"{', '.join(positive_means)} (ranked: {paths}) is undefined on this test set.")
+        return super().score_aggregates(results)
