@@ -343,6 +343,7 @@ def test_composite_is_ranked_first_and_equals_its_weighted_sum(tmp_path):
     ({"ranked_metrics": ("dice",)}, "not a metric"), ({"classes": ("f1",)}, "classes"),
     ({"classes": ("a.b",)}, "classes"), ({"averaging": "median"}, "averaging"), ({"ranking": "borda"}, "ranking"),
     ({"froc_fp_rates": ()}, "froc_fp_rates"),
+    ({"ignored_classes": ("point",)}, "ignored_classes"), ({"ignored_classes": "imposter"}, "ignored_classes"),
     ({"composite": {"f1": 1.0}, "ranking": "mean_of_ranks"}, "composite score is ranked by itself"),
 ])
 def test_a_bad_declaration_is_refused_when_the_class_is_made(attributes, message):
@@ -380,6 +381,93 @@ def test_an_unknown_class_name_is_the_submissions_fault(tmp_path):
     path.write_text(json.dumps(document))
     with pytest.raises(SubmissionError, match=r"^Image image-02: .*point 0 is named \"mitotic figure\""):
         evaluated(challenge, input_dir)
+
+
+def with_imposters(data, seed: int):
+    """Each image's output with MIDOG 2021's hard negatives: the scored points (half without a
+    name, half named "mitotic figure") and, near every true point and at random, points named
+    "non-mitotic figure" (a third without a probability), all in a shuffled order; with
+    {case: (the scored points, their scores)} an original that drops the imposters keeps."""
+    rng = np.random.default_rng(seed)
+    outputs, kept = {}, {}
+    for case, (entry, truth, predicted) in data.items():
+        points, scores = predicted["mitotic figure"]
+        near = truth["mitotic figure"] + rng.uniform(-0.4, 0.4, truth["mitotic figure"].shape)
+        index = to_index(near, entry).reshape(-1, 2)
+        near = near[((index >= 0) & (index <= [119, 89])).all(axis=1)]
+        far = to_world(rng.uniform(0, [119, 89], (2, 2)), entry).reshape(-1, 2)
+        imposters = np.concatenate([near, far])
+        every = np.concatenate([points, imposters])
+        names = [None if k % 2 else "mitotic figure" for k in range(len(points))] + \
+            ["non-mitotic figure"] * len(imposters)
+        probabilities = np.concatenate([scores, np.full(len(imposters), 0.99)])
+        document = multiple_points(every, probabilities=probabilities)
+        for item, name, k in zip(document["points"], names, range(len(names)), strict=True):
+            if name is not None:
+                item["name"] = name
+            if name == "non-mitotic figure" and k % 3 == 0:
+                del item["probability"]
+        order = rng.permutation(len(names))
+        document["points"] = [document["points"][k] for k in order]
+        outputs[case] = document
+        kept[case] = (points, scores)
+    return outputs, kept
+
+
+def test_ignored_classes_are_neither_tp_nor_fp_as_evalutils_counts_the_rest(tmp_path):
+    from evalutils.scorers import score_detection
+
+    classes = ("mitotic figure",)
+    data = dataset(12, classes=classes, direction=np.eye(2), spacing=(0.5, 0.5))
+    reference = {case: {"grid": entry, "points": {"mitotic figure": truth["mitotic figure"].tolist()}}
+                 for case, (entry, truth, _) in data.items()}
+    ground_truth = write_reference(tmp_path / "ground-truth", reference)
+    outputs, kept = with_imposters(data, 13)
+    input_dir = write_submission(tmp_path / "input", outputs, "points")
+    ignoring = declare(classes=classes, ignored_classes=("non-mitotic figure",), radius=2.0,
+                       matching="greedy_by_truth", ranked_metrics=("f1", "froc"))
+    metrics = evaluated(ignoring(ground_truth), input_dir)
+    # every point read as the scored class (the default): the imposters near true points are TPs
+    every = evaluated(declare(classes=classes, radius=2.0, matching="greedy_by_truth",
+                              ranked_metrics=("f1",))(ground_truth), input_dir)
+    tp = fp = fn = 0
+    images = []
+    for case, (_, truth, _) in data.items():
+        points, scores = kept[case]
+        theirs = score_detection(ground_truth=[tuple(p) for p in truth["mitotic figure"]],
+                                 predictions=[tuple(p) for p in points], radius=2.0)
+        ours = metrics["cases"][case]["mitotic figure"]
+        assert (ours["tp"], ours["fp"], ours["fn"]) == (theirs.true_positives, theirs.false_positives,
+                                                        theirs.false_negatives), case
+        tp, fp, fn = tp + theirs.true_positives, fp + theirs.false_positives, fn + theirs.false_negatives
+        images.append((distances(truth["mitotic figure"], points, data[case][0], "mm"), scores))
+    assert metrics["aggregates"]["f1"] == pytest.approx(2 * tp / (2 * tp + fp + fn), rel=1e-12)
+    assert metrics["aggregates"]["froc"] == pytest.approx(froc_by_definition(images, 2.0, CAMELYON_RATES), rel=1e-12)
+    assert every["aggregates"]["mitotic figure"]["tp"] > tp and every["aggregates"]["mitotic figure"]["fp"] > fp
+    assert metrics["declaration"]["ignored_classes"] == ["non-mitotic figure"]
+    assert "ignored_classes" not in every["declaration"]  # the default's metrics.json unchanged
+
+
+def test_an_ignored_point_is_still_checked(tmp_path):
+    data = dataset(14, classes=("cell",), cases=3)
+    ground_truth, input_dir = write(tmp_path, data)
+    challenge = declare(classes=("cell", "other"), ignored_classes=("imposter",), radius=2.0)
+    reference = {case: {"grid": entry, "points": {"cell": truth["cell"].tolist(), "other": truth["cell"].tolist()}}
+                 for case, (entry, truth, _) in data.items()}
+    ground_truth = write_reference(tmp_path / "gt2", reference)
+    case = next(c for c in matched_cases(challenge(ground_truth), input_dir) if c.case_id == "image-02")
+    path = case.output_path("points")
+    document = json.loads(path.read_text())
+    document["points"][0]["name"] = "imposter"
+    document["points"][0]["point"][0] = 1e6  # outside the image
+    path.write_text(json.dumps(document))
+    with pytest.raises(SubmissionError, match=r"^Image image-02: .*point 0"):
+        evaluated(challenge(ground_truth), input_dir)
+    document["points"][0]["point"] = document["points"][1]["point"]
+    document["points"][1]["name"] = "mitotic figure"  # neither a class nor ignored
+    path.write_text(json.dumps(document))
+    with pytest.raises(SubmissionError, match=r"point 1 is named \"mitotic figure\".*one of cell, other, imposter"):
+        evaluated(challenge(ground_truth), input_dir)
 
 
 # ---- hostile submissions through the real command ----------------------------------------------

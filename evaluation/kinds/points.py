@@ -16,6 +16,11 @@ What the organizer declares (class attributes; the defaults in brackets):
   class, one of these (any other name fails the submission, naming the case and the point). One
   output socket holds them all: the platform's interface gets one Multiple points socket, and the
   names are what a reader of the output sees in the viewer.
+- `ignored_classes` [()]: names of predicted points that are neither true nor false positives:
+  read and checked like every point (schema, inside the image), then left out of the matching,
+  the counts and the FROC (MIDOG 2021's "non-mitotic figure" hard negatives, dropped before
+  matching). A point without a name is of the scored class (one class) as before; with several
+  classes a name must be a class or an ignored one.
 - `radius` [5.0] and `radius_unit` ["mm" | "pixels"]: a prediction within `radius` of a true
   point can match it; in mm the distance is physical (the grid's spacing, anisotropic included),
   in pixels it counts index steps of the image grid whatever the spacing.
@@ -288,6 +293,7 @@ class Points(Declared):
     """Scored points matched to true points within a radius (module docstring: every choice)."""
 
     classes: ClassVar[tuple[str, ...]] = ("point",)
+    ignored_classes: ClassVar[tuple[str, ...]] = ()
     radius: ClassVar[float] = 5.0
     radius_unit: ClassVar[str] = "mm"
     inclusive: ClassVar[bool] = True
@@ -333,6 +339,11 @@ class Points(Declared):
                            and c not in ("score", "counts") for c in classes)):
             raise TypeError(f"{owner}: classes must be a tuple of distinct names without '.' (and not a metric's "
                             f"name), got {classes!r}")
+        ignored = cls.ignored_classes
+        if (not isinstance(ignored, tuple) or len(set(ignored)) != len(ignored)
+                or not all(isinstance(c, str) and c and c not in classes for c in ignored)):
+            raise TypeError(f"{owner}: ignored_classes must be a tuple of distinct names, none of them a scored "
+                            f"class, got {ignored!r}")
         if not (isinstance(cls.radius, (int, float)) and math.isfinite(cls.radius) and cls.radius > 0):
             raise TypeError(f"{owner}: radius must be a number > 0, got {cls.radius!r}")
         choices = {"radius_unit": ("mm", "pixels"), "matching": ASSIGNMENTS, "averaging": ("pooled", "mean"),
@@ -395,19 +406,30 @@ class Points(Declared):
         return cases
 
     def read_job_prediction(self, case: Case, ground_truth: PointsTruth) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """{class: (continuous indices (n, ndim), probabilities (n,), NaN when absent)}."""
+        """{class: (continuous indices (n, ndim), probabilities (n,), NaN when absent)}; the points
+        of an ignored class left out."""
         slug = self.settings.output_socket
         found = read_multiple_points(case, slug, ground_truth.grid)
         where = f"{case.name}: the output {slug!r}"
-        scores = found.scores(where, case.origin.fail) if self.needs_scores() else found.probabilities
+        # an ignored point needs no probability (nothing orders it), and is neither TP nor FP
+        kept = np.array([name not in self.ignored_classes for name in found.names], dtype=bool) \
+            if self.ignored_classes else np.ones(len(found.names), dtype=bool)
+        checked = PointSet(found.index, found.names, np.where(kept, found.probabilities, 0.0)) \
+            if self.ignored_classes else found
+        scores = checked.scores(where, case.origin.fail) if self.needs_scores() else found.probabilities
+        if len(self.classes) > 1:
+            unknown = [k for k, name in enumerate(found.names)
+                       if name not in self.classes and name not in self.ignored_classes]
+            if unknown:
+                k = unknown[0]
+                case.origin.fail(f"{where}: point {k} is named {shown(found.names[k])}; each point's name must be its "
+                                 f"class, one of {', '.join((*self.classes, *self.ignored_classes))}.")
+        if not kept.all():  # a point without a name is of the scored class (one class)
+            names = tuple(name for name, keep in zip(found.names, kept, strict=True) if keep)
+            found, scores = PointSet(found.index[kept], names, found.probabilities[kept]), scores[kept]
         if len(self.classes) == 1:
             return {self.classes[0]: (found.index, scores)}
         names = np.array([name if name is not None else "" for name in found.names], dtype=object)
-        unknown = [k for k, name in enumerate(found.names) if name not in self.classes]
-        if unknown:
-            k = unknown[0]
-            case.origin.fail(f"{where}: point {k} is named {shown(found.names[k])}; each point's name must be its "
-                             f"class, one of {', '.join(self.classes)}.")
         return {name: (found.index[names == name], scores[names == name]) for name in self.classes}
 
     # ---- scoring ----
@@ -490,7 +512,8 @@ class Points(Declared):
                 "inclusive": cls.inclusive, "matching": cls.matching, "averaging": cls.averaging,
                 "froc_fp_rates": list(cls.froc_fp_rates), "fp_rate": cls.fp_rate, "area_unit": cls.area_unit,
                 "ranked_metrics": list(cls.ranked_metrics), "composite": dict(cls.composite),
-                "ranking": cls.ranking}
+                "ranking": cls.ranking,
+                **({"ignored_classes": list(cls.ignored_classes)} if cls.ignored_classes else {})}  # default: as before
 
 
 def _ratio_policy(metric: str, tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
