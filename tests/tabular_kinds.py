@@ -24,7 +24,7 @@ FOLDER = "kindtest"
 
 DECLARATIONS = '''
 from evaluation.kinds.classification import (Classification, Composite, accuracy, average_precision,
-    balanced_accuracy, cohen_kappa, f1, roc_auc, sensitivity_at_specificity)
+    balanced_accuracy, cohen_kappa, f1, roc_auc, sensitivity, sensitivity_at_specificity, specificity)
 from evaluation.kinds.regression import Regression, mae, mape, nae, pearson, r2, rmse, smape, spearman
 from evaluation.kinds.survival import Survival
 
@@ -35,7 +35,7 @@ class Binary(Classification):
     name = "kindtest-binary"
     classes = ("benign", "malignant")
     ranked_metrics = (roc_auc(), roc_auc(max_fpr=0.2), average_precision(), balanced_accuracy(), cohen_kappa(),
-                      f1(), sensitivity_at_specificity(0.9), accuracy())
+                      f1(), sensitivity_at_specificity(0.9), accuracy(), sensitivity(), specificity())
 
 
 class BinaryComposite(Classification):

@@ -16,6 +16,7 @@ from sklearn.metrics import (
     balanced_accuracy_score,
     cohen_kappa_score,
     f1_score,
+    recall_score,
     roc_auc_score,
     roc_curve,
 )
@@ -56,8 +57,8 @@ def binary_case(tmp_path, n=60, seed=0):
     return ground_truth, input_dir, y, s
 
 
-def sklearn_binary(y, s, w=None):
-    d = (s >= 0.5).astype(int)
+def sklearn_binary(y, s, w=None, threshold=0.5):
+    d = (s >= threshold).astype(int)
     return {"roc_auc": roc_auc_score(y, s, sample_weight=w),
             "partial_roc_auc_20": roc_auc_score(y, s, sample_weight=w, max_fpr=0.2),
             "average_precision": average_precision_score(y, s, sample_weight=w),
@@ -65,7 +66,26 @@ def sklearn_binary(y, s, w=None):
             "cohen_kappa": cohen_kappa_score(y, d, sample_weight=w),
             "f1": f1_score(y, d, sample_weight=w),
             "sensitivity_at_specificity_90": sensitivity_at_specificity(y, s, 0.9, w),
-            "accuracy": accuracy_score(y, d, sample_weight=w)}
+            "accuracy": accuracy_score(y, d, sample_weight=w),
+            "sensitivity": recall_score(y, d, sample_weight=w, pos_label=1),
+            "specificity": recall_score(y, d, sample_weight=w, pos_label=0)}
+
+
+def test_sensitivity_and_specificity_at_the_declared_threshold(tmp_path):
+    """The phase's threshold (config.json) decides; sensitivity and specificity are
+    scikit-learn's recall of class 1 and of class 0 at it, and trade off as it moves."""
+    ground_truth, input_dir, y, s = binary_case(tmp_path, n=50, seed=11)
+    values = {}
+    for threshold in (0.3, 0.7):
+        (ground_truth / "config.json").write_text(json.dumps({"threshold": threshold}))
+        metrics = evaluated(DECLARED.Binary(ground_truth), input_dir)
+        d = (s >= threshold).astype(int)
+        assert metrics["aggregates"]["sensitivity"] == pytest.approx(recall_score(y, d, pos_label=1), rel=1e-12)
+        assert metrics["aggregates"]["specificity"] == pytest.approx(recall_score(y, d, pos_label=0), rel=1e-12)
+        values[threshold] = (metrics["aggregates"]["sensitivity"], metrics["aggregates"]["specificity"])
+    assert values[0.3][0] > values[0.7][0] and values[0.3][1] < values[0.7][1]
+    columns = [column.path for column in DECLARED.Binary.leaderboards[0].extra_columns]
+    assert columns[-2:] == ["aggregates.sensitivity", "aggregates.specificity"]
 
 
 def test_binary_metrics_are_scikit_learns(tmp_path):
@@ -303,6 +323,8 @@ def test_one_socket_per_class(package, tmp_path):
     ({"sockets": "per_class"}, "multiclass or multilabel"),
     ({"task": "multiclass", "classes": ("a", "b-c", "d"), "sockets": "per_class"}, "identifiers"),
     ({"task": "ordinal"}, "not one of"),
+    ({"task": "multiclass", "classes": ("a", "b", "c"), "ranked_metrics": (kind.sensitivity(),)}, "defined for binary"),
+    ({"task": "multilabel", "classes": ("a", "b"), "ranked_metrics": (kind.specificity(),)}, "defined for binary"),
 ])
 def test_a_declaration_that_cannot_run_is_refused_at_import(attributes, message):
     with pytest.raises(TypeError, match=message):

@@ -20,8 +20,9 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
   multi-class: one-vs-rest macro, multi-label: macro over the labels), `average_precision()`,
   `balanced_accuracy()`, `cohen_kappa(weights=None | "linear" | "quadratic")`,
   `f1(average=None)` (binary: the positive class's; else "macro" by default, or "micro",
-  "weighted"), `sensitivity_at_specificity(specificity)` (binary), `accuracy()` (multi-label:
-  every label right) [(roc_auc(), balanced_accuracy())];
+  "weighted"), `sensitivity_at_specificity(specificity)` (binary), `sensitivity()` and
+  `specificity()` (binary, at the decisions: the positive and the negative class's recall),
+  `accuracy()` (multi-label: every label right) [(roc_auc(), balanced_accuracy())];
 - `ranking`: the final ranking's rule, "ordered" (the first metric, ties by the next) or
   "mean_of_ranks" (the mean of the metrics' ranks); a per-case rule does not apply, the metrics
   being of the whole test set (evaluation/kinds/tabular.py) ["ordered"];
@@ -77,6 +78,7 @@ from evaluation.metrics.confusion import (
     f1_score,
     precision_score,
     recall_score,
+    specificity_score,
 )
 from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_numbers, json_type, shown
@@ -178,6 +180,22 @@ def sensitivity_at_specificity(specificity: float, key: str | None = None) -> Me
 
     return _metric(key or f"sensitivity_at_specificity_{_number_key(specificity)}",
                    f"Sensitivity at {specificity * 100:g}% specificity", "higher", SCORES, ("binary",), of)
+
+
+def sensitivity(key: str = "sensitivity") -> Metric:
+    """Binary: the share of the positive cases decided positive (at the threshold), TP / (TP + FN)."""
+    def of(o: Outcomes, weights):
+        return recall_score(o.truth, o.decisions, weights, labels=[0, 1], pos_label=1, average="binary")
+
+    return _metric(key, "Sensitivity", "higher", DECISIONS, ("binary",), of)
+
+
+def specificity(key: str = "specificity") -> Metric:
+    """Binary: the share of the negative cases decided negative (at the threshold), TN / (TN + FP)."""
+    def of(o: Outcomes, weights):
+        return specificity_score(o.truth, o.decisions, weights, labels=[0, 1], pos_label=1, average="binary")
+
+    return _metric(key, "Specificity", "higher", DECISIONS, ("binary",), of)
 
 
 def balanced_accuracy(key: str = "balanced_accuracy") -> Metric:
@@ -421,4 +439,5 @@ class Classification(Declared):
 
 
 __all__ = ["Classification", "ClassificationSettings", "Composite", "accuracy", "average_precision",
-           "balanced_accuracy", "cohen_kappa", "f1", "roc_auc", "sensitivity_at_specificity"]
+           "balanced_accuracy", "cohen_kappa", "f1", "roc_auc", "sensitivity", "sensitivity_at_specificity",
+           "specificity"]
