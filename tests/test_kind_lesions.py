@@ -6,6 +6,7 @@ in one line naming the case; a noise mask of 10⁵ lesions scored in bounded tim
 
 from __future__ import annotations
 
+import json
 import time
 from typing import ClassVar
 
@@ -481,3 +482,53 @@ def test_mean_positive_needs_a_kind_that_tells_positive_cases_apart():
 
     with pytest.raises(TypeError, match="does not tell positive cases apart"):
         type("NoPositives", (Instances,), {"name": "x", "ranked_metrics": {"pq": "mean_positive"}})
+
+
+def test_no_positive_case_exits_3_through_the_command(tmp_path):
+    """A scaffolded lesions challenge declared with "mean_positive", run by the real command on its
+    bundled input: exit 0 with the value; on a ground truth without any lesion, exit 3, the last
+    stderr line naming the label, no metrics.json."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    import SimpleITK as sitk
+
+    from tests.test_new import repository_copy
+
+    copy = repository_copy(tmp_path / "repo")
+    environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    name = "acmepositive"
+    made = subprocess.run([sys.executable, "-m", "evaluation.new", name, "--template", "lesions"], cwd=copy,
+                          capture_output=True, text=True, env=environment, timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr
+    declaration = copy / "evaluation" / "challenges" / name / "__init__.py"
+    text, replaced = re.subn(r"ranked_metrics: ClassVar = \{.*\}",
+                             'ranked_metrics: ClassVar = {"dice": "mean_positive", "fp_volume": "mean"}',
+                             declaration.read_text())
+    assert replaced == 1
+    declaration.write_text(text)
+
+    def evaluate(ground_truth, output):
+        return subprocess.run([sys.executable, "-m", "evaluation", name, "--ground-truth", str(ground_truth),
+                               "--input", str(copy / "test" / name / "input"), "--output", str(output)], cwd=copy,
+                              capture_output=True, text=True, env=environment, timeout=300)
+
+    ran = evaluate(copy / "ground-truth" / name, tmp_path / "out")
+    assert ran.returncode == 0, ran.stderr
+    assert isinstance(json.loads((tmp_path / "out" / "metrics.json").read_text())["aggregates"]["dice_mean_positive"],
+                      float)
+    negative = tmp_path / "negative"
+    shutil.copytree(copy / "ground-truth" / name, negative)
+    for path in negative.glob("*.mha"):
+        image = sitk.ReadImage(str(path))
+        empty = sitk.Image(image.GetSize(), image.GetPixelID())
+        empty.CopyInformation(image)
+        sitk.WriteImage(empty, str(path))
+    ran = evaluate(negative, tmp_path / "out-negative")
+    assert ran.returncode == 3, ran.stderr
+    last = ran.stderr.strip().splitlines()[-1]
+    assert "No case's ground truth holds lesion" in last and "aggregates.dice_mean_positive" in last, last
+    assert not (tmp_path / "out-negative" / "metrics.json").exists()
