@@ -47,7 +47,7 @@ from evaluation.challenges.camelyon16.truth import (
     SlideTruth,
     read_reference,
 )
-from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation, log
@@ -138,7 +138,7 @@ class Camelyon16(Evaluation):
         Leaderboard(score=SLIDE_AUC, decimal_places=4, scoring_method=ABSOLUTE),
         Leaderboard(score=FROC_SCORE, decimal_places=4, scoring_method=ABSOLUTE, extra_columns=FROC_SENSITIVITIES),
     )
-    ranked_paths = leaderboard_paths(leaderboards, LESIONS_TOTAL, LESIONS_ITC_EXCLUDED)
+    extra_ranked_paths = (LESIONS_TOTAL, LESIONS_ITC_EXCLUDED)
     # The two rules, one per leaderboard: slide AUC, and the FROC score (camelyon16.md).
     final_rankings = (OrderedRanking("slide_auc", (SLIDE_AUC,)), OrderedRanking("froc", (FROC_SCORE,)))
 

@@ -154,7 +154,8 @@ class Csv2026(Evaluation):
         column.path: column.title for timed in (True, False)
         for column in (csv2026_leaderboard(timed).score, *csv2026_leaderboard(timed).extra_columns)
     }
-    # Always finite: every value but the TIMED ones.
+    # Always finite: every value but the TIMED ones, which its default leaderboard shows (null without
+    # timing), so set by hand rather than derived from `leaderboards`.
     ranked_paths = tuple(path for path in leaderboard_paths(
         (csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),
         *(column.path for column in VALUES)) if path not in TIMED_PATHS)

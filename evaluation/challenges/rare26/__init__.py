@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
@@ -134,7 +134,6 @@ class Rare26(Evaluation):
         score=SCORE, decimal_places=4, scoring_method=ABSOLUTE,
         extra_columns=(*(c for columns in OVER_REPETITIONS.values() for c in columns), *WHOLE_TEST_SET.values()),
     ),)
-    ranked_paths = leaderboard_paths(leaderboards)
     # The RARE26 rule (python -m evaluation.leaderboard): Score (median PPV@90% recall) descending.
     final_rankings = (OrderedRanking("score", (SCORE,)),)
 
