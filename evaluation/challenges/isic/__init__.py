@@ -21,6 +21,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.challenges.isic import charts, scoring
+from evaluation.challenges.isic.columns import (
+    BALANCED_ACCURACY,
+    EXTRA_COLUMNS,
+    MEAN_AP,
+    MEAN_AUC,
+    MEAN_DICE,
+    OVERALL,
+    PER_CATEGORY_METRICS,
+    macro_average_path,
+)
 from evaluation.challenges.isic.predictions import (
     PREDICTIONS_FILE,
     PREDICTIONS_WHAT,
@@ -29,7 +39,6 @@ from evaluation.challenges.isic.predictions import (
     predictions_csv_path,
     read_predictions_csv,
 )
-from evaluation.challenges.isic.scoring import PER_CATEGORY_METRICS
 from evaluation.challenges.isic.truth import Truth, check_truth_scorable, read_truth_csv
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
@@ -59,16 +68,7 @@ RUNTIME_PACKAGES = {"isic2018": ("numpy",), "isic2019": ("numpy",)}
 
 # ---- the ranked values and the leaderboard's columns, each declared once -----------------------
 
-BALANCED_ACCURACY = Column("Balanced multi-class accuracy", "aggregate.balanced_accuracy", "desc",
-                           exclude_from_ranking=True)
-MEAN_AUC = Column("Mean AUC (tie-break)", "aggregate.auc", "desc", exclude_from_ranking=True)
-MEAN_AUC80 = Column("Mean AUC above 80% sensitivity", "macro_average.auc_sens_80", "desc", exclude_from_ranking=True)
-MEAN_AP = Column("Mean average precision", "macro_average.ap", "desc", exclude_from_ranking=True)
-MEAN_SENSITIVITY = Column("Mean sensitivity", "macro_average.sensitivity", "desc", exclude_from_ranking=True)
-MEAN_SPECIFICITY = Column("Mean specificity", "macro_average.specificity", "desc", exclude_from_ranking=True)
-MEAN_DICE = Column("Mean Dice", "macro_average.dice", "desc", exclude_from_ranking=True)
-EXTRA_COLUMNS = (BALANCED_ACCURACY, MEAN_AUC, MEAN_AUC80, MEAN_AP, MEAN_SENSITIVITY, MEAN_SPECIFICITY, MEAN_DICE)
-OVERALL = "overall"  # metrics.json's score: the value of the target metric
+# (columns.py: declared there so scoring.py and charts.py read the same paths)
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class IsicEvaluation(Evaluation):
     final_rankings = (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, MEAN_AUC)),)
     # Every target_metric's leaderboard, and the macro averages.
     extra_ranked_paths = (*leaderboard_paths(isic_leaderboard(target) for target in TARGETS),
-                          *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
+                          *(macro_average_path(metric) for metric in PER_CATEGORY_METRICS))
     # One image is a row of the predictions file, or ~200 bytes of JSON: 25,000 jobs took 7.6 s
     # in one process against 17.6 s with two workers, measured side by side.
     workload = Workload(in_workers=False)
