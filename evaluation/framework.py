@@ -10,11 +10,11 @@ evaluation/run.py, which knows nothing of any challenge; the final ranking
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from evaluation import __version__
+from evaluation.declarations.charts import Chart, check_charts
 from evaluation.declarations.columns import Leaderboard, leaderboard_paths
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError, id_list
@@ -55,17 +55,18 @@ class Evaluation:
     value_titles: ClassVar[dict[str, str]] = {}
     # How heavy a case is, for the run's scheduling only (declarations/workload.py).
     workload: ClassVar[Workload] = Workload()
-    # Charts for the result page: {setting naming the chart's file (declared with
-    # output_file=True): a function building its Vega-Lite spec from (evaluation, results,
-    # metrics)}, e.g. a method of the class listed after its definition. A chart is built only
-    # when its setting names a file (docs/grand-challenge.md, "Charts").
-    chart_builders: ClassVar[dict[str, Callable[[Evaluation, dict[str, Any], dict[str, Any]], dict]]] = {}
+    # Charts for the result page (declarations/charts.py): Chart(setting naming the chart's file,
+    # declared with output_file=True; build: (evaluation, results, metrics) -> its Vega-Lite spec),
+    # checked against settings_class when the class is made. A chart is built only when its
+    # setting names a file (docs/grand-challenge.md, "Charts").
+    result_charts: ClassVar[tuple[Chart, ...]] = ()
     # The official rule(s) ranking submissions against each other, one per leaderboard
     # (python -m evaluation.leaderboard; evaluation/declarations/ranking_rules.py).
     final_rankings: ClassVar[tuple[RankingRule, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        check_charts(cls.__name__, cls.result_charts, cls.settings_class)
         if "ranked_paths" in cls.__dict__:
             cls._ranked_paths_set_by_hand = True
         cls.derive_ranked_paths()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from evaluation.challenges.camelyon16.truth import (
     SlideTruth,
     read_reference,
 )
+from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError, SubmissionError
@@ -254,4 +255,4 @@ class Camelyon16(Evaluation):
     def slide_roc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         return slide_roc_chart(*self._slides(results), metrics[AGGREGATES])
 
-    chart_builders: ClassVar[dict] = {"froc_chart_file": froc_chart, "roc_chart_file": slide_roc_chart}
+    result_charts = (Chart("froc_chart_file", froc_chart), Chart("roc_chart_file", slide_roc_chart))

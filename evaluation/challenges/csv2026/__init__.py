@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
@@ -249,7 +250,7 @@ class Csv2026(Evaluation):
 
     # ---- chart (only when structure_chart_file is set; charts.py) -------------------------
 
-    chart_builders: ClassVar[dict] = {"structure_chart_file": structure_chart}
+    result_charts = (Chart("structure_chart_file", structure_chart),)
 
 
 __all__ = [

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, submission_name
+from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.metrics.instances import connected_components, f1_from_counts, match_instances
@@ -242,7 +243,7 @@ class SegmentationTask(HecktorEvaluation):
     def structure_chart(self, results: dict[str, PatientResult], metrics: dict[str, Any]) -> dict:
         return structure_bar_chart(type(self), metrics)
 
-    chart_builders: ClassVar[dict] = {"structure_chart_file": structure_chart}
+    result_charts = (Chart("structure_chart_file", structure_chart),)
 
 
 def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry, settings: Task1Settings,

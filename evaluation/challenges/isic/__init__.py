@@ -40,6 +40,7 @@ from evaluation.challenges.isic.predictions import (
     read_predictions_csv,
 )
 from evaluation.challenges.isic.truth import Truth, check_truth_scorable, read_truth_csv
+from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
@@ -137,6 +138,7 @@ class IsicEvaluation(Evaluation):
     """Both editions; the subclasses only declare their name, categories and defaults."""
 
     case_label = "Image"
+    settings_class = IsicSettings  # each edition's own subclass of it (its defaults)
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
     value_titles: ClassVar[dict] = {target.column.path: target.title for target in TARGETS.values()}
@@ -228,7 +230,7 @@ class IsicEvaluation(Evaluation):
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
         return charts.category_roc_chart(self.table, self.prediction_table(results), metrics, self.title)
 
-    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart}
+    result_charts = (Chart("roc_chart_file", roc_chart),)
 
     def ranking_curves(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> list[dict]:
         return charts.ranking_curves(self.table, self.prediction_table(results))

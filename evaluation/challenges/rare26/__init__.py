@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
+from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
@@ -196,4 +197,4 @@ class Rare26(Evaluation):
 
     # ---- charts (only when their settings name a file) -----------------------------------
 
-    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart, "pr_chart_file": precision_recall_chart}
+    result_charts = (Chart("roc_chart_file", roc_chart), Chart("pr_chart_file", precision_recall_chart))
