@@ -10,12 +10,12 @@ evaluation/run.py, which knows nothing of any challenge; the final ranking
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from evaluation import __version__
-from evaluation.declarations.columns import Leaderboard
+from evaluation.declarations.charts import Chart, check_charts
+from evaluation.declarations.columns import Leaderboard, leaderboard_paths
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.platform.cases import Case, read_case_mapping
@@ -40,24 +40,43 @@ class Evaluation:
     title: ClassVar[str] = ""
     settings_class: ClassVar[type[Settings]] = Settings
     case_label: ClassVar[str] = "Case"  # how messages name a case ("Stack", "Patient")
-    # The phase's leaderboard(s) with the default settings (python -m evaluation.phase prints them)
-    # and the paths metrics.json guarantees finite numbers: every path a leaderboard reads, so no
-    # submission silently drops off it (a challenge derives them with leaderboard_paths).
+    # The phase's leaderboard(s) with the default settings (python -m evaluation.phase prints them).
     leaderboards: ClassVar[tuple[Leaderboard, ...]] = ()
+    # The paths metrics.json guarantees finite numbers beyond the leaderboards' columns (those of a
+    # setting's other leaderboard, values the final ranking reads).
+    extra_ranked_paths: ClassVar[tuple[str, ...]] = ()
+    # Every path metrics.json guarantees finite, so no submission silently drops off a leaderboard:
+    # derived when the class is made (`derive_ranked_paths`: the leaderboards' paths, then
+    # extra_ranked_paths), unless the class (or an ancestor) sets it itself.
     ranked_paths: ClassVar[tuple[str, ...]] = ()
+    _ranked_paths_set_by_hand: ClassVar[bool] = False
     # The titles of the leaderboard columns that a setting other than the default adds, by path: the
     # final ranking's report titles its columns and charts with the leaderboards' titles, these next.
     value_titles: ClassVar[dict[str, str]] = {}
     # How heavy a case is, for the run's scheduling only (declarations/workload.py).
     workload: ClassVar[Workload] = Workload()
-    # Charts for the result page: {setting naming the chart's file (declared with
-    # output_file=True): a function building its Vega-Lite spec from (evaluation, results,
-    # metrics)}, e.g. a method of the class listed after its definition. A chart is built only
-    # when its setting names a file (docs/grand-challenge.md, "Charts").
-    chart_builders: ClassVar[dict[str, Callable[[Evaluation, dict[str, Any], dict[str, Any]], dict]]] = {}
+    # Charts for the result page (declarations/charts.py): Chart(setting naming the chart's file,
+    # declared with output_file=True; build: (evaluation, results, metrics) -> its Vega-Lite spec),
+    # checked against settings_class when the class is made. A chart is built only when its
+    # setting names a file (docs/grand-challenge.md, "Charts").
+    result_charts: ClassVar[tuple[Chart, ...]] = ()
     # The official rule(s) ranking submissions against each other, one per leaderboard
     # (python -m evaluation.leaderboard; evaluation/declarations/ranking_rules.py).
     final_rankings: ClassVar[tuple[RankingRule, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_charts(cls.__name__, cls.result_charts, cls.settings_class)
+        if "ranked_paths" in cls.__dict__:
+            cls._ranked_paths_set_by_hand = True
+        cls.derive_ranked_paths()
+
+    @classmethod
+    def derive_ranked_paths(cls) -> None:
+        """ranked_paths from leaderboards and extra_ranked_paths, unless set by hand; a kind that
+        makes its leaderboards in its own __init_subclass__ calls this again after."""
+        if not cls._ranked_paths_set_by_hand:
+            cls.ranked_paths = leaderboard_paths(cls.leaderboards, *cls.extra_ranked_paths)
 
     def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
         self.ground_truth_dir = ground_truth_dir

@@ -132,11 +132,11 @@ def draw_charts(challenge: Evaluation, results: dict[str, Any], metrics: dict[st
     """{file name: Vega-Lite spec} of each chart whose setting names a file; nothing is
     computed for the others. The builders read `metrics`, never change it."""
     drawn = {}
-    for setting_name, builder in challenge.chart_builders.items():
-        file_name = getattr(challenge.settings, setting_name)
+    for chart in challenge.result_charts:
+        file_name = getattr(challenge.settings, chart.setting)
         if file_name:
-            log(f"Drawing the chart {file_name} ({setting_name}).")
-            drawn[file_name] = builder(challenge, results, metrics)
+            log(f"Drawing the chart {file_name} ({chart.setting}).")
+            drawn[file_name] = chart.build(challenge, results, metrics)
     return drawn
 
 def workers_for(challenge: Evaluation, cases: int, requested: int) -> int:

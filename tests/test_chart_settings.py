@@ -54,7 +54,7 @@ def refused_before_scoring(run, *words: str) -> None:
 
 def test_every_challenge_with_charts_is_tried():
     assert {challenge for challenge, _ in CHART_SETTINGS} == {
-        name for name, cls in available_challenges().items() if cls.chart_builders}
+        name for name, cls in available_challenges().items() if cls.result_charts}
     assert PAIRS  # some challenge draws two charts
 
 

@@ -22,11 +22,14 @@ from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
 
 from evaluation import charts
 from evaluation.challenges import available_challenges
+from evaluation.framework import Evaluation
+from evaluation.settings import Settings
+from evaluation.settings import setting as setting_field
 from tests.cli_runs import ROOT, Run, run_command_line
 
 VEGA_LITE_VERSION = "5.8"  # vl-convert's oldest; the platform's 5.1.0 draws them in tests/test_browser.py
 # The file each chart is asked for, per challenge (one in a subfolder); a challenge not here that
-# declares charts (its chart_builders) gets every generic check, each chart as <setting>.json.
+# declares charts (its result_charts) gets every generic check, each chart as <setting>.json.
 FILE_NAMES = {
     "isic2018": {"roc_chart_file": "roc-curves.json"},
     "isic2019": {"roc_chart_file": "roc-curves.json"},
@@ -36,8 +39,8 @@ FILE_NAMES = {
     "hecktor2025-task1": {"structure_chart_file": "structures.json"},
 }
 CHARTS = {name: FILE_NAMES.get(name)
-          or {setting: f"{setting.removesuffix('_file')}.json" for setting in cls.chart_builders}
-          for name, cls in available_challenges().items() if cls.chart_builders}
+          or {chart.setting: f"{chart.setting.removesuffix('_file')}.json" for chart in cls.result_charts}
+          for name, cls in available_challenges().items() if cls.result_charts}
 ALL_CHARTS = [(challenge, setting) for challenge, files in CHARTS.items() for setting in files]
 
 
@@ -159,20 +162,46 @@ def test_charts_are_deterministic(runs, tmp_path, challenge):
 
 def test_every_chart_setting_is_declared_as_an_output_file():
     """The framework draws the charts a challenge declares: each names a setting that is an
-    output file (checked when the settings are read) and a builder (a function, or a method's name)."""
+    output file (checked when the class is made and when the settings are read) and a builder."""
     import dataclasses
 
     declared = {}
     for name, cls in available_challenges().items():
         fields = {f.name: f for f in dataclasses.fields(cls.settings_class)}
-        for setting, builder in cls.chart_builders.items():
-            assert fields[setting].metadata["output_file"], (name, setting)
-            assert fields[setting].default == "", (name, setting)
-            assert callable(builder), (name, builder)
-        declared[name] = set(cls.chart_builders)
+        for chart in cls.result_charts:
+            assert fields[chart.setting].metadata["output_file"], (name, chart.setting)
+            assert fields[chart.setting].default == "", (name, chart.setting)
+            assert callable(chart.build), (name, chart.build)
+        declared[name] = {chart.setting for chart in cls.result_charts}
     assert {name: files for name, files in declared.items() if files} == {c: set(f) for c, f in CHARTS.items()}
     assert all(set(FILE_NAMES[name]) == declared[name] for name in FILE_NAMES)
 
+
+@pytest.mark.parametrize(("setting", "words"), [
+    ("roc_chart_fle", "is not a field of"),  # a typo
+    ("seed", "is not declared with output_file=True"),
+    ("chart_file", "is declared twice"),
+])
+def test_a_chart_naming_a_wrong_setting_is_a_type_error_when_the_class_is_made(setting, words):
+    import dataclasses
+
+    from evaluation.declarations.charts import Chart
+
+    @dataclasses.dataclass(frozen=True)
+    class ChartSettings(Settings):
+        seed: int = setting_field(0, doc="not a file")
+        chart_file: str = setting_field("", output_file=True, doc="a chart's file")
+
+    def draw(evaluation, results, metrics):
+        return {}
+
+    charts = (Chart(setting, draw),) if setting != "chart_file" else (Chart(setting, draw), Chart(setting, draw))
+    with pytest.raises(TypeError, match=words):
+        type("Misdeclared", (Evaluation,), {"settings_class": ChartSettings, "result_charts": charts})
+    # the same chart on its right setting is accepted
+    right = (Chart("chart_file", draw),)
+    made = type("Declared", (Evaluation,), {"settings_class": ChartSettings, "result_charts": right})
+    assert [chart.setting for chart in made.result_charts] == ["chart_file"]
 
 # ---- the plotted values against independent computations -------------------------------------------
 

@@ -558,3 +558,31 @@ def test_a_run_logs_its_progress(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Scored 30 of 30 case(s) (100%)" in out
     assert out.count("Scored ") == 10
+
+
+def test_ranked_paths_are_derived_from_the_leaderboards_then_the_extra_paths():
+    from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard
+
+    score = Column("Score", "aggregates.score", "desc", error_path="aggregates.score_error")
+    shown = Column("Shown", "aggregates.shown", "asc", exclude_from_ranking=True)
+    other = Column("Other", "aggregates.other", "asc")
+
+    class Derived(Evaluation):
+        leaderboards = (Leaderboard(score=score, decimal_places=3, scoring_method=ABSOLUTE, extra_columns=(shown,)),)
+        extra_ranked_paths = ("aggregates.count", "aggregates.shown")
+
+    assert Derived.ranked_paths == ("aggregates.score", "aggregates.score_error", "aggregates.shown",
+                                    "aggregates.count")
+
+    class Inherits(Derived):  # a subclass's own leaderboards are derived again
+        leaderboards = (Leaderboard(score=other, decimal_places=3, scoring_method=ABSOLUTE),)
+
+    assert Inherits.ranked_paths == ("aggregates.other", "aggregates.count", "aggregates.shown")
+
+    class ByHand(Derived):
+        ranked_paths = ("aggregates.score",)
+
+    class BelowByHand(ByHand):  # an ancestor's hand-set paths are kept, not derived over
+        leaderboards = (Leaderboard(score=other, decimal_places=3, scoring_method=ABSOLUTE),)
+
+    assert ByHand.ranked_paths == BelowByHand.ranked_paths == ("aggregates.score",)

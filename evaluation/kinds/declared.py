@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard
 from evaluation.declarations.ranking_rules import MeanOfCaseRanks, MeanOfRanks, OrderedRanking
 from evaluation.framework import Evaluation
 from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
@@ -283,8 +283,7 @@ class Declared(Evaluation):
         if "leaderboards" not in cls.__dict__:
             cls.leaderboards = (Leaderboard(score=columns[0], decimal_places=cls.decimal_places,
                                             scoring_method=cls.scoring_method, extra_columns=columns[1:]),)
-        if "ranked_paths" not in cls.__dict__:
-            cls.ranked_paths = leaderboard_paths(cls.leaderboards)
+        cls.derive_ranked_paths()  # from the leaderboards just made
         if "final_rankings" not in cls.__dict__:
             name = cls.leaderboard_name or columns[0].path.rsplit(".", 1)[-1]
             cls.final_rankings = (cls.ranking_rule(name, columns),)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +47,8 @@ from evaluation.challenges.camelyon16.truth import (
     SlideTruth,
     read_reference,
 )
-from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.charts import Chart
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.framework import Evaluation, log
@@ -138,7 +139,7 @@ class Camelyon16(Evaluation):
         Leaderboard(score=SLIDE_AUC, decimal_places=4, scoring_method=ABSOLUTE),
         Leaderboard(score=FROC_SCORE, decimal_places=4, scoring_method=ABSOLUTE, extra_columns=FROC_SENSITIVITIES),
     )
-    ranked_paths = leaderboard_paths(leaderboards, LESIONS_TOTAL, LESIONS_ITC_EXCLUDED)
+    extra_ranked_paths = (LESIONS_TOTAL, LESIONS_ITC_EXCLUDED)
     # The two rules, one per leaderboard: slide AUC, and the FROC score (camelyon16.md).
     final_rankings = (OrderedRanking("slide_auc", (SLIDE_AUC,)), OrderedRanking("froc", (FROC_SCORE,)))
 
@@ -254,4 +255,4 @@ class Camelyon16(Evaluation):
     def slide_roc_chart(self, results: dict[str, SlideResult], metrics: dict[str, Any]) -> dict:
         return slide_roc_chart(*self._slides(results), metrics[AGGREGATES])
 
-    chart_builders: ClassVar[dict] = {"froc_chart_file": froc_chart, "roc_chart_file": slide_roc_chart}
+    result_charts = (Chart("froc_chart_file", froc_chart), Chart("roc_chart_file", slide_roc_chart))

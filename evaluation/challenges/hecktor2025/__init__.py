@@ -10,11 +10,11 @@ What the tasks share (patient ids, sockets, settings, the patient CSVs and boots
 """
 
 from evaluation.challenges.hecktor2025.common import interval_columns
-from evaluation.challenges.hecktor2025.hpv import HpvTask, Task3Settings
+from evaluation.challenges.hecktor2025.hpv import HpvTask
 from evaluation.challenges.hecktor2025.ranking import NestedBorda
 from evaluation.challenges.hecktor2025.segmentation import SegmentationTask
-from evaluation.challenges.hecktor2025.survival import SurvivalTask, Task2Settings
-from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard, leaderboard_paths
+from evaluation.challenges.hecktor2025.survival import SurvivalTask
+from evaluation.declarations.columns import ABSOLUTE, MEAN_OF_RANKS, Column, Leaderboard
 from evaluation.declarations.ranking_rules import OrderedRanking
 
 __all__ = ["HecktorTask1", "HecktorTask2", "HecktorTask3"]
@@ -50,7 +50,6 @@ class HecktorTask1(SegmentationTask):
     # by listing it twice (ranks are keyed by path). The lesion counts are shown, excluded.
     leaderboards = (Leaderboard(score=GTVP_DSC, decimal_places=4, scoring_method=MEAN_OF_RANKS,
                                 extra_columns=(GTVN_DSC, GTVN_F1, GTVN_TP, GTVN_FP, GTVN_FN)),)
-    ranked_paths = leaderboard_paths(leaderboards)
     # The official ranking across submissions (python -m evaluation.leaderboard): the nested Borda
     # count of the GTVp rank and the GTVn rank (Borda of the aggregated-Dice and F1 ranks).
     final_rankings = (NestedBorda("borda", gtvp=GTVP_DSC, gtvn_dsc=GTVN_DSC, gtvn_f1=GTVN_F1),)
@@ -72,14 +71,9 @@ class HecktorTask2(SurvivalTask):
     title = "HECKTOR 2025 Task 2: recurrence-free survival, Harrell's C-index with a bootstrap 95% interval"
     c_index = C_INDEX
     interval_values = ((C_INDEX, "C-index"),)
-    leaderboards = (task2_leaderboard(Task2Settings().confidence_level),)
-    ranked_paths = leaderboard_paths(leaderboards)
+    leaderboard_at = staticmethod(task2_leaderboard)  # at the phase's confidence level
     # The final ranking across submissions (python -m evaluation.leaderboard): the C-index alone.
     final_rankings = (OrderedRanking("c_index", (C_INDEX,)),)
-
-    @classmethod
-    def phase_leaderboards(cls, settings: Task2Settings) -> tuple[Leaderboard, ...]:
-        return (task2_leaderboard(settings.confidence_level),)  # the interval's titles say its level
 
 
 # ---- Task 3: the ranked values ------------------------------------------------------------------
@@ -115,12 +109,7 @@ class HecktorTask3(HpvTask):
     # metrics.json's order: balanced accuracy, sensitivity, specificity (the names are error messages')
     interval_values = ((BALANCED_ACCURACY, "balanced_accuracy"), (SENSITIVITY, "sensitivity"),
                        (SPECIFICITY, "specificity"))
-    leaderboards = (task3_leaderboard(Task3Settings().confidence_level),)
-    ranked_paths = leaderboard_paths(leaderboards)
+    leaderboard_at = staticmethod(task3_leaderboard)  # at the phase's confidence level
     # The final ranking across submissions: balanced accuracy, ties to the higher specificity (the
     # tie-break the platform cannot apply).
     final_rankings = (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, SPECIFICITY)),)
-
-    @classmethod
-    def phase_leaderboards(cls, settings: Task3Settings) -> tuple[Leaderboard, ...]:
-        return (task3_leaderboard(settings.confidence_level),)  # the intervals' titles say their level

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evaluation.declarations.columns import Column, ci_title
+from evaluation.declarations.columns import Column, Leaderboard, ci_title
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
@@ -201,6 +201,20 @@ class BootstrapTask(HecktorEvaluation):
     interval_values: ClassVar[tuple[tuple[Column, str], ...]] = ()
     skipped_reason: ClassVar[str] = ""  # why a resample has no value: said in the log line
     workload = Workload(in_workers=False)  # a few bytes of JSON per patient: a pool would cost more than it saves
+    # The task's leaderboard at a confidence level (its interval columns' titles say the level), built
+    # in one place: `leaderboards` is it at the settings' default level, a phase's at its own level.
+    leaderboard_at: ClassVar[Callable[[float], Leaderboard] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.__dict__.get("leaderboard_at") is not None:  # before Evaluation derives ranked_paths from it
+            cls.leaderboards = (cls.leaderboard_at(cls.settings_class().confidence_level),)
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def phase_leaderboards(cls, settings: BootstrapSettings) -> tuple[Leaderboard, ...]:
+        if cls.leaderboard_at is None:
+            return super().phase_leaderboards(settings)
+        return (cls.leaderboard_at(settings.confidence_level),)
 
     def file_cases(self, input_dir: Path) -> list[tuple[str, str]]:
         return csv_file_cases(input_dir, len(self.ground_truth))

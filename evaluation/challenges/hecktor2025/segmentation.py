@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, submission_name
+from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.metrics.instances import connected_components, f1_from_counts, match_instances
@@ -29,7 +30,7 @@ from evaluation.platform.locations import (
     list_submission_files,
     strip_extension,
 )
-from evaluation.platform.outputs import Undefined, nest_paths
+from evaluation.platform.outputs import Undefined, nest_paths, value_at_path
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
 from evaluation.reading.label_maps import label_voxels, read_label_map
@@ -240,9 +241,9 @@ class SegmentationTask(HecktorEvaluation):
     # ---- chart (only when structure_chart_file is set) -----------------------------------
 
     def structure_chart(self, results: dict[str, PatientResult], metrics: dict[str, Any]) -> dict:
-        return structure_bar_chart(metrics["aggregates"], metrics["counts"]["patients"])
+        return structure_bar_chart(type(self), metrics)
 
-    chart_builders: ClassVar[dict] = {"structure_chart_file": structure_chart}
+    result_charts = (Chart("structure_chart_file", structure_chart),)
 
 
 def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry, settings: Task1Settings,
@@ -286,18 +287,25 @@ def voxel_count(n: int) -> str:
 # ---- chart --------------------------------------------------------------------------------------
 
 
-def structure_bar_chart(aggregates: dict[str, Any], patients: int) -> dict:
-    """The three leaderboard values (aggregates.gtvp_dsc_mean, gtvn_dsc_agg, gtvn_f1_agg) as bars."""
+def structure_bar_chart(task: type[SegmentationTask], metrics: dict[str, Any]) -> dict:
+    """The three leaderboard values (the task's gtvp_dsc, gtvn_dsc and gtvn_f1 columns) as bars,
+    each read from metrics.json through its declared column."""
     from evaluation import charts
 
-    bars = [charts.Bar("GTVp Dice", "score", aggregates["gtvp_dsc_mean"], "mean of the per-patient Dice"),
-            charts.Bar("GTVn Dice", "score", aggregates["gtvn_dsc_agg"],
+    def value(column: Column) -> Any:
+        return value_at_path(metrics, column.path)
+
+    def key(column: Column) -> str:
+        return column.path.rsplit(".", 1)[-1]
+
+    bars = [charts.Bar("GTVp Dice", "score", value(task.gtvp_dsc), "mean of the per-patient Dice"),
+            charts.Bar("GTVn Dice", "score", value(task.gtvn_dsc),
                        "aggregated: sums over patients weighted by voxel volume"),
-            charts.Bar("GTVn detection F1", "score", aggregates["gtvn_f1_agg"], "aggregated: TP, FP, FN summed")]
-    subtitle = (f"{patients} patients; GTVn lesions: {aggregates['gtvn_tp']} TP, {aggregates['gtvn_fp']} FP, "
-                f"{aggregates['gtvn_fn']} FN")
+            charts.Bar("GTVn detection F1", "score", value(task.gtvn_f1), "aggregated: TP, FP, FN summed")]
+    subtitle = (f"{metrics['counts']['patients']} patients; GTVn lesions: {value(task.gtvn_tp)} TP, "
+                f"{value(task.gtvn_fp)} FP, {value(task.gtvn_fn)} FN")
     about = ("The three values of the Task 1 ranking: the mean per-patient GTVp Dice, the aggregated GTVn Dice "
-             "(sums over patients weighted by voxel volume) and the aggregated GTVn detection F1 (aggregates."
-             "gtvp_dsc_mean, gtvn_dsc_agg and gtvn_f1_agg of metrics.json).")
+             "(sums over patients weighted by voxel volume) and the aggregated GTVn detection F1 ("
+             f"{task.gtvp_dsc.path}, {key(task.gtvn_dsc)} and {key(task.gtvn_f1)} of metrics.json).")
     return charts.bar_chart(bars, title="HECKTOR 2025 Task 1: GTVp and GTVn", subtitle=subtitle,
                             x_title="ranking value", y_title="score", about=about)

@@ -21,6 +21,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.challenges.isic import charts, scoring
+from evaluation.challenges.isic.columns import (
+    BALANCED_ACCURACY,
+    EXTRA_COLUMNS,
+    MEAN_AP,
+    MEAN_AUC,
+    MEAN_DICE,
+    OVERALL,
+    PER_CATEGORY_METRICS,
+    macro_average_path,
+)
 from evaluation.challenges.isic.predictions import (
     PREDICTIONS_FILE,
     PREDICTIONS_WHAT,
@@ -29,8 +39,8 @@ from evaluation.challenges.isic.predictions import (
     predictions_csv_path,
     read_predictions_csv,
 )
-from evaluation.challenges.isic.scoring import PER_CATEGORY_METRICS
 from evaluation.challenges.isic.truth import Truth, check_truth_scorable, read_truth_csv
+from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
@@ -59,16 +69,7 @@ RUNTIME_PACKAGES = {"isic2018": ("numpy",), "isic2019": ("numpy",)}
 
 # ---- the ranked values and the leaderboard's columns, each declared once -----------------------
 
-BALANCED_ACCURACY = Column("Balanced multi-class accuracy", "aggregate.balanced_accuracy", "desc",
-                           exclude_from_ranking=True)
-MEAN_AUC = Column("Mean AUC (tie-break)", "aggregate.auc", "desc", exclude_from_ranking=True)
-MEAN_AUC80 = Column("Mean AUC above 80% sensitivity", "macro_average.auc_sens_80", "desc", exclude_from_ranking=True)
-MEAN_AP = Column("Mean average precision", "macro_average.ap", "desc", exclude_from_ranking=True)
-MEAN_SENSITIVITY = Column("Mean sensitivity", "macro_average.sensitivity", "desc", exclude_from_ranking=True)
-MEAN_SPECIFICITY = Column("Mean specificity", "macro_average.specificity", "desc", exclude_from_ranking=True)
-MEAN_DICE = Column("Mean Dice", "macro_average.dice", "desc", exclude_from_ranking=True)
-EXTRA_COLUMNS = (BALANCED_ACCURACY, MEAN_AUC, MEAN_AUC80, MEAN_AP, MEAN_SENSITIVITY, MEAN_SPECIFICITY, MEAN_DICE)
-OVERALL = "overall"  # metrics.json's score: the value of the target metric
+# (columns.py: declared there so scoring.py and charts.py read the same paths)
 
 
 @dataclass(frozen=True)
@@ -137,13 +138,15 @@ class IsicEvaluation(Evaluation):
     """Both editions; the subclasses only declare their name, categories and defaults."""
 
     case_label = "Image"
+    settings_class = IsicSettings  # each edition's own subclass of it (its defaults)
     categories: ClassVar[tuple[str, ...]] = ()  # the edition's categories (examples, docs)
     leaderboards = (isic_leaderboard(IsicSettings().target_metric),)  # python -m evaluation.phase isic2019
     value_titles: ClassVar[dict] = {target.column.path: target.title for target in TARGETS.values()}
     # The ISIC rule (python -m evaluation.leaderboard): balanced accuracy, ties broken by the mean AUC.
     final_rankings = (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, MEAN_AUC)),)
-    ranked_paths = leaderboard_paths((isic_leaderboard(target) for target in TARGETS),
-                                     *(f"macro_average.{metric}" for metric in PER_CATEGORY_METRICS))
+    # Every target_metric's leaderboard, and the macro averages.
+    extra_ranked_paths = (*leaderboard_paths(isic_leaderboard(target) for target in TARGETS),
+                          *(macro_average_path(metric) for metric in PER_CATEGORY_METRICS))
     # One image is a row of the predictions file, or ~200 bytes of JSON: 25,000 jobs took 7.6 s
     # in one process against 17.6 s with two workers, measured side by side.
     workload = Workload(in_workers=False)
@@ -227,7 +230,7 @@ class IsicEvaluation(Evaluation):
     def roc_chart(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> dict:
         return charts.category_roc_chart(self.table, self.prediction_table(results), metrics, self.title)
 
-    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart}
+    result_charts = (Chart("roc_chart_file", roc_chart),)
 
     def ranking_curves(self, results: dict[str, np.ndarray], metrics: dict[str, Any]) -> list[dict]:
         return charts.ranking_curves(self.table, self.prediction_table(results))

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.challenges.isic.columns import BALANCED_ACCURACY, MEAN_AUC
 from evaluation.challenges.isic.truth import THRESHOLD, Truth
 from evaluation.metrics import classification
-from evaluation.platform.outputs import Undefined
+from evaluation.platform.outputs import Undefined, value_at_path
 
 ROC_EPSILON = 0.001  # curve simplification tolerance for the plotted ROC points
 ROC_DECIMALS = 4
@@ -87,9 +88,9 @@ def category_roc_chart(truth: Truth, predictions: np.ndarray, metrics: dict[str,
         fpr, tpr, thresholds = roc[category]
         curves.append(charts.Curve(category, fpr.tolist(), tpr.tolist(), thresholds.tolist(),
                                    summary=f"AUC {float(auc):.3f}", extra={"auc": charts.rounded(auc)}))
-    aggregate = metrics["aggregate"]
-    subtitle = [f"mean AUC {_shown_value(aggregate['auc'])}, balanced accuracy "
-                f"{_shown_value(aggregate['balanced_accuracy'])} ({metrics['counts']['images_scored']} images scored)"]
+    subtitle = [f"mean AUC {_shown_value(value_at_path(metrics, MEAN_AUC.path))}, balanced accuracy "
+                f"{_shown_value(value_at_path(metrics, BALANCED_ACCURACY.path))} "
+                f"({metrics['counts']['images_scored']} images scored)"]
     if missing:
         subtitle.append(f"no curve for {', '.join(missing)}: no positive or no negative image with a nonzero "
                         f"score_weight")

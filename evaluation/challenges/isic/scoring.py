@@ -12,6 +12,15 @@ from typing import Any
 import numpy as np
 
 from evaluation.challenges.isic.charts import roc_for_plot
+from evaluation.challenges.isic.columns import (
+    AGGREGATE,
+    BALANCED_ACCURACY,
+    MACRO_AVERAGE,
+    MEAN_AUC,
+    OVERALL,
+    PER_CATEGORY_METRICS,
+    key_in,
+)
 from evaluation.challenges.isic.truth import THRESHOLD, Truth
 from evaluation.metrics import classification
 from evaluation.metrics.confusion import binary_confusion
@@ -20,9 +29,6 @@ from evaluation.platform.outputs import Undefined
 from .multiclass import UNDECIDED, argmax_labels, nan_mean, nan_mean_rows, recall_of_labels, recall_of_labels_rows
 
 AUC80_SENSITIVITY = 0.8  # the metric's name says 80
-CONFUSION_METRICS = ("accuracy", "sensitivity", "specificity", "dice", "ppv", "npv")
-RANKING_METRICS = ("auc", "auc_sens_80", "ap")
-PER_CATEGORY_METRICS = CONFUSION_METRICS + RANKING_METRICS  # the reference's order
 UNDEFINED_BALANCED_ACCURACY = "no category has images with a nonzero score_weight"
 FREEBIE = 1.0  # the reference's value of a confusion rate whose denominator is zero (nothing to find or call)
 
@@ -143,19 +149,20 @@ def score(truth: Truth, predictions: np.ndarray, target_metric: str,
     macro_average["auc"] = _defined(mean_auc, "auc is undefined for every category")  # the ranked value
     macro_average = {metric: macro_average[metric] for metric in PER_CATEGORY_METRICS}  # the reference's order
     aggregate = {
-        "balanced_accuracy": _defined(balanced_accuracy, UNDEFINED_BALANCED_ACCURACY),
-        "auc": macro_average["auc"],  # the leaderboard's tie-break: mean AUC over categories
+        key_in(AGGREGATE, BALANCED_ACCURACY): _defined(balanced_accuracy, UNDEFINED_BALANCED_ACCURACY),
+        key_in(AGGREGATE, MEAN_AUC): macro_average["auc"],  # the leaderboard's tie-break: mean AUC over categories
         "malignant_vs_benign_auc": malignant_vs_benign_auc(truth, predictions, malignant_categories, labels[0]),
     }
-    overall = aggregate["balanced_accuracy"] if target_metric == "balanced_accuracy" else macro_average[target_metric]
+    overall = (aggregate[key_in(AGGREGATE, BALANCED_ACCURACY)] if target_metric == "balanced_accuracy"
+               else macro_average[target_metric])
     validation = validation_score(truth, predictions, target_metric, labels)
     undecided = labels[1] == UNDECIDED
     return {
-        "overall": overall,
+        OVERALL: overall,
         "validation": validation,
         "per_category": per_category,
-        "macro_average": macro_average,
-        "aggregate": aggregate,
+        MACRO_AVERAGE: macro_average,
+        AGGREGATE: aggregate,
         "roc_curves": roc_curves,
         "counts": {
             "images": len(truth.ids),

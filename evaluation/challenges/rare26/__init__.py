@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
+from evaluation.declarations.charts import Chart
+from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard
 from evaluation.declarations.ranking_rules import OrderedRanking
 from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError
@@ -134,7 +135,6 @@ class Rare26(Evaluation):
         score=SCORE, decimal_places=4, scoring_method=ABSOLUTE,
         extra_columns=(*(c for columns in OVER_REPETITIONS.values() for c in columns), *WHOLE_TEST_SET.values()),
     ),)
-    ranked_paths = leaderboard_paths(leaderboards)
     # The RARE26 rule (python -m evaluation.leaderboard): Score (median PPV@90% recall) descending.
     final_rankings = (OrderedRanking("score", (SCORE,)),)
 
@@ -197,4 +197,4 @@ class Rare26(Evaluation):
 
     # ---- charts (only when their settings name a file) -----------------------------------
 
-    chart_builders: ClassVar[dict] = {"roc_chart_file": roc_chart, "pr_chart_file": precision_recall_chart}
+    result_charts = (Chart("roc_chart_file", roc_chart), Chart("pr_chart_file", precision_recall_chart))
