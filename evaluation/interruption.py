@@ -111,11 +111,14 @@ def _remove_by_paths(path: Path) -> None:
 def scratch_folder(parent: Path | None = None, prefix: str = "tmp") -> Iterator[Path]:
     """A new private folder in `parent` (the system's temporary folder when None), removed with
     all it holds at the end, however the block ends."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    folder = None
     try:
+        with held():  # a SIGTERM between the folder's making and the try would leave it behind
+            folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
         yield folder
     finally:
-        remove_tree(folder)
+        if folder is not None:
+            remove_tree(folder)
 
 
 def copy_tree(source: Path, target: Path, symlinks: bool = False, dirs_exist_ok: bool = False, ignore=None) -> None:

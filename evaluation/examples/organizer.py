@@ -179,20 +179,23 @@ def output_folder(output: Path):
     with the folders made for it too if they are left empty (a failure leaves no trace). An
     OSError of the machine's inside (no space left, say) is NotWritten (exit 3)."""
     made = [folder for folder in (output, *output.parents) if not os.path.lexists(folder)]  # innermost first
+    scratch = None
     try:
-        output.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=".example-in-progress-", dir=output))
-    except OSError as error:
-        remove_made(made)
-        raise UsageError(f"The output folder {output} cannot be written ({error.strerror}).") from None
-    try:
+        try:
+            # held: a SIGTERM between the scratch folder's making and this try would leave it behind
+            with held():
+                output.mkdir(parents=True, exist_ok=True)
+                scratch = Path(tempfile.mkdtemp(prefix=".example-in-progress-", dir=output))
+        except OSError as error:
+            raise UsageError(f"The output folder {output} cannot be written ({error.strerror}).") from None
         yield scratch
     except OSError as error:
         if not machine_error(error):
             raise
         raise not_written(error, output) from None
     finally:
-        remove_tree(scratch)
+        if scratch is not None:
+            remove_tree(scratch)
         remove_made(made)
 
 

@@ -68,6 +68,7 @@ from evaluation.challenges import challenge_folders
 from evaluation.errors import InternalError, NotWritten, UsageError
 from evaluation.interruption import (
     copy_tree,
+    held,
     install,
     machine_error,
     move,
@@ -474,8 +475,9 @@ def put_in_place(root: Path, scratch: Path, sources: dict[Path, Path], name: str
             missing = [p for p in (parent, *parent.parents) if not os.path.lexists(p)]  # innermost first
             parent.mkdir(parents=True, exist_ok=True)
             made[:0] = missing
-            beside = Path(tempfile.mkdtemp(prefix=scratch_prefix(name), dir=parent))
-            staged.append(beside)
+            with held():  # made and recorded together: a SIGTERM between the two would leave it behind
+                beside = Path(tempfile.mkdtemp(prefix=scratch_prefix(name), dir=parent))
+                staged.append(beside)
             move(source, beside / target.name)  # a rename, or a copy onto another file system
         check_name(name, root, ours={scratch, *staged})  # still free: nothing appeared meanwhile
         changed = [path.relative_to(root).as_posix() for path, old in before.items() if tree_bytes(path) != old]
