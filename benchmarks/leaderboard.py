@@ -211,8 +211,9 @@ class Scored:
 def score_in_process(challenge: str, ground_truth: Path, submissions: list[Path], workers: int) -> Scored:
     """Every submission scored by the command's own code (its log silenced), and ranked."""
     from evaluation.challenges import challenge_class
-    from evaluation.leaderboard.scoring import ChallengeSpec, score_submissions
+    from evaluation.leaderboard.scoring import score_submissions
     from evaluation.leaderboard.standings import rank_leaderboard
+    from evaluation.scheduling import ChallengeSpec
 
     cls = challenge_class(challenge)
     settings = cls.settings_class.from_ground_truth(ground_truth)

@@ -21,7 +21,8 @@ from evaluation.framework import log
 from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.platform.locations import CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, resolve_ground_truth_dir
 from evaluation.platform.outputs import check_output_apart, prepare_output, write_outputs
-from evaluation.run import default_workers, evaluate, stop_workers
+from evaluation.run import default_workers, evaluate
+from evaluation.scheduling import stop_workers
 
 CHALLENGE_ENV = "EVALUATION_CHALLENGE"  # baked into each image by build.sh
 

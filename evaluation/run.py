@@ -10,9 +10,8 @@ number of cases, and the first bad case in case order is the one named.
 from __future__ import annotations
 
 import os
-import signal
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from evaluation.framework import Evaluation, log
 from evaluation.platform.cases import Case, case_id_of_job, case_image_name, mapped_case_id
 from evaluation.platform.locations import CASE_MAPPING_FILE, CONFIG_FILE
 from evaluation.platform.predictions import read_predictions
+from evaluation.scheduling import ChallengeSpec, Scheduler, evaluation_for
 from evaluation.settings import CASE_INPUT, socket_names
 
 WORKERS_ENV = "EVALUATION_WORKERS"  # not GRAND_CHALLENGE_*: the platform strips those
@@ -181,102 +181,30 @@ def _score_all(challenge: Evaluation, cases: list[Case], workers: int) -> Iterat
     yield from _score_in_pool(challenge, cases, workers)
 
 
-# The evaluation object reaches workers once, by fork, not once per case.
-_WORKER_EVALUATION: Evaluation | None = None
-
-
-# The pools scoring cases now: stop_workers kills their processes (SIGTERM, see cli.py).
-_ACTIVE_POOLS: list = []
-
-
-def _init_worker(evaluation: Evaluation) -> None:
-    global _WORKER_EVALUATION
-    _WORKER_EVALUATION = evaluation
-    # A worker dies at once on SIGTERM: the command's handler (forked with it) is for the main process.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def stop_workers() -> None:
-    """Kill the worker processes of every pool scoring cases now, without waiting for the cases
-    they score (the run is being stopped: their results would never be used)."""
-    for pool in list(_ACTIVE_POOLS):
-        kill_pool_workers(pool)
-
-
-def kill_pool_workers(pool) -> None:
-    """Kill the worker processes of one ProcessPoolExecutor. Also what a pool that failed needs
-    before its shutdown: when starting a worker fails (too many open files, say), the pool's own
-    thread was never started, shutdown() stops nothing, and the workers already started would
-    wait for work forever (and the interpreter's exit with them)."""
-    for _ in range(3):  # the pool's own thread may change its table meanwhile
-        try:
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            break
-        except RuntimeError:
-            continue
-    else:
-        processes = []
-    for process in processes:
-        try:
-            process.kill()
-        except (OSError, ValueError, AttributeError):  # already gone
-            pass
-
-
-def _score_in_worker(case: Case) -> Any:
-    return score_case(_WORKER_EVALUATION, case)
+def score_in_worker(spec: ChallengeSpec, case: Case) -> Any:
+    """A unit of work of the run (evaluation.scheduling): one case scored in a worker."""
+    return score_case(evaluation_for(spec), case)
 
 
 def _score_in_pool(evaluation: Evaluation, cases: list[Case], workers: int) -> Iterator[tuple[str, Any]]:
-    """Cases in sorted order through a pool with a bounded window of cases in flight, so memory
-    stays flat however many cases there are. Results are taken in case order, so the bad case
-    reported is always the first bad one in that order, whatever the timing.
+    """Cases in sorted order through the scheduler's pool, a bounded window of them in flight, so
+    memory stays flat however many cases there are. Results are taken in case order, so the bad
+    case reported is always the first bad one in that order, whatever the timing.
 
     The first case is scored in this process, before the pool forks: the libraries scoring a
     case imports where it uses them (SimpleITK, h5py, OpenCV...) are then imported once and
     shared by the workers, not imported again in each of them (time and memory per worker)."""
-    first, cases = cases[0], cases[1:]
+    first, rest = cases[0], cases[1:]
     yield first.case_id, score_case(evaluation, first)
-    import multiprocessing  # here, not at the top: a run without workers never imports the pool machinery
-    from concurrent.futures import Future, ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
-    try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_init_worker, initargs=(evaluation,))
-    except OSError as error:  # no usable /dev/shm for the pool's locks: score in this process
-        log(f"No process pool ({error}); scoring in one process.")
-        for case in cases:
-            yield case.case_id, score_case(evaluation, case)
-        return
-    window = 2 * workers
-    pending: deque[tuple[Case, Future]] = deque()
+    def died(arguments: tuple) -> str:
+        return (f"A scoring process died while scoring {arguments[0].name}, most likely killed for exceeding the "
+                f"memory limit.")
 
-    def take_oldest() -> tuple[str, Any]:
-        case, future = pending[0]
-        try:
-            result = future.result()
-        except BrokenProcessPool:
-            raise SetupError(f"A scoring process died while scoring {case.name}, most likely killed for "
-                             f"exceeding the memory limit.") from None
-        pending.popleft()
-        return case.case_id, result
-
-    with pool:
-        _ACTIVE_POOLS.append(pool)
-        try:
-            for case in cases:
-                pending.append((case, pool.submit(_score_in_worker, case)))
-                if len(pending) >= window:
-                    yield take_oldest()
-            while pending:
-                yield take_oldest()
-        except BaseException:
-            kill_pool_workers(pool)  # the run failed: the cases in flight are not waited for
-            raise
-        finally:
-            _ACTIVE_POOLS.remove(pool)
-            pool.shutdown(wait=True, cancel_futures=True)
+    with Scheduler(ChallengeSpec.of(evaluation), evaluation, workers) as scheduler:
+        scored = scheduler.map(score_in_worker, ((case,) for case in rest), died=died)
+        for case, result in zip(rest, scored, strict=True):
+            yield case.case_id, result
 
 
 PROGRESS_STEPS = 10  # lines per run at most (plus one per PROGRESS_SECONDS): the platform keeps 500 log lines

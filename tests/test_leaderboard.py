@@ -5,6 +5,7 @@ started here), --metrics mode and usage errors."""
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import os
@@ -211,9 +212,38 @@ def test_the_leaderboard_libraries_stay_out_of_the_image():
     assert leaderboard_only <= pins("requirements-leaderboard.txt")
     assert not leaderboard_only & pins("requirements.txt")
     assert "requirements-leaderboard" not in (ROOT / "Dockerfile").read_text()
+    # The scheduler (evaluation/scheduling.py) is the run's and the final ranking's: it imports
+    # dask only inside what a cluster address reaches, which the image's command never passes.
+    cluster_only = {ROOT / "evaluation" / "scheduling.py"}
     for path in (ROOT / "evaluation").rglob("*.py"):
         if "leaderboard" in path.relative_to(ROOT / "evaluation").parts:
             continue
-        text = path.read_text()
-        for module in ("dask", "distributed", "altair", "vl_convert"):
-            assert f"import {module}" not in text and f"from {module}" not in text, (path, module)
+        tree = ast.parse(path.read_text())
+        top_level = set(tree.body)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                leaderboard_modules = {n.partition(".")[0] for n in names} & {"dask", "distributed", "altair",
+                                                                               "vl_convert"}
+                if leaderboard_modules:
+                    assert path in cluster_only and node not in top_level, (path, leaderboard_modules)
+
+
+def test_a_run_on_workers_imports_no_leaderboard_library(tmp_path):
+    """The image's command, on a pool of workers, through the scheduler the final ranking shares:
+    dask and distributed are never imported (the image does not have them)."""
+    probe = ("import runpy, sys\n"
+             "sys.argv = ['evaluation', 'hecktor2025-task1', '--input', sys.argv[1], '--ground-truth', sys.argv[2],"
+             " '--output', sys.argv[3], '--workers', '2']\n"
+             "try:\n    runpy.run_module('evaluation', run_name='__main__')\n"
+             "except SystemExit as exit:\n    assert exit.code in (0, None), exit.code\n"
+             "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('dask', 'distributed')))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(ROOT / "test" / "hecktor2025-task1" / "input"),
+                           str(ROOT / "ground-truth" / "hecktor2025-task1"), str(tmp_path / "out")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    if "in this process" in done.stdout:
+        pytest.skip("this machine allows one worker process")
+    assert "with 2 worker(s)" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "out" / "metrics.json").is_file()

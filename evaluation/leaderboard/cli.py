@@ -39,7 +39,8 @@ from evaluation.platform.locations import (
     resolve_ground_truth_dir,
 )
 from evaluation.platform.outputs import metrics_json, value_at_path, write_atomically
-from evaluation.run import default_workers, stop_workers
+from evaluation.run import default_workers
+from evaluation.scheduling import stop_workers
 
 REPOSITORY_GROUND_TRUTH = Path(__file__).resolve().parents[2] / "ground-truth"  # the images' baked ground truth
 RESERVED_NAMES = frozenset({"pairwise", "kendall_tau"})  # keys beside the submissions in statistics
@@ -310,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, inputs)
     report_module = _report_module()  # before any scoring: a missing library must not waste the run
     if args.scheduler is not None and not args.metrics:
-        from evaluation.leaderboard.scoring import probe_scheduler
+        from evaluation.scheduling import probe_scheduler
 
         probe_scheduler(args.scheduler)
     log(f"evaluation {__version__}: final ranking of {len(submissions)} submission(s) for {challenge.title}")
@@ -349,7 +350,8 @@ def _rank(args: argparse.Namespace, challenge, submissions: list[tuple[str, Path
             except ValueError as error:
                 excluded.append({"submission": name, "exit_code": None, "error": str(error)})
     else:
-        from evaluation.leaderboard.scoring import ChallengeSpec, score_submissions
+        from evaluation.leaderboard.scoring import score_submissions
+        from evaluation.scheduling import ChallengeSpec
 
         settings = challenge.settings_class.from_ground_truth(ground_truth_dir)
         log(f"Ground truth: {ground_truth_dir}")

@@ -1,12 +1,13 @@
 """Re-scoring every submission of a final ranking, one (submission, case) at a time.
 
-Each submission is matched to the ground truth in this process (`Evaluation.cases`: missing,
-extra and duplicate cases are found before any scoring); its cases then go, as units of work,
-to this process (1 worker), a local process pool (--workers N) or an existing Dask distributed
-cluster (--scheduler ADDRESS). A worker builds the challenge, ground truth included, once and
-keeps it for every unit it gets. Results come back in (submission, case) order whatever the
-timing, so a submission's metrics.json is byte for byte the container's, and the first bad case
-in case order is the one its exclusion names, as the container would.
+Each submission is matched to the ground truth in this process (run.matched_cases: missing,
+extra and duplicate cases are found before any scoring); its cases then go, as units of work, to
+the scheduler a submission's run uses (evaluation/scheduling.py): this process (1 worker), a
+local process pool (--workers N) or an existing Dask distributed cluster (--scheduler ADDRESS).
+A worker builds the challenge, ground truth included, once and keeps it for every unit it gets.
+Results come back in (submission, case) order whatever the timing, so a submission's
+metrics.json is byte for byte the container's, and the first bad case in case order is the one
+its exclusion names, as the container would.
 
 A submission whose cases are too little work to ship (RARE26 stacks, ISIC rows:
 `Workload(in_workers=False)`) goes as one unit with all its cases.
@@ -14,10 +15,7 @@ A submission whose cases are too little work to ship (RARE26 stacks, ISIC rows:
 
 from __future__ import annotations
 
-import signal
-import time
 import traceback
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,24 +25,8 @@ from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupE
 from evaluation.framework import Evaluation, log
 from evaluation.launch import failure
 from evaluation.platform.cases import Case
-from evaluation.run import _ACTIVE_POOLS, kill_pool_workers, matched_cases
-from evaluation.settings import Settings
-
-
-@dataclass(frozen=True)
-class ChallengeSpec:
-    """What a worker needs to build the challenge: its name, ground truth and settings."""
-
-    challenge: str
-    ground_truth_dir: str
-    settings: Settings
-
-    @property
-    def key(self) -> str:
-        import json
-
-        return json.dumps([self.challenge, self.ground_truth_dir, self.settings.as_dict()], sort_keys=True)
-
+from evaluation.run import matched_cases
+from evaluation.scheduling import ChallengeSpec, Scheduler, evaluation_for
 
 BLAMED = "the submissions"  # whose fault a failure of the ground truth is not, in the final ranking
 
@@ -89,28 +71,16 @@ class Outcome:
 
 # ---- the worker side -------------------------------------------------------------------------
 
-_EVALUATIONS: dict[str, Evaluation] = {}
 # A submission's resamples go to a worker when its case draws (cases x resamples) reach this, or
 # when its cases are worth shipping anyway (Workload.in_workers).
 SHIPPED_RESAMPLE_CELLS = 5_000_000  # per worker process: the ground truth read once
-
-
-def _evaluation_for(spec: ChallengeSpec) -> Evaluation:
-    evaluation = _EVALUATIONS.get(spec.key)
-    if evaluation is None:
-        from evaluation.challenges import challenge_class
-
-        _EVALUATIONS.clear()  # one challenge at a time: memory stays that of one ground truth
-        evaluation = challenge_class(spec.challenge)(Path(spec.ground_truth_dir), spec.settings)
-        _EVALUATIONS[spec.key] = evaluation
-    return evaluation
 
 
 def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
     """Scores consecutive cases of one submission: [("ok", result)] per case, stopping at the
     first failure, given as ("error", exit code, last stderr line, traceback or ""), or as
     ("fatal", ...) when the case's ground truth cannot be read (no submission's fault)."""
-    evaluation = _evaluation_for(spec)
+    evaluation = evaluation_for(spec)
     scored: list[tuple] = []
     for case in cases:
         try:
@@ -134,7 +104,7 @@ def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
 def resample_unit(spec: ChallengeSpec, results: dict[str, Any], resamples: int, seed: int):
     """One submission's ranked values on the shared resamples, or the reason there are none."""
     try:
-        return _evaluation_for(spec).ranking_resamples(results, resamples, seed)
+        return evaluation_for(spec).ranking_resamples(results, resamples, seed)
     except NotImplementedError as error:
         return str(error)
     except Exception as error:  # a bug of ours: the ranking stands, the statistics say why they are missing
@@ -144,17 +114,6 @@ def resample_unit(spec: ChallengeSpec, results: dict[str, Any], resamples: int, 
         return f"resampling failed ({type(error).__name__}: {error}; please report it)"
 
 
-def _init_pool_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
-    _EVALUATIONS.clear()
-    _EVALUATIONS[spec.key] = evaluation  # inherited by fork: the ground truth is not read again
-
-
-def _init_forked_worker(spec: ChallengeSpec, evaluation: Evaluation) -> None:
-    _init_pool_worker(spec, evaluation)
-    # A worker dies at once on SIGTERM: the command's handler (forked with it) is the main process's.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 # ---- the driver --------------------------------------------------------------------------------
 
 
@@ -162,164 +121,6 @@ def _units(evaluation: Evaluation, cases: list[Case]) -> list[list[Case]]:
     if not evaluation.workload.in_workers:
         return [cases]
     return [[case] for case in cases]
-
-
-class Runner:
-    """Runs units of work in order: in this process, a local pool or a Dask cluster; `run`
-    yields each unit's scored list in the order the units were given, with at most a bounded
-    number in flight (memory stays flat however many submissions and cases)."""
-
-    def __init__(self, spec: ChallengeSpec, evaluation: Evaluation, workers: int = 1, scheduler: str | None = None):
-        self.spec, self.evaluation, self.workers, self.scheduler = spec, evaluation, workers, scheduler
-        self._pool = self._client = None
-
-    def __enter__(self) -> Runner:
-        if self.scheduler is not None:
-            self._client = connect(self.scheduler)
-            threads = sum(self._client.nthreads().values())
-            log(f"Dask cluster {self.scheduler}: {len(self._client.nthreads())} worker(s), {threads} thread(s).")
-            self.window = max(4, 4 * threads)
-        elif self.workers > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
-                                             initializer=_init_forked_worker, initargs=(self.spec, self.evaluation))
-            _ACTIVE_POOLS.append(self._pool)  # SIGTERM kills its workers (framework.stop_workers)
-            self.window = 2 * self.workers
-        else:
-            _init_pool_worker(self.spec, self.evaluation)
-            self.window = 1
-        return self
-
-    def __exit__(self, kind, *exc) -> None:
-        if self._pool is not None:
-            _ACTIVE_POOLS.remove(self._pool)
-            if kind is not None:
-                kill_pool_workers(self._pool)  # the run failed: the units in flight are not waited for
-            self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._client is not None:
-            self._client.close()
-
-    def _submit(self, index: int, function, arguments: tuple):
-        if self._client is not None:
-            # pure=False: two submissions' identical units are still two pieces of work;
-            # retries: a unit whose worker died is run again elsewhere.
-            return self._client.submit(function, self.spec, *arguments, pure=False, retries=2,
-                                       key=f"{function.__name__}-{index}-{id(self)}")
-        return self._pool.submit(function, self.spec, *arguments)
-
-    def run(self, units: Iterator[list[Case]]) -> Iterator[list[tuple]]:
-        return self.map(score_unit, ((unit,) for unit in units))
-
-    def map(self, function, argument_tuples) -> Iterator[Any]:
-        """function(spec, *arguments) for each tuple, results in the order given."""
-        if self._pool is None and self._client is None:
-            for arguments in argument_tuples:
-                yield function(self.spec, *arguments)
-            return
-        pending: deque = deque()
-        for index, arguments in enumerate(argument_tuples):
-            pending.append(self._submit(index, function, arguments))
-            if len(pending) >= self.window:
-                yield self._result(pending.popleft())
-        while pending:
-            yield self._result(pending.popleft())
-
-    def _result(self, future) -> list[tuple]:
-        from concurrent.futures.process import BrokenProcessPool
-
-        from evaluation.errors import SetupError
-
-        try:
-            return future.result() if self._client is None else self._dask_result(future)
-        except BrokenProcessPool:
-            raise SetupError("A scoring process died, most likely killed for exceeding the memory limit; "
-                             "rerun with fewer --workers.") from None
-        except Exception as error:
-            if self._client is None or type(error).__module__.partition(".")[0] != "distributed":
-                raise
-            # KilledWorker: the unit's workers died more often than its retries; a lost scheduler
-            raise SetupError(f"The Dask cluster {self.scheduler} could not run a unit of work "
-                             f"({type(error).__name__}: {error}); check its workers and rerun.") from None
-
-    def _dask_result(self, future):
-        """The unit's result, waiting while the cluster has workers: once it has had none for
-        no_workers_timeout() seconds (all dead, say), SetupError in one line rather than a wait
-        without end."""
-        from evaluation.errors import SetupError
-
-        bound = no_workers_timeout()
-        without_workers_since = None
-        while True:
-            try:
-                return future.result(timeout=WORKERS_POLL_SECONDS)
-            except TimeoutError:
-                pass
-            try:
-                workers = len(self._client.nthreads())
-            except (OSError, TimeoutError):  # the scheduler is gone too
-                workers = 0
-            if workers:
-                without_workers_since = None
-                continue
-            now = time.monotonic()
-            without_workers_since = without_workers_since or now
-            if now - without_workers_since >= bound:
-                raise SetupError(f"The Dask cluster {self.scheduler} lost its workers: none for {bound:g} s while "
-                                 f"units of work waited; start workers (dask worker {self.scheduler}) and rerun, "
-                                 f"or set Dask's distributed.scheduler.no-workers-timeout to wait longer.")
-
-
-# How long a final ranking waits for a Dask cluster that has no worker: Dask's own setting of the
-# scheduler's wait, distributed.scheduler.no-workers-timeout, when it is set (in dask's config, or
-# DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT=10m for a cluster that starts its workers on
-# demand), else this.
-NO_WORKERS_SECONDS = 60.0
-WORKERS_POLL_SECONDS = 1.0
-
-
-def no_workers_timeout() -> float:
-    import dask
-    from dask.utils import parse_timedelta
-
-    setting = dask.config.get("distributed.scheduler.no-workers-timeout", None)
-    return NO_WORKERS_SECONDS if setting is None else float(parse_timedelta(setting, default="s"))
-
-
-def probe_scheduler(address: str, timeout: float = 30) -> None:
-    """SetupError in one line, at once, when nothing listens at a tcp:// scheduler address (before
-    any scoring: a final ranking must not fail at its end for a typo)."""
-    import socket
-    from urllib.parse import urlsplit
-
-    from evaluation.errors import SetupError
-
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    try:
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        host = port = None
-    if parts.scheme in ("tcp", "") and host:
-        try:
-            socket.create_connection((host, port or 8786), timeout=timeout).close()
-        except OSError as error:
-            raise SetupError(f"No Dask scheduler answers at {address} ({error.strerror or error}); start one "
-                             f"(dask scheduler) or check --scheduler.") from None
-
-
-def connect(address: str, timeout: float = 30):
-    """A Dask client of the scheduler at `address`, or SetupError in one line: nothing listens
-    there, or the scheduler does not answer in time."""
-    from distributed import Client
-
-    from evaluation.errors import SetupError
-
-    probe_scheduler(address, timeout)
-    try:
-        return Client(address, timeout=timeout)
-    except (OSError, ValueError, TypeError) as error:
-        raise SetupError(f"No Dask scheduler could be reached at {address} ({error}); check --scheduler.") from None
 
 
 def prepare(evaluation: Evaluation, name: str, input_dir: Path) -> Outcome:
@@ -361,8 +162,8 @@ def score_submissions(evaluation: Evaluation, spec: ChallengeSpec, submissions: 
     if not evaluation.workload.in_workers and (workers > 1 or scheduler is not None):
         log(f"Scoring in this process: a case of {evaluation.name} is too little work to send to a worker.")
         workers, scheduler = 1, None
-    with Runner(spec, evaluation, workers, scheduler) as runner:
-        for unit_index, unit_scored in enumerate(runner.run(units())):
+    with Scheduler(spec, evaluation, workers, scheduler) as runner:
+        for unit_index, unit_scored in enumerate(runner.map(score_unit, ((unit,) for unit in units()))):
             index, size = plan[unit_index]
             for item in unit_scored:
                 if item[0] == "fatal":
@@ -437,6 +238,6 @@ def resample_submissions(evaluation: Evaluation, spec: ChallengeSpec, results: d
         # with two workers (benchmarks/leaderboard.py); ISIC's 25,000 images take ~1 s each.
         log(f"Resampling in this process: {cells} case draws per submission are too little work to send to a worker.")
         workers, scheduler = 1, None
-    with Runner(spec, evaluation, workers, scheduler) as runner:
+    with Scheduler(spec, evaluation, workers, scheduler) as runner:
         found = runner.map(resample_unit, ((results[name], resamples, seed) for name in names))
         return dict(zip(names, found, strict=True))
