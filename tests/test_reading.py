@@ -5,6 +5,7 @@ the right error type (the submission's: exit 1; the ground truth's or the platfo
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -571,3 +572,73 @@ def test_listing_checks_only_links_by_their_real_path_and_refuses_what_is_not_a_
     with pytest.raises(SubmissionError) as excinfo:
         origin.list_files()
     assert message(excinfo) == "Submission file a/3.csv: a/3.csv is not a regular file."
+
+
+# ---- NIfTI floats: NaN and infinities are refused, not read as 0 ------------------------------------
+
+def nifti_bytes(voxels: np.ndarray, version: int, order: str) -> bytes:
+    """A single-file NIfTI-1 or NIfTI-2 image of float voxels (numpy order z, y, x) in the byte
+    order `order` ("<" or ">"), written field by field from the format's definition, with no
+    orientation codes (spacing 1)."""
+    dim = [voxels.ndim, *voxels.shape[::-1]] + [1] * (7 - voxels.ndim)
+    datatype, bitpix = {np.dtype("float32"): (16, 32), np.dtype("float64"): (64, 64)}[voxels.dtype]
+    if version == 1:
+        head = bytearray(348)
+        struct.pack_into(order + "i", head, 0, 348)
+        struct.pack_into(order + "8h", head, 40, *dim)
+        struct.pack_into(order + "hh", head, 70, datatype, bitpix)
+        struct.pack_into(order + "8f", head, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+        struct.pack_into(order + "ff", head, 108, 352.0, 1.0)  # vox_offset, scl_slope
+        head[344:348] = b"n+1\x00"
+    else:
+        head = bytearray(540)
+        struct.pack_into(order + "i", head, 0, 540)
+        head[4:12] = b"n+2\x00\r\n\x1a\n"
+        struct.pack_into(order + "hh", head, 12, datatype, bitpix)
+        struct.pack_into(order + "8q", head, 16, *dim)
+        struct.pack_into(order + "8d", head, 104, 1, 1, 1, 1, 1, 1, 1, 1)
+        struct.pack_into(order + "qd", head, 168, 544, 1.0)  # vox_offset, scl_slope
+    return bytes(head) + b"\x00" * 4 + voxels.astype(voxels.dtype.newbyteorder(order)).tobytes()
+
+
+@pytest.mark.parametrize("version", [1])
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_nifti_of_floats_with_nan_or_infinity_is_refused(tmp_path, version, order, dtype, gzipped):
+    """SimpleITK's NIfTI reader turns NaN and infinities into 0 (a NaN in a label map would be
+    background): the stored values are scanned, and the file refused in one sentence. The same
+    file without them reads as written."""
+    voxels = np.arange(4 * 5 * 6, dtype=dtype).reshape(4, 5, 6) % 3
+    name = "map.nii.gz" if gzipped else "map.nii"
+
+    def write(data: bytes) -> None:
+        (tmp_path / name).write_bytes(gzip.compress(data) if gzipped else data)
+
+    write(nifti_bytes(voxels, version, order))
+    read, _ = read_image(Origin.submission(tmp_path), tmp_path / name, "Case c")
+    assert read.dtype == dtype and np.array_equal(read, voxels)
+    for bad in (np.nan, np.inf, -np.inf):
+        spoiled = voxels.copy()
+        spoiled[3, 4, 5] = bad  # the very last value stored
+        write(nifti_bytes(spoiled, version, order))
+        assert sitk.GetArrayFromImage(sitk.ReadImage(str(tmp_path / name)))[3, 4, 5] == 0  # what we guard against
+        with pytest.raises(SubmissionError, match=r"^Case c: map\.nii(\.gz)? holds NaN or infinite values, which a "
+                                                  r"NIfTI reader turns into 0; every pixel must be a finite number\.$"):
+            read_image(Origin.submission(tmp_path), tmp_path / name, "Case c")
+
+
+def test_a_nifti_2_file_is_refused_before_its_pixels_are_used(tmp_path):
+    """SimpleITK's reader here does not take NIfTI-2 (so its NaN cannot pass as 0 either)."""
+    (tmp_path / "map.nii").write_bytes(nifti_bytes(np.zeros((2, 3, 4), dtype=np.float32), 2, "<"))
+    with pytest.raises(SubmissionError, match=r"^Case c: map\.nii is not a readable NIfTI image\.$"):
+        read_image(Origin.submission(tmp_path), tmp_path / "map.nii", "Case c")
+
+
+def test_a_nifti_of_floats_larger_than_a_slab_is_scanned_to_its_end(tmp_path):
+    """A NaN after the first 16 MB slab of stored values is found too."""
+    voxels = np.zeros((40, 256, 256), dtype=np.float64)  # 20 MiB of values
+    voxels[-1, -1, -1] = np.nan
+    (tmp_path / "big.nii").write_bytes(nifti_bytes(voxels, 1, "<"))
+    with pytest.raises(SubmissionError, match="NaN or infinite"):
+        read_image(Origin.submission(tmp_path), tmp_path / "big.nii", "Case c")

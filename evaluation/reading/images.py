@@ -10,13 +10,18 @@ which SimpleITK would read on the submission's say-so (the ground truth, /etc/pa
    LOCAL (.mha) or a plain file next to its header, inside the same folder (.mhd); NRRD data must
    be attached; NIfTI must be single-file (.nii / .nii.gz);
 3. `open_image` reads the header alone; `ImageFile.read(expected_shape)` decodes only when the
-   header's size equals the ground truth's.
+   header's size equals the ground truth's;
+4. a NIfTI image of floating-point pixels has its stored values scanned for NaN and infinities
+   before they are used: the NIfTI library inside SimpleITK turns them into 0 as it reads (a NaN
+   in a label map would silently be background), so they are refused instead, as in any other
+   format's label map.
 """
 
 from __future__ import annotations
 
 import gzip
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +109,7 @@ class ImageFile:
     components: int
     component_bytes: int  # of one component of a pixel, as the file stores it (decoded)
     name: str  # as given (shown), not a link's target
+    stored_floats: StoredFloats | None = None  # a NIfTI's float data, scanned for NaN when read
 
 
     @property
@@ -150,10 +156,66 @@ class ImageFile:
             image = reader.Execute()
         except RuntimeError:  # ITK's own out-of-memory error is the machine's limit (Origin.fail)
             self.origin.fail(f"{self.what}: {self.name} cannot be decoded (its data is truncated or corrupt).")
+        if self.stored_floats is not None and not self.stored_floats.all_finite(self.path):
+            self.origin.fail(f"{self.what}: {self.name} holds NaN or infinite values, which a NIfTI reader turns "
+                             f"into 0; every pixel must be a finite number.")
         array = _pixels(image)
         if expected_shape is not None and array.ndim == len(expected_shape) + 1:
             array = array[0]
         return array
+
+
+@dataclass(frozen=True)
+class StoredFloats:
+    """Where a NIfTI file keeps its floating-point voxels: `count` values of numpy type `dtype`
+    (byte order included) from byte `offset` of the (decompressed) file."""
+
+    offset: int
+    dtype: str
+    count: int
+    gzipped: bool
+
+    SLAB_BYTES = 1 << 24
+
+    def all_finite(self, path: Path) -> bool:
+        """Whether every stored value is finite, read in slabs of 16 MB (never the whole data at
+        once); a file shorter than its header says is left to the reader, which refuses it."""
+        item = np.dtype(self.dtype).itemsize
+        left = self.count * item
+        opener = gzip.open if self.gzipped else open
+        try:
+            with opener(path, "rb") as handle:
+                handle.seek(self.offset)
+                while left > 0:
+                    chunk = handle.read(min(left, self.SLAB_BYTES - self.SLAB_BYTES % item))
+                    if not chunk:
+                        return True
+                    usable = len(chunk) - len(chunk) % item
+                    if not np.isfinite(np.frombuffer(chunk[:usable], dtype=self.dtype)).all():
+                        return False
+                    left -= len(chunk)
+        except (OSError, EOFError, gzip.BadGzipFile):
+            return True  # a corrupt stream: the reader has already refused it, or will
+        return True
+
+
+# NIfTI datatype codes of real floating-point voxels, and their numpy types (byte order apart)
+_NIFTI_FLOATS = {16: "f4", 64: "f8"}
+
+
+def _nifti_stored_floats(head: bytes, gzipped: bool, voxels: int) -> StoredFloats | None:
+    """Where a NIfTI-1 header says its float voxels are; None for other types. (A NIfTI-2 header,
+    which SimpleITK does not read here, is refused by the reader before any pixel is used.)"""
+    for order in "<>":
+        if len(head) >= 348 and struct.unpack_from(order + "i", head, 0)[0] == 348:
+            datatype = struct.unpack_from(order + "h", head, 70)[0]
+            offset = int(struct.unpack_from(order + "f", head, 108)[0])
+            break
+    else:
+        return None
+    if datatype not in _NIFTI_FLOATS:
+        return None
+    return StoredFloats(max(offset, 348), order + _NIFTI_FLOATS[datatype], voxels, gzipped)
 
 
 class _ImagePixels:
@@ -201,8 +263,13 @@ def open_image(origin: Origin, path: Path, what: str) -> ImageFile:
                         tuple(reader.GetOrigin()), tuple(reader.GetDirection()))
     if any(n <= 0 for n in geometry.size):
         origin.fail(f"{what}: {name} has an empty size {shape_text(geometry.shape)}.")
-    return ImageFile(origin, path, what, image_io, geometry, int(reader.GetNumberOfComponents()),
-                     _component_bytes(sitk.GetPixelIDValueAsString(reader.GetPixelID())), name)
+    components = int(reader.GetNumberOfComponents())
+    stored_floats = None
+    if format_name == "NIfTI":
+        voxels = int(np.prod(geometry.size, dtype=np.int64)) * components
+        stored_floats = _nifti_stored_floats(head, given.lower().endswith(".gz"), voxels)
+    return ImageFile(origin, path, what, image_io, geometry, components,
+                     _component_bytes(sitk.GetPixelIDValueAsString(reader.GetPixelID())), name, stored_floats)
 
 
 def _component_bytes(pixel_type: str) -> int:
