@@ -10,6 +10,8 @@ evaluation/run.py, which knows nothing of any challenge; the final ranking
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -178,11 +180,18 @@ class Evaluation:
         by construction. Vectorised over rows; the framework bounds rows x cases per call."""
         raise NotImplementedError(f"{self.name} does not aggregate its ranked values over case weights")
 
+    def aggregator(self, results: dict[str, Any]) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+        """aggregate of these results as a function of the case weights alone: what the final
+        ranking calls for each block of resamples. By default aggregate itself; a challenge whose
+        aggregate first prepares what depends on the results only (ISIC: each category's sort)
+        overrides this to prepare it once per submission."""
+        return functools.partial(self.aggregate, results)
+
     def point_values(self, results: dict[str, Any]) -> dict[str, float]:
         """The ranked values of the whole test set: aggregate with every case weighted once."""
         import numpy as np
 
-        values = self.aggregate(results, np.ones((1, len(results)), dtype=np.int64))
+        values = self.aggregator(results)(np.ones((1, len(results)), dtype=np.int64))
         return {path: float(row[0]) for path, row in values.items()}
 
     # ---- the final ranking's statistics (python -m evaluation.leaderboard) -----------------
@@ -209,9 +218,10 @@ class Evaluation:
         draws = CaseDraws(n, seed)
         block = max(1, min(self.workload.resample_rows, self.workload.resample_cells // max(1, n)))
         parts: dict[str, list[np.ndarray]] = {}
+        aggregate = self.aggregator(results)
         for start in range(0, resamples, block):
             counts = draws.counts(min(block, resamples - start))
-            for path, values in self.aggregate(results, counts).items():
+            for path, values in aggregate(counts).items():
                 parts.setdefault(path, []).append(np.asarray(values, dtype=np.float64))
         return {path: np.concatenate(chunks) for path, chunks in parts.items()}
 

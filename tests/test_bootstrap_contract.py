@@ -62,7 +62,9 @@ def materialised(evaluation, results, row):
     copies = [(f"{case}~{k}", case)
               for case, times in zip(sorted(results), row, strict=True) for k in range(int(times))]
     resampled = copy.copy(evaluation)
-    resampled.ground_truth = {name: evaluation.ground_truth[case] for name, case in copies}
+    resampled.ground_truth = copy.copy(evaluation.ground_truth)  # its type and attributes (ISIC's table) kept
+    resampled.ground_truth.clear()
+    resampled.ground_truth.update({name: evaluation.ground_truth[case] for name, case in copies})
     return resampled, {name: results[case] for name, case in copies}
 
 
@@ -131,7 +133,7 @@ def synthetic_isic(seed, fractional, images=160):
     """ISIC 2018 with a synthetic truth: fractional and zero weights, images with no or two
     categories, DF without positives, VASC rare; confidences of one decimal (ties, tied maxima).
     Extra rows: only images of weight 0, and one category's images only."""
-    from evaluation.challenges.isic import Truth
+    from evaluation.challenges.isic import Truth, TruthRows
 
     evaluation, _ = bundled("isic2018")
     rng = np.random.default_rng(seed)
@@ -145,8 +147,7 @@ def synthetic_isic(seed, fractional, images=160):
     weights = np.round(rng.uniform(0.2, 2.0, images), 3) if fractional else np.ones(images)
     weights[rng.random(images) < 0.1] = 0.0
     ids = tuple(f"IMG_{n:05d}" for n in range(images))
-    evaluation.table = Truth(ids, categories, values, weights, np.ones(images))
-    evaluation.ground_truth = {image: n for n, image in enumerate(ids)}
+    evaluation.ground_truth = TruthRows(Truth(ids, categories, values, weights, np.ones(images)))
     noisy = values * rng.uniform(0.2, 0.8, (images, 1)) + rng.random(values.shape) * 0.6
     confidences = np.round(np.clip(noisy, 0, 1), 1)
     results = {image: confidences[n] for n, image in enumerate(ids)}

@@ -16,7 +16,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from benchmarks.rare26_official import load_arrays, official_image_level, official_patient_level
-from evaluation.challenges.isic import BALANCED_ACCURACY, MEAN_AUC, Isic2018, Isic2019, Truth
+from evaluation.challenges.isic import BALANCED_ACCURACY, MEAN_AUC, Isic2018, Isic2019, Truth, TruthRows
 from evaluation.challenges.rare26 import OVER_REPETITIONS, SCORE, Rare26, Rare26Settings
 from evaluation.challenges.rare26 import scoring as rare26_scoring
 from evaluation.declarations.ranking_rules import OrderedRanking
@@ -158,8 +158,7 @@ def test_isic_curves_of_many_points_are_thinned_to_500():
     labels = rng.integers(0, len(categories), images)
     values = np.eye(len(categories))[labels]
     ids = tuple(f"IMG_{n:05d}" for n in range(images))
-    evaluation.table = Truth(ids, categories, values, np.ones(images), np.ones(images))
-    evaluation.ground_truth = {image: n for n, image in enumerate(ids)}
+    evaluation.ground_truth = TruthRows(Truth(ids, categories, values, np.ones(images), np.ones(images)))
     results = {image: rng.random(len(categories)) for image in ids}  # full precision: a point per image
     curves = evaluation.ranking_curves(results, evaluation.score_aggregates(results))
     assert len(curves) == len(categories)

@@ -39,7 +39,7 @@ from evaluation.challenges.isic.predictions import (
     predictions_csv_path,
     read_predictions_csv,
 )
-from evaluation.challenges.isic.truth import Truth, check_truth_scorable, read_truth_csv
+from evaluation.challenges.isic.truth import Truth, TruthRows, check_truth_scorable, read_truth_csv
 from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import ABSOLUTE, Column, Leaderboard, leaderboard_paths
 from evaluation.declarations.ranking_rules import OrderedRanking
@@ -58,6 +58,7 @@ __all__ = [
     "Isic2018",
     "Isic2019",
     "Truth",
+    "TruthRows",
     "read_predictions_csv",
     "read_truth_csv",
 ]
@@ -150,10 +151,12 @@ class IsicEvaluation(Evaluation):
     # One image is a row of the predictions file, or ~200 bytes of JSON: 25,000 jobs took 7.6 s
     # in one process against 17.6 s with two workers, measured side by side.
     workload = Workload(in_workers=False)
-    table: Truth  # the ground truth's table (self.truth is where it was read from)
-    # The last submission's scoring.Submission (its sorts), kept while the final ranking draws
-    # its blocks of resamples of the same results.
-    _submission: tuple[dict[str, np.ndarray], scoring.Submission] | None = None
+    ground_truth: TruthRows
+
+    @property
+    def table(self) -> Truth:
+        """The ground truth's table (self.truth is where it was read from)."""
+        return self.ground_truth.table
 
     @classmethod
     def phase_leaderboards(cls, settings: IsicSettings) -> tuple[Leaderboard, ...]:
@@ -161,10 +164,10 @@ class IsicEvaluation(Evaluation):
 
     # ---- ground truth --------------------------------------------------------------------
 
-    def load_ground_truth(self, directory: Path) -> dict[str, int]:
+    def load_ground_truth(self, directory: Path) -> TruthRows:
         path = single_ground_truth_file(directory, ".csv")
-        self.table = read_truth_csv(self.truth, path, self.settings.zero_weight_images)
-        categories = self.table.categories
+        table = read_truth_csv(self.truth, path, self.settings.zero_weight_images)
+        categories = table.categories
         unknown = [c for c in self.settings.malignant_categories if c not in categories]
         if unknown:
             raise SetupError(f"Setting 'malignant_categories' names {', '.join(unknown)}, not a category of the "
@@ -172,9 +175,9 @@ class IsicEvaluation(Evaluation):
         if set(categories) != set(self.categories):
             log(f"Note: the ground-truth categories ({', '.join(categories)}) are not the {self.name} ones "
                 f"({', '.join(self.categories)}); the ground truth's are used.")
-        check_truth_scorable(self.table)
-        log(f"Ground truth {path.name}: {len(self.table.ids)} images, categories {', '.join(categories)}.")
-        return dict(zip(self.table.ids, range(len(self.table.ids)), strict=True))  # {image: its row}
+        check_truth_scorable(table)
+        log(f"Ground truth {path.name}: {len(table.ids)} images, categories {', '.join(categories)}.")
+        return TruthRows(table)
 
     # ---- the submission ------------------------------------------------------------------
 
@@ -200,29 +203,37 @@ class IsicEvaluation(Evaluation):
     def prediction_table(self, results: dict[str, np.ndarray]) -> np.ndarray:
         """The confidences in the truth's row order: results has one per truth image
         (check_case_ids saw to it), in sorted order, which is the truth's."""
-        return self.submission(results).predictions
+        ids = sorted(results)
+        return np.array([results[image] for image in ids], dtype=np.float64).reshape(
+            len(ids), len(self.table.categories))
 
     def submission(self, results: dict[str, np.ndarray]) -> scoring.Submission:
-        """scoring.Submission of these results (images in sorted order), made once per submission."""
-        cached = self._submission
-        if cached is None or cached[0] is not results:
-            ids = sorted(results)
-            rows = np.fromiter(map(self.ground_truth.__getitem__, ids), dtype=np.intp, count=len(ids))
-            predictions = np.array([results[image] for image in ids], dtype=np.float64).reshape(
-                len(ids), len(self.table.categories))
-            cached = self._submission = (results, scoring.submission(self.table.values[rows], predictions,
-                                                                     self.table.score_weight[rows]))
-        return cached[1]
+        """scoring.Submission of these results (images in sorted order): the truth's rows, the
+        confidences and each category's sort."""
+        rows = np.fromiter(map(self.ground_truth.__getitem__, sorted(results)), dtype=np.intp, count=len(results))
+        return scoring.submission(self.table.values[rows], self.prediction_table(results),
+                                  self.table.score_weight[rows])
+
+    def aggregator(self, results: dict[str, np.ndarray]):
+        """The ranked values as a function of the image weights, the submission's sorts made
+        once (the final ranking's blocks of resamples reuse them)."""
+        table = self.submission(results)
+        return lambda weights: self._ranked(table, weights)
 
     def aggregate(self, results: dict[str, np.ndarray], weights: np.ndarray) -> dict[str, np.ndarray]:
         """The ranked values of every row of image weights (over sorted(results)): the only
         computation of them, for metrics.json (the row of ones) and the final ranking's bootstrap."""
-        balanced_accuracy, mean_auc = scoring.ranked_values(self.submission(results), weights)
+        return self.aggregator(results)(weights)
+
+    @staticmethod
+    def _ranked(table: scoring.Submission, weights: np.ndarray) -> dict[str, np.ndarray]:
+        balanced_accuracy, mean_auc = scoring.ranked_values(table, weights)
         return {BALANCED_ACCURACY.path: balanced_accuracy, MEAN_AUC.path: mean_auc}
 
     def score_aggregates(self, results: dict[str, np.ndarray]) -> dict[str, Any]:
-        point = self.point_values(results)
         table = self.submission(results)
+        ones = np.ones((1, len(results)), dtype=np.int64)  # the point values: every image once
+        point = {path: float(row[0]) for path, row in self._ranked(table, ones).items()}
         return scoring.score(self.table, table.predictions, self.settings.target_metric,
                              self.settings.malignant_categories, table, point[BALANCED_ACCURACY.path],
                              point[MEAN_AUC.path])

@@ -31,6 +31,15 @@ class Truth:
     validation_weight: np.ndarray
 
 
+class TruthRows(dict):
+    """What an ISIC challenge's load_ground_truth gives: {image id: its row of the table}, with
+    the table itself (`table`), so that the challenge keeps no state of its own beside it."""
+
+    def __init__(self, table: Truth):
+        super().__init__(zip(table.ids, range(len(table.ids)), strict=True))
+        self.table = table
+
+
 def read_truth_csv(origin: Origin, path: Path, zero_weight_images: list[str] | tuple[str, ...] = ()) -> Truth:
     """The ground-truth CSV: an image/lesion_id column, one 0/1 column per category (the
     categories are these columns, in file order) and optional weight columns. Messages name
