@@ -334,7 +334,7 @@ def test_ground_truth_problems_are_setup_errors(dataset, evaluate, tmp_path):
     patient = min(prediction_files(input_dir))
     shutil.copy(ground_truth / f"{patient}.nii.gz", ground_truth / f"{patient}.mha")
     run = evaluate(CHALLENGE, input_dir, ground_truth)
-    assert run.code == 3 and f"patient {patient} has two masks" in run.last_error_line
+    assert run.code == 3 and f"patient {patient} has two label maps" in run.last_error_line
     (ground_truth / f"{patient}.mha").unlink()
     image = sitk.ReadImage(str(ground_truth / f"{patient}.nii.gz"))
     array = sitk.GetArrayFromImage(image)

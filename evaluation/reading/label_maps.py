@@ -290,23 +290,25 @@ def read_truth_label_map(ground_truth_dir: Path, path: Path, labels: Sequence[in
 # ---- the ground truth's label maps, one per case ------------------------------------------------
 
 
-def truth_label_map_files(directory: Path, suffixes: Sequence[str]) -> dict[str, Path]:
+def truth_label_map_files(directory: Path, suffixes: Sequence[str], case_label: str = "case",
+                          case_id_text: str = "<case id>") -> dict[str, Path]:
     """{case id: its ground-truth label map}: one <case id><one of `suffixes`> per case, read in
     the worker that scores the case; another file (besides config.json and case-mapping.json,
-    folders and hidden files) or a case given twice is the organizer's error (SetupError)."""
+    folders and hidden files) or a case given twice is the organizer's error (SetupError), named
+    with the challenge's words for a case (`case_label`: "patient"; `case_id_text`: "<PatientID>")."""
     wanted = tuple(suffix.lower() for suffix in suffixes)
     listed = ", ".join(wanted[:-1]) + f" or {wanted[-1]}" if len(wanted) > 1 else wanted[0]
     maps: dict[str, Path] = {}
     for path in sorted(directory.iterdir()):
         if path.is_dir() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
             continue
-        check_ground_truth_file(path)
+        check_ground_truth_file(path)  # a named pipe or a link to nothing is refused, not left out
         if not path.name.lower().endswith(wanted):
-            raise SetupError(f"Ground truth {path.name}: expected only <case id>{listed} label maps (besides "
+            raise SetupError(f"Ground truth {path.name}: expected only {case_id_text}{listed} label maps (besides "
                              f"config.json and case-mapping.json).")
         case_id = strip_extension(path.name)
         if case_id in maps:
-            raise SetupError(f"Ground truth: case {case_id} has two label maps ({maps[case_id].name} and "
+            raise SetupError(f"Ground truth: {case_label} {case_id} has two label maps ({maps[case_id].name} and "
                              f"{path.name}).")
         maps[case_id] = path
     return maps

@@ -20,20 +20,18 @@ import numpy as np
 from evaluation.challenges.hecktor2025.common import HecktorEvaluation, HecktorSettings, submission_name
 from evaluation.declarations.charts import Chart
 from evaluation.declarations.columns import Column
-from evaluation.errors import SetupError, SubmissionError, id_list
+from evaluation.errors import SubmissionError, id_list
 from evaluation.metrics.instances import connected_components, f1_from_counts, match_instances
 from evaluation.metrics.overlap import dice_from_counts, label_confusion
 from evaluation.platform.cases import Case
 from evaluation.platform.locations import (
-    RESERVED_GROUND_TRUTH_FILES,
-    check_ground_truth_file,
     list_submission_files,
     strip_extension,
 )
 from evaluation.platform.outputs import Undefined, nest_paths, value_at_path
 from evaluation.reading.files import shown_path
 from evaluation.reading.images import Geometry, ImageFile, open_image
-from evaluation.reading.label_maps import label_voxels, read_label_map
+from evaluation.reading.label_maps import label_voxels, read_label_map, truth_label_map_files
 from evaluation.settings import IMAGE_OUTPUT, setting
 
 BACKGROUND, GTVP, GTVN = 0, 1, 2
@@ -103,20 +101,7 @@ class SegmentationTask(HecktorEvaluation):
     def load_ground_truth(self, directory: Path) -> dict[str, Path]:
         """{PatientID: path of its label mask}: `<PatientID>.nii.gz` or `.mha`, read per patient
         in the worker that scores it."""
-        masks: dict[str, Path] = {}
-        for path in sorted(directory.iterdir()):
-            if path.is_dir() or path.name in RESERVED_GROUND_TRUTH_FILES or path.name.startswith("."):
-                continue
-            check_ground_truth_file(path)  # a named pipe or a link to nothing is refused, not left out
-            if not path.name.lower().endswith(MASK_SUFFIXES):
-                raise SetupError(f"Ground truth {path.name}: expected only <PatientID>.nii.gz or .mha label masks "
-                                 f"(besides config.json and case-mapping.json).")
-            patient = strip_extension(path.name)
-            if patient in masks:
-                raise SetupError(f"Ground truth: patient {patient} has two masks "
-                                 f"({masks[patient].name} and {path.name}).")
-            masks[patient] = path
-        return masks
+        return truth_label_map_files(directory, MASK_SUFFIXES, case_label="patient", case_id_text="<PatientID>")
 
     # ---- one patient ---------------------------------------------------------------------
 
@@ -155,7 +140,7 @@ class SegmentationTask(HecktorEvaluation):
 
     def score_case(self, case: Case, prediction, ground_truth: Path) -> PatientResult:
         truth, predicted, geometry = prediction
-        return score_patient(truth, predicted, geometry, self.settings, case.name, ground_truth.name)
+        return score_patient(truth, predicted, geometry, self.settings)
 
     # ---- the leaderboard -----------------------------------------------------------------
 
@@ -246,20 +231,12 @@ class SegmentationTask(HecktorEvaluation):
     result_charts = (Chart("structure_chart_file", structure_chart),)
 
 
-def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry, settings: Task1Settings,
-                  case_name: str = "", truth_name: str = "") -> PatientResult:
+def score_patient(truth: np.ndarray, prediction: np.ndarray, geometry: Geometry,
+                  settings: Task1Settings) -> PatientResult:
     """Every count of one patient from two uint8 label maps on one grid: one pass for the label
     counts (and the box around label 2), then lesion matching inside that box only."""
+    # Labels outside {0, 1, 2} never get here: the reading refused them (reading/label_maps.py).
     confusion, box = label_confusion(truth, prediction, box_label=GTVN)
-    stray_predicted = [label for label in range(3, 256) if confusion[:, label].any()]
-    if stray_predicted:
-        raise SubmissionError(f"{case_name}: the segmentation holds label(s) "
-                              f"{labels_with_counts(stray_predicted, confusion.sum(axis=0))}; only {LABEL_NAMES} are "
-                              f"allowed.")
-    stray_true = [label for label in range(3, 256) if confusion[label].any()]
-    if stray_true:
-        raise SetupError(f"Ground truth {truth_name} holds label(s) "
-                         f"{labels_with_counts(stray_true, confusion.sum(axis=1))}; only {LABEL_NAMES} are allowed.")
 
     def counts(label):
         return int(confusion[label, label]), int(confusion[:, label].sum()), int(confusion[label, :].sum())
