@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evaluation import __version__
 from evaluation.declarations.charts import Chart, check_charts
 from evaluation.declarations.columns import Leaderboard, leaderboard_paths
 from evaluation.declarations.workload import Workload
@@ -196,11 +195,6 @@ class Evaluation:
 
     # ---- the final ranking's statistics (python -m evaluation.leaderboard) -----------------
 
-    @classmethod
-    def final_ranking_paths(cls) -> tuple[str, ...]:
-        """Every metrics.json path the final rankings read, each once, the first rule's primary key first."""
-        return tuple(dict.fromkeys(path for ranking in cls.final_rankings for path in ranking.paths))
-
     def resample_plan(self, resamples: int, seed: int) -> tuple[int, int, str | None]:
         """(resamples, seed, note) the statistics use: by default as asked, with no note."""
         return resamples, seed, None
@@ -229,18 +223,3 @@ class Evaluation:
         """Curves for the final ranking's report, drawn one line per submission: [{"chart": name,
         "title", "x_title", "y_title", "points": [[x, y], ...]}] (at most 500 points each)."""
         return []
-
-    # ---- metrics.json ------------------------------------------------------------------------
-
-    def metrics(self, results: dict[str, Any]) -> dict[str, Any]:
-        """The metrics.json content from every case's result (sorted by case id): the
-        aggregates, the settings echoed and which evaluation made it."""
-        metrics = self.score_aggregates(results)
-        metrics["settings"] = self.settings.as_dict()
-        metrics["evaluation"] = {"challenge": self.name, "version": __version__}
-        return metrics
-
-    def score_against(self, case: Case, ground_truth: Any) -> Any:
-        """The case scored once its ground truth is read (the final ranking reads it apart, so that
-        a ground truth that cannot be read is told from a bad prediction)."""
-        return self.score_case(case, self.load_prediction(case, ground_truth), ground_truth)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evaluation import __version__
 from evaluation.errors import SetupError, SubmissionError, id_list
 from evaluation.framework import Evaluation, log
 from evaluation.platform.cases import Case, case_id_of_job, case_image_name, mapped_case_id
@@ -125,7 +126,7 @@ def evaluate(challenge: Evaluation, input_dir: Path, workers: int = 1) -> tuple[
     workers = workers_for(challenge, len(cases), workers)
     results = dict(with_progress(_score_all(challenge, cases, workers), len(cases)))
     log("Computing aggregates.")
-    metrics = challenge.metrics(results)
+    metrics = metrics_document(challenge, results)
     return metrics, draw_charts(challenge, results, metrics)
 
 def draw_charts(challenge: Evaluation, results: dict[str, Any], metrics: dict[str, Any]) -> dict[str, dict]:
@@ -170,7 +171,22 @@ def workers_for(challenge: Evaluation, cases: int, requested: int) -> int:
 
 def score_case(challenge: Evaluation, case: Case) -> Any:
     """One case scored: its ground truth read, then its prediction read and scored against it."""
-    return challenge.score_against(case, challenge.case_truth(case))
+    return score_against(challenge, case, challenge.case_truth(case))
+
+
+def score_against(challenge: Evaluation, case: Case, ground_truth: Any) -> Any:
+    """The case scored once its ground truth is read (the final ranking reads it apart, so that
+    a ground truth that cannot be read is told from a bad prediction)."""
+    return challenge.score_case(case, challenge.load_prediction(case, ground_truth), ground_truth)
+
+
+def metrics_document(challenge: Evaluation, results: dict[str, Any]) -> dict[str, Any]:
+    """The metrics.json content from every case's result (sorted by case id): the challenge's
+    aggregates, the settings echoed and which evaluation made it."""
+    metrics = challenge.score_aggregates(results)
+    metrics["settings"] = challenge.settings.as_dict()
+    metrics["evaluation"] = {"challenge": challenge.name, "version": __version__}
+    return metrics
 
 
 def _score_all(challenge: Evaluation, cases: list[Case], workers: int) -> Iterator[tuple[str, Any]]:

@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 from evaluation.challenges import available_challenges, folder_of
+from evaluation.declarations.ranking_rules import ranking_paths
 from evaluation.framework import Evaluation
 from evaluation.metrics.resampling import draws_to_counts
 from evaluation.run import matched_cases, score_case
@@ -114,7 +115,7 @@ def test_aggregate_on_counts_is_the_materialised_resample_and_ones_is_metrics_js
         resamples, seed, note = evaluation.resample_plan(20, 1)
         assert note, f"{name}: a challenge with its own resamples says so in the final ranking's note"
         drawn = evaluation.ranking_resamples(results, resamples, seed)
-        assert set(drawn) == set(evaluation.final_ranking_paths())
+        assert set(drawn) == set(ranking_paths(evaluation.final_rankings))
         assert all(values.shape == (resamples,) for values in drawn.values())
         return
     evaluation, results = bundled(name)

@@ -23,7 +23,7 @@ from evaluation.challenges.hecktor2025 import (
 )
 from evaluation.challenges.hecktor2025.ranking import NestedBorda
 from evaluation.challenges.hecktor2025.segmentation import PatientResult
-from evaluation.declarations.ranking_rules import OrderedRanking
+from evaluation.declarations.ranking_rules import OrderedRanking, ranking_paths
 from tests.test_bootstrap_contract import assert_resamples_match
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +52,12 @@ def random_counts(rng, n, resamples=RESAMPLES):
 
 def test_declared_final_rankings():
     assert HecktorTask1.final_rankings == (NestedBorda("borda", gtvp=GTVP_DSC, gtvn_dsc=GTVN_DSC, gtvn_f1=GTVN_F1),)
-    assert HecktorTask1.final_ranking_paths() == ("aggregates.gtvp_dsc_mean", "aggregates.gtvn_dsc_agg",
+    assert ranking_paths(HecktorTask1.final_rankings) == ("aggregates.gtvp_dsc_mean", "aggregates.gtvn_dsc_agg",
                                                   "aggregates.gtvn_f1_agg")
     assert HecktorTask2.final_rankings == (OrderedRanking("c_index", (C_INDEX,)),)
-    assert HecktorTask2.final_ranking_paths() == ("aggregates.c_index",)
+    assert ranking_paths(HecktorTask2.final_rankings) == ("aggregates.c_index",)
     assert HecktorTask3.final_rankings == (OrderedRanking("balanced_accuracy", (BALANCED_ACCURACY, SPECIFICITY)),)
-    assert HecktorTask3.final_ranking_paths() == ("aggregates.balanced_accuracy", "aggregates.specificity")
+    assert ranking_paths(HecktorTask3.final_rankings) == ("aggregates.balanced_accuracy", "aggregates.specificity")
 
 
 # ---- task 1, synthetic ----------------------------------------------------------------------------

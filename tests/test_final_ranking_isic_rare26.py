@@ -19,7 +19,7 @@ from benchmarks.rare26_official import load_arrays, official_image_level, offici
 from evaluation.challenges.isic import BALANCED_ACCURACY, MEAN_AUC, Isic2018, Isic2019, Truth, TruthRows
 from evaluation.challenges.rare26 import OVER_REPETITIONS, SCORE, Rare26, Rare26Settings
 from evaluation.challenges.rare26 import scoring as rare26_scoring
-from evaluation.declarations.ranking_rules import OrderedRanking
+from evaluation.declarations.ranking_rules import OrderedRanking, ranking_paths
 from evaluation.metrics.resampling import draws_to_counts
 from evaluation.platform.outputs import Undefined
 from evaluation.run import matched_cases, score_case
@@ -27,7 +27,7 @@ from tests.bundled import is_bundled
 from tests.test_bootstrap_contract import synthetic_isic
 
 ROOT = Path(__file__).resolve().parent.parent
-ISIC_PATHS = Isic2019.final_ranking_paths()
+ISIC_PATHS = ranking_paths(Isic2019.final_rankings)
 
 
 def bundled(evaluation_class, challenge, settings=None):

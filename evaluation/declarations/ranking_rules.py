@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -406,3 +406,9 @@ class MeanOfCaseRanks(RankingRule):
     @property
     def value_titles(self) -> dict[str, str]:
         return {self.value_key(column): f"{column.title} (mean over cases)" for column in self.columns}
+
+
+def ranking_paths(rules: Sequence[RankingRule]) -> tuple[str, ...]:
+    """Every metrics.json path the final-ranking rules read, each once, the first rule's primary
+    key first."""
+    return tuple(dict.fromkeys(path for rule in rules for path in rule.paths))

@@ -26,6 +26,7 @@ import math
 from pathlib import Path
 
 from evaluation.declarations.examples import Lineup
+from evaluation.declarations.ranking_rules import ranking_paths
 from evaluation.errors import InternalError
 from evaluation.examples import example
 from evaluation.examples.organizer import LEADERBOARD, generated, run_evaluation
@@ -58,7 +59,7 @@ def ranked_paths(challenge: str) -> tuple[str, ...]:
     from evaluation.challenges import challenge_class
 
     cls = challenge_class(challenge)
-    return cls.final_ranking_paths() or cls.ranked_paths
+    return ranking_paths(cls.final_rankings) or cls.ranked_paths
 
 
 class NoRanking(InternalError):

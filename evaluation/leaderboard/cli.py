@@ -26,7 +26,7 @@ from typing import Any
 
 from evaluation import __version__
 from evaluation.challenges import challenge_class, named_challenge
-from evaluation.declarations.ranking_rules import TIE_METHODS
+from evaluation.declarations.ranking_rules import TIE_METHODS, ranking_paths
 from evaluation.errors import EXIT_OK, SetupError, UsageError, machine_limit
 from evaluation.framework import log
 from evaluation.interruption import finished, stopped_by_sigterm
@@ -343,7 +343,7 @@ def _rank(args: argparse.Namespace, challenge, submissions: list[tuple[str, Path
     workers = 1
 
     if args.metrics:
-        ranked_paths = challenge.final_ranking_paths()
+        ranked_paths = ranking_paths(challenge.final_rankings)
         for name, path in submissions:
             try:
                 documents[name] = read_metrics_file(args.challenge, path, ranked_paths)

@@ -25,7 +25,7 @@ from evaluation.errors import EXIT_INTERNAL, EXIT_SETUP, EvaluationError, SetupE
 from evaluation.framework import Evaluation, log
 from evaluation.launch import failure
 from evaluation.platform.cases import Case
-from evaluation.run import matched_cases
+from evaluation.run import matched_cases, metrics_document, score_against
 from evaluation.scheduling import ChallengeSpec, Scheduler, evaluation_for
 
 BLAMED = "the submissions"  # whose fault a failure of the ground truth is not, in the final ranking
@@ -90,7 +90,7 @@ def score_unit(spec: ChallengeSpec, cases: list[Case]) -> list[tuple]:
                 code, line = _ground_truth_failure(case, error)
                 scored.append(("fatal", code, line, traceback.format_exc() if code == EXIT_INTERNAL else ""))
                 break
-            scored.append(("ok", evaluation.score_against(case, truth)))
+            scored.append(("ok", score_against(evaluation, case, truth)))
         except Exception as error:  # the container's handling: exit code and one line
             if machine_limit(error):  # out of memory or of file descriptors: the machine's, stop the ranking
                 scored.append(("fatal", *failure(error, blamed=BLAMED), ""))
@@ -199,7 +199,7 @@ def _finish(evaluation: Evaluation, outcome: Outcome, scored: list[tuple]) -> No
             return
     results = {case.case_id: item[1] for case, item in zip(outcome.cases, scored, strict=True)}
     try:
-        metrics = evaluation.metrics(results)
+        metrics = metrics_document(evaluation, results)
     except EvaluationError as error:
         code, line = failure(error)
         if code == EXIT_SETUP:  # the aggregates refuse the ground truth (one class only, say): no team's fault

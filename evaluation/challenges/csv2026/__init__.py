@@ -221,15 +221,12 @@ class Csv2026(Evaluation):
                            PROCESSING_TIME: scores.processing_time})
         return {column.path: np.asarray(array, dtype=np.float64) for column, array in values.items()}
 
-    def metrics(self, results: dict[str, CaseResult]) -> dict[str, Any]:
-        """The whole ground truth's classes are known once every case is scored: checked here,
-        not in the aggregate, which the final ranking's resamples must be able to reach."""
-        truth_files.check_both_classes([result.true_high_risk for result in results.values()])
-        return super().metrics(results)
-
     def score_aggregates(self, results: dict[str, CaseResult]) -> dict[str, Any]:
         """metrics.json: the point values of VALUES (null with the reason where the submission has
         no time), the baseline, how the time was found and the counts."""
+        # The whole ground truth's classes are known once every case is scored: checked here, not
+        # in the aggregate, which the final ranking's resamples (one class drawn, say) must reach.
+        truth_files.check_both_classes([result.true_high_risk for result in results.values()])
         timings = [results[case].timing for case in sorted(results)]
         timed, source = scoring.timing_rule(timings)
         baseline = self.settings.baseline_time_seconds
