@@ -19,6 +19,7 @@ from packaging.requirements import Requirement
 
 from evaluation import image_requirements as ir
 from evaluation.challenges import challenge_names
+from evaluation.metrics.topology import NEEDED_PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = (ROOT / "requirements.txt").read_text()
@@ -56,16 +57,17 @@ def modules_of(packages) -> set[str]:
             if any(ir.normalized(d) in wanted for d in dists)}
 
 
-def run_blocked(tmp_path, packages, args) -> subprocess.CompletedProcess:
-    """`python -m evaluation ARGS` in a fresh interpreter where only `packages` (and the standard
-    library) can be imported, in the main process and in every worker it starts."""
+def run_blocked(tmp_path, packages, args, root=ROOT) -> subprocess.CompletedProcess:
+    """`python -m evaluation ARGS` (of the repository at `root`) in a fresh interpreter where only
+    `packages` (and the standard library) can be imported, in the main process and in every worker
+    it starts."""
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EVALUATION_"))}
-    env.update(PYTHONPATH=f"{site}{os.pathsep}{ROOT}",
+    env.update(PYTHONPATH=f"{site}{os.pathsep}{root}",
                EVALUATION_ALLOWED_MODULES=",".join(sorted(modules_of(packages))), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-m", "evaluation", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "evaluation", *args], cwd=root, env=env, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -86,25 +88,54 @@ def test_every_challenge_declares_pinned_packages_numpy_first(name):
     assert {ir.normalized(line.split("==")[0]) for line in lines} == {ir.normalized(p) for p in declared}
 
 
-@pytest.mark.parametrize("name", CHALLENGES)
-def test_declared_packages_include_their_own_dependencies(name):
-    """What the image's pip check verifies, here without Docker: every requirement of a declared
-    package (extras aside) is declared too, at a pin it accepts."""
-    declared = {ir.normalized(p) for p in ir.runtime_packages(name)}
-    pinned = {key: line.split("==")[1] for key, line in ir.pins(REQUIREMENTS).items()}
-    for package in declared:
+def unmet_requirements(packages, requirements_text=REQUIREMENTS) -> list[str]:
+    """What the image's pip check would report for an image of `packages` at the pins of
+    `requirements_text`, here without Docker: each requirement of a package (extras aside, as
+    installed here) that is not among them at a pin it accepts."""
+    declared = {ir.normalized(p) for p in packages}
+    pinned = {key: line.split("==")[1] for key, line in ir.pins(requirements_text).items()}
+    unmet = []
+    for package in sorted(declared):
         for text in importlib.metadata.requires(package) or ():
             requirement = Requirement(text)
             if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
                 continue
             key = ir.normalized(requirement.name)
-            assert key in declared, f"{name}: {package} needs {requirement.name}, which is not declared"
-            assert requirement.specifier.contains(pinned[key]), f"{package} needs {requirement}, pinned {pinned[key]}"
+            if key not in declared:
+                unmet.append(f"{package} needs {requirement.name}, which is not declared")
+            elif not requirement.specifier.contains(pinned[key]):
+                unmet.append(f"{package} needs {requirement}, pinned {pinned[key]}")
+    return unmet
 
 
-def test_every_pin_of_requirements_txt_is_needed_by_some_challenge():
+@pytest.mark.parametrize("name", CHALLENGES)
+def test_declared_packages_include_their_own_dependencies(name):
+    assert unmet_requirements(ir.runtime_packages(name)) == []
+
+
+def test_the_topology_packages_are_scikit_image_and_everything_it_needs():
+    """NEEDED_PACKAGES (what a challenge declaring ClDice or BettiError must declare) is
+    scikit-image's installed requirements, followed to the end, extras aside: no more, no less,
+    each pinned in requirements.txt at the version installed here, and closed as pip check wants."""
+    closure, queue = set(), ["scikit-image"]
+    while queue:
+        package = ir.normalized(queue.pop())
+        if package not in closure:
+            closure.add(package)
+            queue += [Requirement(text).name for text in importlib.metadata.requires(package) or ()
+                      if Requirement(text).marker is None or Requirement(text).marker.evaluate({"extra": ""})]
+    assert {ir.normalized(p) for p in NEEDED_PACKAGES} == closure
+    pinned = ir.pins(REQUIREMENTS)
+    for package in NEEDED_PACKAGES:
+        assert pinned[ir.normalized(package)].split("==")[1] == importlib.metadata.version(package), package
+    assert unmet_requirements(NEEDED_PACKAGES) == []
+
+
+def test_every_pin_of_requirements_txt_is_needed_by_some_challenge_or_the_topology_metrics():
+    """scikit-image and what it needs are pinned for the challenges that will declare ClDice or
+    BettiError (no bundled one does yet); nothing else is pinned that no image installs."""
     declared = {ir.normalized(p) for name in CHALLENGES for p in ir.runtime_packages(name)}
-    assert set(ir.pins(REQUIREMENTS)) == declared
+    assert set(ir.pins(REQUIREMENTS)) == declared | {ir.normalized(p) for p in NEEDED_PACKAGES}
 
 
 def test_the_segmentation_free_challenges_install_numpy_alone():
