@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from evaluation.declarations.ranking_rules import RankingRule
 
+
 def check_runtime_packages(cls: type[Evaluation]) -> None:
     """A SetupError (exit 3, one line) when the challenge class `cls`, in a folder of
     evaluation/challenges, needs packages (needed_packages) that its folder's RUNTIME_PACKAGES

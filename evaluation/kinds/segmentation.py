@@ -15,7 +15,9 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   neighbours; up to the maps' dimensionality), and any metric a `key` (its name in metrics.json:
   dice, iou, hd95, hd, masd, assd, nsd, cldice, betti0_error by default). Default: (Dice(),
   Hausdorff(95), NormalizedSurfaceDice(2.0)).
-  Topology (metrics.topology; they need scikit-image in the image): `ClDice(skeleton_empty=0.0,
+  Topology (metrics.topology; they need scikit-image in the image, BettiError cc3d too: the
+  folder's RUNTIME_PACKAGES lists metrics.topology.CLDICE_PACKAGES or BETTI_PACKAGES, checked
+  when the class is made; needed_packages): `ClDice(skeleton_empty=0.0,
   axis_order="zyx")`, centreline Dice, the harmonic mean of the predicted skeleton's share inside
   the truth and the true skeleton's inside the prediction (skimage's skeletonize: Zhang's thinning
   in 2D, Lee's in 3D); empty policies as Dice's, `skeleton_empty` the value when a nonempty mask's

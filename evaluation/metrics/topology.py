@@ -5,8 +5,8 @@ Both rest on scikit-image, as the challenges that use them do: `skeletonize` (Zh
 in 2D, Lee's in 3D, by default) and `euler_number`. scikit-image is imported inside the
 functions: an evaluation image that uses these metrics installs it and what it needs
 (CLDICE_PACKAGES, BETTI_PACKAGES, declared in the challenge folder's RUNTIME_PACKAGES; the
-segmentation kind checks that), the others do not pay for it. Empty masks follow the library's empty rule
-(evaluation.metrics).
+segmentation kind checks that), the others do not pay for it. Empty masks follow the library's
+empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations
