@@ -38,7 +38,7 @@ from evaluation.errors import (
 # Import names whose package on PyPI is called otherwise (requirements.txt names packages).
 PACKAGE_OF_MODULE = {"sklearn": "scikit-learn", "cv2": "opencv-python-headless", "cc3d": "connected-components-3d",
                      "skimage": "scikit-image", "dateutil": "python-dateutil", "vl_convert": "vl-convert-python",
-                     "yaml": "PyYAML"}
+                     "yaml": "PyYAML", "PIL": "pillow"}
 
 ASK_ORGANIZERS = " (please tell the challenge organizers)."
 

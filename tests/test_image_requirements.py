@@ -10,15 +10,18 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from packaging.requirements import Requirement
 
 from evaluation import image_requirements as ir
-from evaluation.challenges import challenge_names
+from evaluation.challenges import challenge_class, challenge_names
+from evaluation.metrics.topology import BETTI_PACKAGES, CLDICE_PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = (ROOT / "requirements.txt").read_text()
@@ -56,16 +59,17 @@ def modules_of(packages) -> set[str]:
             if any(ir.normalized(d) in wanted for d in dists)}
 
 
-def run_blocked(tmp_path, packages, args) -> subprocess.CompletedProcess:
-    """`python -m evaluation ARGS` in a fresh interpreter where only `packages` (and the standard
-    library) can be imported, in the main process and in every worker it starts."""
+def run_blocked(tmp_path, packages, args, root=ROOT) -> subprocess.CompletedProcess:
+    """`python -m evaluation ARGS` (of the repository at `root`) in a fresh interpreter where only
+    `packages` (and the standard library) can be imported, in the main process and in every worker
+    it starts."""
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EVALUATION_"))}
-    env.update(PYTHONPATH=f"{site}{os.pathsep}{ROOT}",
+    env.update(PYTHONPATH=f"{site}{os.pathsep}{root}",
                EVALUATION_ALLOWED_MODULES=",".join(sorted(modules_of(packages))), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-m", "evaluation", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "evaluation", *args], cwd=root, env=env, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -86,25 +90,72 @@ def test_every_challenge_declares_pinned_packages_numpy_first(name):
     assert {ir.normalized(line.split("==")[0]) for line in lines} == {ir.normalized(p) for p in declared}
 
 
-@pytest.mark.parametrize("name", CHALLENGES)
-def test_declared_packages_include_their_own_dependencies(name):
-    """What the image's pip check verifies, here without Docker: every requirement of a declared
-    package (extras aside) is declared too, at a pin it accepts."""
-    declared = {ir.normalized(p) for p in ir.runtime_packages(name)}
-    pinned = {key: line.split("==")[1] for key, line in ir.pins(REQUIREMENTS).items()}
-    for package in declared:
+def unmet_requirements(packages, requirements_text=REQUIREMENTS) -> list[str]:
+    """What the image's pip check would report for an image of `packages` at the pins of
+    `requirements_text`, here without Docker: each requirement of a package (extras aside, as
+    installed here) that is not among them at a pin it accepts."""
+    declared = {ir.normalized(p) for p in packages}
+    pinned = {key: line.split("==")[1] for key, line in ir.pins(requirements_text).items()}
+    unmet = []
+    for package in sorted(declared):
         for text in importlib.metadata.requires(package) or ():
             requirement = Requirement(text)
             if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
                 continue
             key = ir.normalized(requirement.name)
-            assert key in declared, f"{name}: {package} needs {requirement.name}, which is not declared"
-            assert requirement.specifier.contains(pinned[key]), f"{package} needs {requirement}, pinned {pinned[key]}"
+            if key not in declared:
+                unmet.append(f"{package} needs {requirement.name}, which is not declared")
+            elif not requirement.specifier.contains(pinned[key]):
+                unmet.append(f"{package} needs {requirement}, pinned {pinned[key]}")
+    return unmet
 
 
-def test_every_pin_of_requirements_txt_is_needed_by_some_challenge():
+@pytest.mark.parametrize("name", CHALLENGES)
+def test_declared_packages_include_their_own_dependencies(name):
+    assert unmet_requirements(ir.runtime_packages(name)) == []
+
+
+@pytest.mark.parametrize("name", CHALLENGES)
+def test_declared_packages_include_what_the_declaration_needs(name):
+    """What a declaration adds beyond its kind's packages (the segmentation kind's ClDice and
+    BettiError: scikit-image) is in its folder's RUNTIME_PACKAGES; the class could not be made
+    otherwise (check_runtime_packages), and this says so for every challenge of the registry."""
+    declared = {ir.normalized(p) for p in ir.runtime_packages(name)}
+    for what, packages in challenge_class(name).needed_packages().items():
+        assert {ir.normalized(p) for p in packages} <= declared, f"{name}: {what} needs {packages}"
+
+
+def requirement_closure(*packages: str) -> set[str]:
+    """`packages` and everything they require as installed here (extras aside), followed to the end."""
+    closure, queue = set(), list(packages)
+    while queue:
+        package = ir.normalized(queue.pop())
+        if package not in closure:
+            closure.add(package)
+            for text in importlib.metadata.requires(package) or ():
+                requirement = Requirement(text)
+                if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                    queue.append(requirement.name)
+    return closure
+
+
+def test_the_topology_packages_are_their_libraries_and_everything_those_need():
+    """CLDICE_PACKAGES (what a challenge declaring ClDice must declare) is scikit-image with its
+    installed requirements followed to the end, BETTI_PACKAGES that and cc3d's: no more, no less,
+    each pinned in requirements.txt at the version installed here, and closed as pip check wants."""
+    assert {ir.normalized(p) for p in CLDICE_PACKAGES} == requirement_closure("scikit-image")
+    assert {ir.normalized(p) for p in BETTI_PACKAGES} == requirement_closure("scikit-image", "connected-components-3d")
+    pinned = ir.pins(REQUIREMENTS)
+    for package in BETTI_PACKAGES:
+        assert pinned[ir.normalized(package)].split("==")[1] == importlib.metadata.version(package), package
+    assert unmet_requirements(CLDICE_PACKAGES) == [] and unmet_requirements(BETTI_PACKAGES) == []
+
+
+def test_every_pin_of_requirements_txt_is_needed_by_some_challenge_or_the_topology_metrics():
+    """scikit-image and what it needs are pinned for the challenges that will declare ClDice or
+    BettiError (no bundled one does yet); nothing else is pinned that no image installs."""
     declared = {ir.normalized(p) for name in CHALLENGES for p in ir.runtime_packages(name)}
-    assert set(ir.pins(REQUIREMENTS)) == declared
+    assert set(ir.pins(REQUIREMENTS)) == declared | {ir.normalized(p) for p in BETTI_PACKAGES}
 
 
 def test_the_segmentation_free_challenges_install_numpy_alone():
@@ -116,10 +167,10 @@ def test_the_segmentation_free_challenges_install_numpy_alone():
 # ---- the command the Dockerfile runs ---------------------------------------------------------------
 
 
-def run_command(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+def run_command(*args, cwd=ROOT, root=ROOT) -> subprocess.CompletedProcess:
     # -I: no site-packages, as in the image's build stage before anything is installed
     return subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-                           "from evaluation.image_requirements import main; sys.exit(main())", str(ROOT), *args],
+                           "from evaluation.image_requirements import main; sys.exit(main())", str(root), *args],
                           cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
@@ -250,3 +301,207 @@ def test_szip_masks_are_scored_in_the_csv2026_image(tmp_path, declared):
     assert result.returncode == 3, result.stderr[-2000:]
     assert "the package imagecodecs (module imagecodecs) is not installed" in last_line(result.stderr)
     assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+# ---- a scaffolded segmentation challenge that declares the topology metrics -----------------------
+
+TOPOLOGY = "acmetopo"  # python -m evaluation.new acmetopo --template segmentation, plus ClDice and BettiError
+TEMPLATE_PACKAGES = ("numpy", "SimpleITK", "scipy")  # what the segmentation template declares
+TOPOLOGY_DECLARED = (*TEMPLATE_PACKAGES, *(p for p in BETTI_PACKAGES if p not in TEMPLATE_PACKAGES))
+COULD_NOT = "The evaluation could not run, through no fault of the submission: "
+ASK = " (please tell the challenge organizers)."
+
+
+@pytest.fixture(scope="module")
+def topology_copy(tmp_path_factory) -> Path:
+    """A copy of the repository in which the scaffold wrote a segmentation challenge, then ClDice()
+    and BettiError(0) were added to its label metrics, as an organizer would (each test declares
+    the RUNTIME_PACKAGES it needs: declare_packages)."""
+    from tests.test_new import repository_copy
+
+    copy = repository_copy(tmp_path_factory.mktemp("topology") / "repo")
+    scaffolded = subprocess.run([sys.executable, "-m", "evaluation.new", TOPOLOGY, "--template", "segmentation"],
+                                cwd=copy, capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert scaffolded.returncode == 0, scaffolded.stderr
+    declaration = copy / "evaluation" / "challenges" / TOPOLOGY / "__init__.py"
+    text = declaration.read_text()
+    assert text.count("segmentation import Dice,") == 1 and text.count("        Dice(),\n") == 1, \
+        "the template changed: edit this test"
+    edited = text.replace("segmentation import Dice,", "segmentation import BettiError, ClDice, Dice,").replace(
+        "        Dice(),\n", "        Dice(),\n        ClDice(),\n        BettiError(0),\n")
+    declaration.write_text(edited)
+    return copy
+
+
+def declare_packages(copy: Path, packages: tuple[str, ...]) -> None:
+    """The scaffolded challenge's RUNTIME_PACKAGES, rewritten to `packages`."""
+    declaration = copy / "evaluation" / "challenges" / TOPOLOGY / "__init__.py"
+    text = declaration.read_text()
+    start = text.index("RUNTIME_PACKAGES = (")
+    end = text.index(")", start) + 1
+    declaration.write_text(text[:start] + f"RUNTIME_PACKAGES = {packages!r}" + text[end:])
+
+
+def run_topology(copy: Path, out: Path, workers: int = 1, packages=None, tmp_path=None,
+                 submission=None) -> subprocess.CompletedProcess:
+    """The evaluation of the scaffold's bundled example (or `submission`) in the copy: with this
+    Python's packages, or (`packages`) with only those importable, as in an image that installs
+    them alone."""
+    args = [TOPOLOGY, "--input", str(submission or f"test/{TOPOLOGY}/input"), "--ground-truth",
+            f"ground-truth/{TOPOLOGY}", "--output", str(out), "--workers", str(workers)]
+    if packages is not None:
+        return run_blocked(tmp_path, packages, args, root=copy)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EVALUATION_"))}
+    return subprocess.run([sys.executable, "-m", "evaluation", *args], cwd=copy, capture_output=True, text=True,
+                          timeout=300, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("declared, missing", [
+    (TEMPLATE_PACKAGES, ("scikit-image", "networkx", "pillow", "imageio", "tifffile", "lazy-loader", "packaging",
+                         "connected-components-3d")),
+    ((*TEMPLATE_PACKAGES, "scikit-image"), ("networkx", "pillow", "imageio", "tifffile", "lazy-loader", "packaging",
+                                            "connected-components-3d")),
+], ids=["template-packages", "scikit-image-alone"])
+def test_a_topology_declaration_that_leaves_out_scikit_image_is_refused_in_the_first_local_run(
+        topology_copy, tmp_path, declared, missing):
+    """The organizer added ClDice and BettiError but not what they need: the first run here, where
+    scikit-image is installed, already refuses (exit 3, one line naming what to declare), so no
+    image that fails on every submission is built. The build stage would have installed the
+    declared pins alone."""
+    declare_packages(topology_copy, declared)
+    result = run_topology(topology_copy, tmp_path / "out")
+    assert result.returncode == 3, result.stderr[-2000:]
+    listed = ", ".join(f'"{package}"' for package in missing)
+    assert stderr_lines(result) == [
+        f"{COULD_NOT}{TOPOLOGY} declares ClDice and BettiError, which its image cannot run without {listed}: add them "
+        f"to RUNTIME_PACKAGES in evaluation/challenges/{TOPOLOGY}/__init__.py and rebuild the image (it installs "
+        f"only the packages declared there; docs/adding-a-challenge.md).{ASK}"]
+    assert not (tmp_path / "out" / "metrics.json").exists()
+    image = run_command(TOPOLOGY, "requirements.txt", cwd=topology_copy, root=topology_copy)
+    assert image.returncode == 0, image.stderr
+    installed = {ir.normalized(line.split("==")[0]) for line in image.stdout.split()}
+    assert installed == {ir.normalized(p) for p in declared}  # what the image would have held, and lacked
+    assert not installed & {ir.normalized(p) for p in missing}
+
+
+def test_a_topology_declaration_gets_scikit_image_pins_closed_as_pip_check_wants(topology_copy):
+    """Declared, its image's pins (the command the Dockerfile runs, standard library alone) are
+    requirements.txt's for the template's packages and scikit-image with everything it needs, and
+    every requirement of each is among them at a version it accepts (the image's pip check)."""
+    declare_packages(topology_copy, TOPOLOGY_DECLARED)
+    image = run_command(TOPOLOGY, "requirements.txt", cwd=topology_copy, root=topology_copy)
+    assert image.returncode == 0, image.stderr
+    lines = image.stdout.split()
+    pinned = ir.pins(REQUIREMENTS)
+    wanted = {ir.normalized(p) for p in TOPOLOGY_DECLARED}
+    assert lines == [line for key, line in pinned.items() if key in wanted]  # requirements.txt's order
+    assert "scikit-image==0.26.0" in lines and len(lines) == len(TOPOLOGY_DECLARED)
+    assert unmet_requirements([line.split("==")[0] for line in lines]) == []
+
+
+def test_a_topology_declaration_scores_with_only_its_declared_packages(topology_copy, tmp_path):
+    """The declaration suffices: run where nothing but the declared packages can be imported (the
+    image's set), clDice and the Betti-0 error of every case and label are those computed here
+    directly: scikit-image's skeletonize on the whole masks (Lee's thinning in 3D), empty rules
+    1 / 0 / 0 and 0 for an empty skeleton, and scipy's 26-connected components."""
+    import SimpleITK as sitk
+    from scipy import ndimage
+    from skimage.morphology import skeletonize
+
+    declare_packages(topology_copy, TOPOLOGY_DECLARED)
+    # the bundled example, each prediction given a thin line of kidney in a corner (a component
+    # and a skeleton of its own): nonzero Betti-0 errors, clDice below 1
+    example = tmp_path / "input"
+    shutil.copytree(topology_copy / "test" / TOPOLOGY / "input", example)
+    jobs = json.loads((example / "predictions.json").read_text())
+    for job in jobs:
+        output = example / job["pk"] / "output" / job["outputs"][0]["socket"]["relative_path"]
+        path = next(output.iterdir())
+        image = sitk.ReadImage(str(path))
+        voxels = sitk.GetArrayFromImage(image)
+        assert not voxels[0, 0, 1:9].any() and not voxels[0:2, 0:2, 0:10].any()
+        voxels[0, 0, 1:9] = 3
+        written = sitk.GetImageFromArray(voxels)
+        written.CopyInformation(image)
+        sitk.WriteImage(written, str(path))
+    out = tmp_path / "out"
+    result = run_topology(topology_copy, out, workers=2, packages=TOPOLOGY_DECLARED, tmp_path=tmp_path,
+                          submission=example)
+    assert result.returncode == 0, result.stderr[-2000:]
+    cases = json.loads((out / "metrics.json").read_text())["cases"]
+    checked, values = 0, set()
+    for job in jobs:
+        case = job["inputs"][0]["image"]["name"].rsplit(".", 1)[0]
+        output = example / job["pk"] / "output" / job["outputs"][0]["socket"]["relative_path"]
+        prediction = sitk.GetArrayFromImage(sitk.ReadImage(str(next(output.iterdir()))))
+        truth = sitk.GetArrayFromImage(sitk.ReadImage(str(topology_copy / "ground-truth" / TOPOLOGY / f"{case}.mha")))
+        for value, label in ((1, "liver"), (2, "spleen"), (3, "kidney")):
+            p, t = prediction == value, truth == value
+            if not (p.any() and t.any()):
+                cldice = float(not p.any() and not t.any())
+            else:
+                sp, st = skeletonize(p), skeletonize(t)
+                if not (sp.any() and st.any()):
+                    cldice = 0.0
+                else:
+                    precision, sensitivity = (sp & t).sum() / sp.sum(), (st & p).sum() / st.sum()
+                    cldice = 0.0 if precision + sensitivity == 0 else 2 * precision * sensitivity / (
+                        precision + sensitivity)
+            components = [ndimage.label(m, structure=np.ones((3, 3, 3)))[1] for m in (p, t)]
+            assert cases[case][label]["cldice"] == pytest.approx(cldice, abs=1e-12), (case, label)
+            assert cases[case][label]["betti0_error"] == abs(components[0] - components[1]), (case, label)
+            checked += 1
+            values |= {(label, "cldice", round(cldice, 6)), (label, "betti0_error", abs(components[0] - components[1]))}
+    assert checked >= 12
+    # the line made these nontrivial: a Betti-0 error of 1, a clDice strictly between 0 and 1
+    assert ("kidney", "betti0_error", 1) in values, values
+    assert any(0 < value < 1 for label, metric, value in values if (label, metric) == ("kidney", "cldice")), values
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("hidden, module", [("scikit-image", "skimage"), ("lazy-loader", "lazy_loader"),
+                                            ("connected-components-3d", "cc3d")])
+def test_a_topology_library_missing_at_run_time_is_one_line_exit_3(topology_copy, tmp_path, hidden, module, workers):
+    """Declared, but this Python cannot import scikit-image (or lazy-loader, which it imports
+    first, or BettiError's cc3d): a real process where the module is not importable, in the main
+    process and the workers, stops before any case with one line saying so (exit 3, the
+    organizer's), never a case's traceback (exit 4), and no metrics.json."""
+    declare_packages(topology_copy, TOPOLOGY_DECLARED)
+    packages = [p for p in TOPOLOGY_DECLARED if p != hidden]
+    out = tmp_path / "out"
+    result = run_topology(topology_copy, out, workers=workers, packages=packages, tmp_path=tmp_path)
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert stderr_lines(result) == [
+        f"{COULD_NOT}{TOPOLOGY} declares ClDice and BettiError, whose libraries this Python cannot import "
+        f"(ModuleNotFoundError: No module named '{module}' (not declared for this image)), though RUNTIME_PACKAGES "
+        f"in evaluation/challenges/{TOPOLOGY}/__init__.py declares them: rebuild the image (./build.sh {TOPOLOGY}), "
+        f"or outside an image install requirements.txt (pip install -r requirements.txt).{ASK}"]
+    assert "Scoring" not in result.stdout  # refused before any case was read
+    assert not (out / "metrics.json").exists()
+
+
+def test_a_class_is_checked_against_its_own_entry_of_a_folder_of_tasks():
+    """A class made in a challenge folder is checked against the RUNTIME_PACKAGES entry of its
+    name (a dict by task here, hecktor2025's real declaration); a class made elsewhere (a test's)
+    has no folder to check, and one without topology metrics needs nothing more."""
+    from evaluation.errors import SetupError
+    from evaluation.kinds.segmentation import BettiError, Dice, Segmentation
+
+    def make(module, metrics):
+        return type("Made", (Segmentation,), {"__module__": module, "name": "hecktor2025-task1", "labels": {1: "gtvp"},
+                                              "label_metrics": metrics})
+
+    with pytest.raises(SetupError) as refused:
+        make("evaluation.challenges.hecktor2025.made", (Dice(), BettiError(0)))
+    assert str(refused.value) == (
+        'hecktor2025-task1 declares BettiError, which its image cannot run without "scikit-image", "networkx", '
+        '"pillow", "imageio", "tifffile", "lazy-loader", "packaging": add them to RUNTIME_PACKAGES in '
+        "evaluation/challenges/hecktor2025/__init__.py and rebuild the image (it installs only the packages "
+        "declared there; docs/adding-a-challenge.md).")
+    assert make(__name__, (Dice(), BettiError(0))).needed_packages() == {"BettiError": BETTI_PACKAGES}
+    assert make("evaluation.challenges.hecktor2025.made", (Dice(),)).needed_packages() == {}

@@ -15,7 +15,9 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   neighbours; up to the maps' dimensionality), and any metric a `key` (its name in metrics.json:
   dice, iou, hd95, hd, masd, assd, nsd, cldice, betti0_error by default). Default: (Dice(),
   Hausdorff(95), NormalizedSurfaceDice(2.0)).
-  Topology (metrics.topology; they need scikit-image in the image): `ClDice(skeleton_empty=0.0,
+  Topology (metrics.topology; they need scikit-image in the image, BettiError cc3d too: the
+  folder's RUNTIME_PACKAGES lists metrics.topology.CLDICE_PACKAGES or BETTI_PACKAGES, checked
+  when the class is made; needed_packages): `ClDice(skeleton_empty=0.0,
   axis_order="zyx")`, centreline Dice, the harmonic mean of the predicted skeleton's share inside
   the truth and the true skeleton's inside the prediction (skimage's skeletonize: Zhang's thinning
   in 2D, Lee's in 3D); empty policies as Dice's, `skeleton_empty` the value when a nonempty mask's
@@ -75,6 +77,7 @@ are read off the same distances. The topology metrics take each label's two mask
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass
@@ -84,6 +87,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evaluation.declarations.columns import Column
+from evaluation.errors import SetupError
 from evaluation.kinds.declared import (
     CaseSettings,
     Declared,
@@ -97,7 +101,7 @@ from evaluation.metrics.aggregation import describe, mean_over_labels
 from evaluation.platform.cases import Case
 from evaluation.platform.outputs import Undefined
 from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map, truth_label_map_files
-from evaluation.settings import IMAGE_OUTPUT, setting
+from evaluation.settings import IMAGE_OUTPUT, Settings, setting
 
 # Ground-truth label maps: <case id><one of these>.
 TRUTH_SUFFIXES = (".nii.gz", ".nii", ".mha", ".nrrd", ".tif", ".tiff")
@@ -608,6 +612,70 @@ class Segmentation(Declared):
         if cls.ranking == "case_rank_then_mean" and any(value.over_cases != "mean" for value in ranked):
             raise TypeError(f"{cls.__name__}: case_rank_then_mean averages each case's ranks; its ranked metrics "
                             f"aggregate over cases by the mean")
+
+    @classmethod
+    def topology_declared(cls) -> str:
+        """The topology metrics the declaration uses, by class ("ClDice and BettiError"), or ""."""
+        return " and ".join(dict.fromkeys(type(metric).__name__ for metric in cls.label_metrics if metric.topology))
+
+    @classmethod
+    def needed_packages(cls) -> dict[str, tuple[str, ...]]:
+        """The topology metrics need scikit-image and what it needs, BettiError cc3d too
+        (metrics.topology.CLDICE_PACKAGES, BETTI_PACKAGES), which the template does not declare."""
+        what = cls.topology_declared()
+        if not what:
+            return {}
+        from evaluation.metrics.topology import BETTI_PACKAGES, CLDICE_PACKAGES
+
+        packages = (BETTI_PACKAGES if isinstance(metric, BettiError) else CLDICE_PACKAGES
+                    for metric in cls.label_metrics if metric.topology)
+        return {what: tuple(dict.fromkeys(package for each in packages for package in each))}
+
+    def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
+        self.import_topology_libraries()
+        super().__init__(ground_truth_dir, settings)
+
+    @classmethod
+    def import_topology_libraries(cls) -> None:
+        """The libraries the declared topology metrics compute with (scikit-image's modules, cc3d
+        for BettiError), imported before any case is read (the forked workers inherit them); if
+        one cannot be, a SetupError (exit 3, one line) saying what the image lacks, never a case's
+        traceback. The image installs only RUNTIME_PACKAGES, and check_runtime_packages refuses a
+        declaration that leaves these out, so here it is a Python whose packages are not what the
+        folder declares (or a folder whose declaration cannot be read)."""
+        # (module, what of it): scikit-image's subpackages load their functions lazily, on first use
+        uses = dict.fromkeys(use for metric in cls.label_metrics if metric.topology for use in (
+            (("skimage.measure", "euler_number"), ("cc3d", "connected_components")) if isinstance(metric, BettiError)
+            else (("skimage.morphology", "skeletonize"),)))
+        try:
+            for module, name in uses:
+                getattr(importlib.import_module(module), name)
+        except ImportError as error:
+            raise SetupError(cls._topology_libraries_missing(error)) from None
+
+    @classmethod
+    def _topology_libraries_missing(cls, error: ImportError) -> str:
+        """The one sentence of import_topology_libraries' SetupError: the packages to add to
+        RUNTIME_PACKAGES, or, when the folder declares them all, that this Python lacks one."""
+        from evaluation.challenges import folder_of
+        from evaluation.image_requirements import DeclarationError, normalized, runtime_packages
+
+        ((what, needed),) = cls.needed_packages().items()
+        said = (f"{cls.name or cls.__name__} declares {what}, whose libraries this Python cannot import "
+                f"({type(error).__name__}: {error})")
+        folder = folder_of(cls.name) if cls.name else None
+        where = f"evaluation/challenges/{folder}/__init__.py" if folder else "the challenge folder's __init__.py"
+        try:
+            declared = {normalized(package) for package in runtime_packages(cls.name)} if folder else set()
+        except (KeyError, DeclarationError):
+            declared = set()
+        missing = [package for package in needed if normalized(package) not in declared]
+        if not missing:
+            return (f"{said}, though RUNTIME_PACKAGES in {where} declares them: rebuild the image (./build.sh "
+                    f"{cls.name}), or outside an image install requirements.txt (pip install -r requirements.txt).")
+        listed = ", ".join(f'"{package}"' for package in missing)
+        return (f"{said}: add {listed} to RUNTIME_PACKAGES in {where} and rebuild the image (outside an image: pip "
+                f"install -r requirements.txt).")
 
     @classmethod
     def case_columns(cls) -> tuple[Column, ...]:

@@ -3,8 +3,10 @@ errors. Arrays in, numbers out; 2D and 3D.
 
 Both rest on scikit-image, as the challenges that use them do: `skeletonize` (Zhang's thinning
 in 2D, Lee's in 3D, by default) and `euler_number`. scikit-image is imported inside the
-functions: an evaluation image that uses these metrics needs it installed (requirements.txt),
-the others do not pay for it. Empty masks follow the library's empty rule (evaluation.metrics).
+functions: an evaluation image that uses these metrics installs it and what it needs
+(CLDICE_PACKAGES, BETTI_PACKAGES, declared in the challenge folder's RUNTIME_PACKAGES; the
+segmentation kind checks that), the others do not pay for it. Empty masks follow the library's
+empty rule (evaluation.metrics).
 """
 
 from __future__ import annotations
@@ -22,6 +24,14 @@ from evaluation.metrics.validation import (
     check_masks,
 )
 
+# The packages of requirements.txt these functions import, each with everything it needs (the
+# image installs with --no-deps): clDice (skeleton) scikit-image and its runtime requirements; the
+# Betti numbers those and cc3d (components: metrics.instances.connected_components). A challenge
+# using them declares these in its RUNTIME_PACKAGES (tests/test_image_requirements.py checks them
+# against the installed packages' metadata).
+CLDICE_PACKAGES = ("numpy", "scipy", "scikit-image", "networkx", "pillow", "imageio", "tifffile", "lazy-loader",
+                   "packaging")
+BETTI_PACKAGES = (*CLDICE_PACKAGES, "connected-components-3d")
 SKELETON_METHODS = (None, "zhang", "lee")
 # Betti numbers need a foreground connectivity whose complement (the background's) is defined
 # by the Euler number: 4/8 in 2D, 6/26 in 3D.
