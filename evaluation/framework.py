@@ -30,32 +30,6 @@ if TYPE_CHECKING:
     from evaluation.declarations.ranking_rules import RankingRule
 
 
-def check_runtime_packages(cls: type[Evaluation]) -> None:
-    """A SetupError (exit 3, one line) when the challenge class `cls`, in a folder of
-    evaluation/challenges, needs packages (needed_packages) that its folder's RUNTIME_PACKAGES
-    leave out: its image installs only those, so it would fail on every submission. Raised when
-    the class is made, so the organizer's first local run or test says so, before any image is
-    built. A folder whose declaration cannot be read is evaluation.image_requirements' to report."""
-    needed = cls.needed_packages()
-    if not (needed and cls.name and cls.__module__.startswith("evaluation.challenges.")):
-        return
-    from evaluation.challenges import folder_of
-    from evaluation.image_requirements import DeclarationError, normalized, runtime_packages
-
-    try:
-        declared = {normalized(package) for package in runtime_packages(cls.name)}
-    except (KeyError, DeclarationError):
-        return
-    for what, packages in needed.items():
-        missing = [package for package in packages if normalized(package) not in declared]
-        if missing:
-            listed = ", ".join(f'"{package}"' for package in missing)
-            raise SetupError(f"{cls.name} declares {what}, which its image cannot run without {listed}: add "
-                             f"{'it' if len(missing) == 1 else 'them'} to RUNTIME_PACKAGES in evaluation/challenges/"
-                             f"{folder_of(cls.name)}/__init__.py and rebuild the image (it installs only the "
-                             f"packages declared there; docs/adding-a-challenge.md).")
-
-
 def log(message: str) -> None:
     """Progress for the organizers' log (stdout); participants see only stderr's last line."""
     print(message, flush=True)
@@ -95,7 +69,6 @@ class Evaluation:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_charts(cls.__name__, cls.result_charts, cls.settings_class)
-        check_runtime_packages(cls)
         if "ranked_paths" in cls.__dict__:
             cls._ranked_paths_set_by_hand = True
         cls.derive_ranked_paths()
@@ -125,7 +98,8 @@ class Evaluation:
         """{the part of the declaration that needs them ("ClDice"): the packages of
         requirements.txt it imports, each with everything it needs}, for what a declaration may
         add beyond its kind's own packages (the template's RUNTIME_PACKAGES). The folder's
-        RUNTIME_PACKAGES must list them: checked when the class is made (check_runtime_packages)."""
+        RUNTIME_PACKAGES must list them: checked when the registry loads the class
+        (evaluation.challenges.check_runtime_packages)."""
         return {}
 
     # ---- hooks ---------------------------------------------------------------------------

@@ -476,11 +476,12 @@ def test_a_topology_library_missing_at_run_time_is_one_line_exit_3(topology_copy
     out = tmp_path / "out"
     result = run_topology(topology_copy, out, workers=workers, packages=packages, tmp_path=tmp_path)
     assert result.returncode == 3, result.stderr[-2000:]
+    listed = ", ".join(f'"{package}"' for package in BETTI_PACKAGES)
     assert stderr_lines(result) == [
         f"{COULD_NOT}{TOPOLOGY} declares ClDice and BettiError, whose libraries this Python cannot import "
-        f"(ModuleNotFoundError: No module named '{module}' (not declared for this image)), though RUNTIME_PACKAGES "
-        f"in evaluation/challenges/{TOPOLOGY}/__init__.py declares them: rebuild the image (./build.sh {TOPOLOGY}), "
-        f"or outside an image install requirements.txt (pip install -r requirements.txt).{ASK}"]
+        f"(ModuleNotFoundError: No module named '{module}' (not declared for this image)): rebuild the image "
+        f"(./build.sh {TOPOLOGY}), whose RUNTIME_PACKAGES must list {listed}, or outside an image install "
+        f"requirements.txt (pip install -r requirements.txt).{ASK}"]
     assert "Scoring" not in result.stdout  # refused before any case was read
     assert not (out / "metrics.json").exists()
 
@@ -489,6 +490,7 @@ def test_a_class_is_checked_against_its_own_entry_of_a_folder_of_tasks():
     """A class made in a challenge folder is checked against the RUNTIME_PACKAGES entry of its
     name (a dict by task here, hecktor2025's real declaration); a class made elsewhere (a test's)
     has no folder to check, and one without topology metrics needs nothing more."""
+    from evaluation.challenges import check_runtime_packages
     from evaluation.errors import SetupError
     from evaluation.kinds.segmentation import BettiError, Dice, Segmentation
 
@@ -497,11 +499,13 @@ def test_a_class_is_checked_against_its_own_entry_of_a_folder_of_tasks():
                                               "label_metrics": metrics})
 
     with pytest.raises(SetupError) as refused:
-        make("evaluation.challenges.hecktor2025.made", (Dice(), BettiError(0)))
+        check_runtime_packages(make("evaluation.challenges.hecktor2025.made", (Dice(), BettiError(0))))
     assert str(refused.value) == (
         'hecktor2025-task1 declares BettiError, which its image cannot run without "scikit-image", "networkx", '
         '"pillow", "imageio", "tifffile", "lazy-loader", "packaging": add them to RUNTIME_PACKAGES in '
         "evaluation/challenges/hecktor2025/__init__.py and rebuild the image (it installs only the packages "
         "declared there; docs/adding-a-challenge.md).")
-    assert make(__name__, (Dice(), BettiError(0))).needed_packages() == {"BettiError": BETTI_PACKAGES}
+    outside = make(__name__, (Dice(), BettiError(0)))
+    check_runtime_packages(outside)  # no folder to check it against
+    assert outside.needed_packages() == {"BettiError": BETTI_PACKAGES}
     assert make("evaluation.challenges.hecktor2025.made", (Dice(),)).needed_packages() == {}

@@ -18,10 +18,12 @@ LAYERS = (
      "evaluation.charts"),
     ("evaluation.framework",),  # the challenge's base class: declaration and pure hooks
     ("evaluation.scheduling", "evaluation.run", "evaluation.kinds", "evaluation.launch"),  # the run; the kinds
-    ("evaluation.challenges",),  # the challenges themselves
-    # the commands: the image's, the phase pack, the final ranking, the examples, the scaffold, the build's
+    # the challenges themselves, and their folders' RUNTIME_PACKAGES read as text (the image's build
+    # runs image_requirements alone, before any package is installed)
+    ("evaluation.challenges", "evaluation.image_requirements"),
+    # the commands: the image's, the phase pack, the final ranking, the examples, the scaffold
     ("evaluation.cli", "evaluation.__main__", "evaluation.phase", "evaluation.leaderboard", "evaluation.examples",
-     "evaluation.new", "evaluation.image_requirements"),
+     "evaluation.new"),
 )
 
 # The one arrow up, by design: a Dask worker builds the challenge it is sent by its name, through

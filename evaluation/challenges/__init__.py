@@ -56,7 +56,35 @@ def declared_challenges(package: ModuleType) -> dict[str, type[Evaluation]]:
         if (isinstance(obj, type) and issubclass(obj, Evaluation) and obj.name
                 and (obj.__module__ == package.__name__ or obj.__module__.startswith(package.__name__ + "."))):
             found[obj.name] = obj
+    for cls in found.values():
+        check_runtime_packages(cls)
     return dict(sorted(found.items()))
+
+
+def check_runtime_packages(cls: type[Evaluation]) -> None:
+    """A SetupError (exit 3, one line) when the challenge class `cls`, in a folder here, needs
+    packages (its needed_packages: ClDice needs scikit-image) that its folder's RUNTIME_PACKAGES
+    leave out: its image installs only those, so it would fail on every submission. Checked when
+    the folder is loaded, so the organizer's first local run or test says so, before any image is
+    built. A folder whose declaration cannot be read is evaluation.image_requirements' to report."""
+    needed = cls.needed_packages()
+    if not (needed and cls.name and cls.__module__.startswith(__name__ + ".")):
+        return
+    from evaluation.errors import SetupError
+    from evaluation.image_requirements import DeclarationError, normalized, runtime_packages
+
+    try:
+        declared = {normalized(package) for package in runtime_packages(cls.name)}
+    except (KeyError, DeclarationError):
+        return
+    for what, packages in needed.items():
+        missing = [package for package in packages if normalized(package) not in declared]
+        if missing:
+            listed = ", ".join(f'"{package}"' for package in missing)
+            raise SetupError(f"{cls.name} declares {what}, which its image cannot run without {listed}: add "
+                             f"{'it' if len(missing) == 1 else 'them'} to RUNTIME_PACKAGES in evaluation/challenges/"
+                             f"{folder_of(cls.name)}/__init__.py and rebuild the image (it installs only the "
+                             f"packages declared there; docs/adding-a-challenge.md).")
 
 
 def folder_package(folder: str) -> ModuleType:

@@ -640,9 +640,9 @@ class Segmentation(Declared):
         """The libraries the declared topology metrics compute with (scikit-image's modules, cc3d
         for BettiError), imported before any case is read (the forked workers inherit them); if
         one cannot be, a SetupError (exit 3, one line) saying what the image lacks, never a case's
-        traceback. The image installs only RUNTIME_PACKAGES, and check_runtime_packages refuses a
-        declaration that leaves these out, so here it is a Python whose packages are not what the
-        folder declares (or a folder whose declaration cannot be read)."""
+        traceback. The image installs only RUNTIME_PACKAGES, and the registry refuses a declaration
+        that leaves these out (evaluation.challenges.check_runtime_packages), so here it is a
+        Python whose packages are not what the folder declares."""
         # (module, what of it): scikit-image's subpackages load their functions lazily, on first use
         uses = dict.fromkeys(use for metric in cls.label_metrics if metric.topology for use in (
             (("skimage.measure", "euler_number"), ("cc3d", "connected_components")) if isinstance(metric, BettiError)
@@ -655,27 +655,15 @@ class Segmentation(Declared):
 
     @classmethod
     def _topology_libraries_missing(cls, error: ImportError) -> str:
-        """The one sentence of import_topology_libraries' SetupError: the packages to add to
-        RUNTIME_PACKAGES, or, when the folder declares them all, that this Python lacks one."""
-        from evaluation.challenges import folder_of
-        from evaluation.image_requirements import DeclarationError, normalized, runtime_packages
-
+        """The one sentence of import_topology_libraries' SetupError. The registry has checked
+        that the folder's RUNTIME_PACKAGES list the packages (evaluation.challenges), so this
+        Python is not the image the folder declares: rebuilt, or requirements.txt installed."""
         ((what, needed),) = cls.needed_packages().items()
-        said = (f"{cls.name or cls.__name__} declares {what}, whose libraries this Python cannot import "
-                f"({type(error).__name__}: {error})")
-        folder = folder_of(cls.name) if cls.name else None
-        where = f"evaluation/challenges/{folder}/__init__.py" if folder else "the challenge folder's __init__.py"
-        try:
-            declared = {normalized(package) for package in runtime_packages(cls.name)} if folder else set()
-        except (KeyError, DeclarationError):
-            declared = set()
-        missing = [package for package in needed if normalized(package) not in declared]
-        if not missing:
-            return (f"{said}, though RUNTIME_PACKAGES in {where} declares them: rebuild the image (./build.sh "
-                    f"{cls.name}), or outside an image install requirements.txt (pip install -r requirements.txt).")
-        listed = ", ".join(f'"{package}"' for package in missing)
-        return (f"{said}: add {listed} to RUNTIME_PACKAGES in {where} and rebuild the image (outside an image: pip "
-                f"install -r requirements.txt).")
+        name = cls.name or cls.__name__
+        listed = ", ".join(f'"{package}"' for package in needed)
+        return (f"{name} declares {what}, whose libraries this Python cannot import ({type(error).__name__}: "
+                f"{error}): rebuild the image (./build.sh {name}), whose RUNTIME_PACKAGES must list {listed}, or "
+                f"outside an image install requirements.txt (pip install -r requirements.txt).")
 
     @classmethod
     def case_columns(cls) -> tuple[Column, ...]:
