@@ -174,14 +174,9 @@ def test_ground_truth_problems_are_the_organizers(tmp_path, reference, message):
 
 @pytest.fixture(scope="module")
 def scaffolded_landmarks(tmp_path_factory) -> Path:
-    from tests.test_new import repository_copy
+    from tests.test_new import scaffolded_copy
 
-    copy = repository_copy(tmp_path_factory.mktemp("landmarks") / "repo")
-    made = subprocess.run([sys.executable, "-m", "evaluation.new", "acmelmk", "--template", "landmarks"], cwd=copy,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-                          timeout=300)
-    assert made.returncode == 0, made.stdout + made.stderr
-    return copy
+    return scaffolded_copy(tmp_path_factory.mktemp("landmarks") / "repo", "acmelmk", "landmarks")
 
 
 def changed(edit):

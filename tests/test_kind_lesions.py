@@ -496,14 +496,11 @@ def test_no_positive_case_exits_3_through_the_command(tmp_path):
 
     import SimpleITK as sitk
 
-    from tests.test_new import repository_copy
+    from tests.test_new import scaffolded_copy
 
-    copy = repository_copy(tmp_path / "repo")
     environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     name = "acmepositive"
-    made = subprocess.run([sys.executable, "-m", "evaluation.new", name, "--template", "lesions"], cwd=copy,
-                          capture_output=True, text=True, env=environment, timeout=300)
-    assert made.returncode == 0, made.stdout + made.stderr
+    copy = scaffolded_copy(tmp_path / "repo", name, "lesions")
     declaration = copy / "evaluation" / "challenges" / name / "__init__.py"
     text, replaced = re.subn(r"ranked_metrics: ClassVar = \{.*\}",
                              'ranked_metrics: ClassVar = {"dice": "mean_positive", "fp_volume": "mean"}',

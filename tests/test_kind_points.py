@@ -475,14 +475,9 @@ def test_an_ignored_point_is_still_checked(tmp_path):
 
 @pytest.fixture(scope="module")
 def scaffolded_points(tmp_path_factory) -> Path:
-    from tests.test_new import repository_copy
+    from tests.test_new import scaffolded_copy
 
-    copy = repository_copy(tmp_path_factory.mktemp("points") / "repo")
-    made = subprocess.run([sys.executable, "-m", "evaluation.new", "acmepts", "--template", "points"], cwd=copy,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-                          timeout=300)
-    assert made.returncode == 0, made.stdout + made.stderr
-    return copy
+    return scaffolded_copy(tmp_path_factory.mktemp("points") / "repo", "acmepts", "points")
 
 
 def first_output(input_dir: Path) -> Path:

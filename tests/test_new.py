@@ -56,6 +56,17 @@ def repository_copy(target: Path) -> Path:
     return target
 
 
+def scaffolded_copy(target: Path, name: str, template: str) -> Path:
+    """repository_copy in `target` with `python -m evaluation.new NAME --template TEMPLATE` run in
+    it (a real scaffold, in a process of its own): the copy's root."""
+    copy = repository_copy(target)
+    made = subprocess.run([sys.executable, "-m", "evaluation.new", name, "--template", template], cwd=copy,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                          timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr
+    return copy
+
+
 # One scaffold per template, each in a folder of its own whose names start differently (a letter
 # each); the segmentation challenge's name has a "-" (a folder of tasks: acmeXseg/ holding the
 # subpackage acmeXseg_task1/, page acmeXseg.md), and a second task of another template is added
