@@ -73,6 +73,36 @@ class ClassOutput(Classification):
     ranked_metrics = (cohen_kappa("quadratic"), balanced_accuracy(), f1(), accuracy())
 
 
+class BinaryDecided(Classification):
+    name = "kindtest-decided"
+    classes = ("benign", "malignant")
+    decision_socket = "malignancy-decision"
+    ranked_metrics = (roc_auc(), average_precision(), sensitivity_at_specificity(0.9), balanced_accuracy(),
+                      cohen_kappa(), f1(), accuracy(), sensitivity(), specificity())
+
+
+class MulticlassDecided(Classification):
+    name = "kindtest-multiclass-decided"
+    task = "multiclass"
+    classes = ("mild", "moderate", "severe")
+    decision_socket = "grade"
+    ranked_metrics = (roc_auc(), average_precision(), balanced_accuracy(), cohen_kappa("quadratic"), f1(),
+                      f1("micro"), accuracy())
+
+
+class MulticlassSocketsDecided(MulticlassDecided):
+    name = "kindtest-sockets-decided"
+    sockets = "per_class"
+
+
+class MultilabelDecided(Classification):
+    name = "kindtest-multilabel-decided"
+    task = "multilabel"
+    classes = ("edema", "effusion", "nodule")
+    decision_socket = "findings"
+    ranked_metrics = (roc_auc(), average_precision(), balanced_accuracy(), f1(), f1("micro"), accuracy())
+
+
 class Targets(Regression):
     name = "kindtest-regression"
     targets = {"volume": "volume (ml)", "age": "age (years)"}

@@ -345,3 +345,195 @@ def test_the_ranking_is_declared_by_name():
         type("Cases", (kind.Classification,), {"name": "kindtest-cases", "ranking": "case_rank_then_mean"})
     with pytest.raises(TypeError, match="not one of"):
         type("Other", (kind.Classification,), {"name": "kindtest-other", "ranking": "borda"})
+
+
+# ---- the job's own decision beside its likelihood (decision_socket) ----------------------------------
+
+
+def sklearn_binary_decided(y, s, d, w=None):
+    """The ranking metrics of the likelihoods `s`, the decision metrics of the decisions `d`."""
+    return {"roc_auc": roc_auc_score(y, s, sample_weight=w),
+            "average_precision": average_precision_score(y, s, sample_weight=w),
+            "sensitivity_at_specificity_90": sensitivity_at_specificity(y, s, 0.9, w),
+            "balanced_accuracy": balanced_accuracy_score(y, d, sample_weight=w),
+            "cohen_kappa": cohen_kappa_score(y, d, sample_weight=w),
+            "f1": f1_score(y, d, sample_weight=w),
+            "accuracy": accuracy_score(y, d, sample_weight=w),
+            "sensitivity": recall_score(y, d, sample_weight=w, pos_label=1),
+            "specificity": recall_score(y, d, sample_weight=w, pos_label=0)}
+
+
+def binary_decided_case(tmp_path, n=60, seed=8):
+    """Likelihoods as binary_case's and the participant's own decisions: their likelihood at its
+    own threshold (0.35), a tenth of them flipped, written as class names, 0/1 and false/true."""
+    ground_truth, _, y, s = binary_case(tmp_path, n=n, seed=seed)
+    rng = np.random.default_rng(seed + 100)
+    d = (s >= 0.35).astype(int)
+    flipped = rng.random(n) < 0.1
+    d[flipped] = 1 - d[flipped]
+    spellings = (lambda k: ("benign", "malignant")[k], int, bool)
+    outputs = {c: {"likelihood": float(v), "malignancy-decision": spellings[i % 3](int(k))}
+               for i, (c, v, k) in enumerate(zip(case_ids(n), s, d, strict=True))}
+    return ground_truth, write_jobs(tmp_path / "decided", outputs), y, s, d
+
+
+def test_binary_decisions_from_their_socket_are_scikit_learns_through_the_command(package, tmp_path):
+    """decision_socket: AUC, AP and the sensitivity at 90% specificity read the likelihoods;
+    balanced accuracy, kappa, F1, accuracy, sensitivity and specificity read the job's decisions
+    (not the likelihoods at 0.5): each scikit-learn's on the same data, through the real command."""
+    ground_truth, input_dir, y, s, d = binary_decided_case(tmp_path)
+    result = run(package, "kindtest-decided", ground_truth, input_dir, tmp_path / "out")
+    assert result.code == 0, result.stderr
+    metrics = result.metrics
+    for key, value in sklearn_binary_decided(y, s, d).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    at_half = balanced_accuracy_score(y, s >= 0.5)
+    assert abs(metrics["aggregates"]["balanced_accuracy"] - at_half) > 0.01  # the job's decisions, not 0.5's
+    assert metrics["cases"]["case-001"] == {"likelihood": float(s[1]),
+                                            "decision": ("benign", "malignant")[int(d[1])]}
+    assert metrics["settings"]["decision_socket"] == "malignancy-decision" and "threshold" not in metrics["settings"]
+    assert metrics["aggregates"]["malignant"]["sensitivity"] == pytest.approx(recall_score(y, d), rel=1e-12)
+
+
+def test_binary_decisions_weights_are_repeated_cases(tmp_path):
+    ground_truth, input_dir, y, s, d = binary_decided_case(tmp_path, n=40, seed=9)
+    evaluation = DECLARED.BinaryDecided(ground_truth)
+    results = case_results(evaluation, input_dir)
+    counts = count_rows(np.random.default_rng(5), len(y))
+    computed = evaluation.aggregate(results, counts)
+    for row, weights in enumerate(counts):
+        repeated = sklearn_binary_decided(np.repeat(y, weights), np.repeat(s, weights), np.repeat(d, weights))
+        for key, value in repeated.items():
+            assert computed[f"aggregates.{key}"][row] == pytest.approx(value, rel=1e-12, abs=1e-12), (row, key)
+
+
+def test_multiclass_and_multilabel_decisions_from_their_socket_are_scikit_learns(tmp_path):
+    names = ("mild", "moderate", "severe")
+    ground_truth, _, y, p = multiclass_case(tmp_path / "multiclass", seed=4)
+    rng = np.random.default_rng(40)
+    d = np.where(rng.random(len(y)) < 0.6, y, rng.integers(0, 3, len(y)))  # not the largest likelihood's class
+    assert (d != p.argmax(axis=1)).sum() > 5
+    outputs = {c: {"likelihood": row.tolist(), "grade": names[k]} for c, row, k in zip(case_ids(len(y)), p, d,
+                                                                                       strict=True)}
+    metrics = evaluated(DECLARED.MulticlassDecided(ground_truth), write_jobs(tmp_path / "mc-input", outputs))
+    labels = [0, 1, 2]
+    expected = {"roc_auc": roc_auc_score(y, p, multi_class="ovr", average="macro", labels=labels),
+                "average_precision": float(np.mean([average_precision_score(y == c, p[:, c]) for c in labels])),
+                "balanced_accuracy": balanced_accuracy_score(y, d),
+                "cohen_kappa_quadratic": cohen_kappa_score(y, d, labels=labels, weights="quadratic"),
+                "f1": f1_score(y, d, labels=labels, average="macro"),
+                "f1_micro": f1_score(y, d, labels=labels, average="micro"),
+                "accuracy": accuracy_score(y, d)}
+    for key, value in expected.items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    # one likelihood socket per class, and the decision's socket beside them
+    sockets = DECLARED.MulticlassSocketsDecided.settings_class
+    assert [name for name, _ in sockets.socket_fields()] == ["input_socket", "decision_socket", "mild_socket",
+                                                             "moderate_socket", "severe_socket"]
+    slugs = ("mild-likelihood", "moderate-likelihood", "severe-likelihood")
+    per_class = {c: {**dict(zip(slugs, row.tolist(), strict=True)), "grade": names[k]}
+                 for c, row, k in zip(case_ids(len(y)), p, d, strict=True)}
+    by_sockets = evaluated(DECLARED.MulticlassSocketsDecided(ground_truth), write_jobs(tmp_path / "pc-input",
+                                                                                         per_class))
+    assert by_sockets["aggregates"] == metrics["aggregates"]
+
+    classes = ("edema", "effusion", "nodule")
+    ground_truth, _, y, s = multilabel_case(tmp_path / "multilabel", seed=6)
+    d = (s >= 0.3).astype(int)  # the participant's threshold, per label
+    outputs = {c: {"likelihood": row.tolist(), "findings": [classes[k] for k in range(3) if on[k]]}
+               for c, row, on in zip(case_ids(len(y)), s, d, strict=True)}
+    metrics = evaluated(DECLARED.MultilabelDecided(ground_truth), write_jobs(tmp_path / "ml-input", outputs))
+    expected = {"roc_auc": roc_auc_score(y, s, average="macro"),
+                "average_precision": average_precision_score(y, s, average="macro"),
+                "balanced_accuracy": float(np.mean([balanced_accuracy_score(y[:, c], d[:, c]) for c in range(3)])),
+                "f1": f1_score(y, d, average="macro"), "f1_micro": f1_score(y, d, average="micro"),
+                "accuracy": accuracy_score(y, d)}
+    for key, value in expected.items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    assert metrics["aggregates"]["f1"] != pytest.approx(f1_score(y, s >= 0.5, average="macro"), abs=1e-3)
+
+
+HOSTILE_DECISIONS = [
+    ("kindtest-decided", b'"maybe"', "is \"maybe\"; it must be one of the class names"),
+    ("kindtest-decided", b'"Malignant"', "is \"Malignant\""),
+    ("kindtest-decided", b"2", "is 2; it must be one of the class names ['benign', 'malignant'], 0 or 1, or false"),
+    ("kindtest-decided", b"0.7", "is 0.7;"),
+    ("kindtest-decided", b"1.0", "is 1.0;"),
+    ("kindtest-decided", b"null", "is null;"),
+    ("kindtest-decided", b'["malignant"]', "is a list;"),
+    ("kindtest-decided", b"{broken", "malignancy-decision"),
+    ("kindtest-decided", None, "malignancy-decision"),  # the job wrote no decision
+    ("kindtest-multiclass-decided", b'"catastrophic"', "is \"catastrophic\"; it must be one of the class names"),
+    ("kindtest-multiclass-decided", b"1", "is 1; it must be one of the class names ['mild', 'moderate', 'severe']."),
+    ("kindtest-multiclass-decided", b"true", "is a boolean;"),
+    ("kindtest-multilabel-decided", b'"edema"', "must be a list of class names"),
+    ("kindtest-multilabel-decided", b'["edema", "tumour"]', "must be a list of class names"),
+    ("kindtest-multilabel-decided", b"[0, 1]", "must be a list of class names"),
+]
+
+
+@pytest.mark.parametrize("challenge, written, message", HOSTILE_DECISIONS)
+def test_hostile_decisions_fail_naming_the_case(package, tmp_path, challenge, written, message):
+    """A decision that is not one of the declared classes (binary also 0/1 or false/true), or no
+    decision at all, as a real file through the real command: exit 1, no metrics.json, the last
+    line one sentence naming the case (and the socket)."""
+    ids = case_ids(6)
+    if challenge == "kindtest-decided":
+        truth, socket = {c: i % 2 for i, c in enumerate(ids)}, "malignancy-decision"
+        valid = {"likelihood": 0.5, socket: "benign"}
+    elif challenge == "kindtest-multiclass-decided":
+        truth, socket = {c: ("mild", "moderate", "severe")[i % 3] for i, c in enumerate(ids)}, "grade"
+        valid = {"likelihood": [0.2, 0.3, 0.5], socket: "severe"}
+    else:
+        truth = {c: [("edema", "effusion", "nodule")[i % 3]] for i, c in enumerate(ids)}
+        truth[ids[-1]], socket = [], "findings"
+        valid = {"likelihood": [0.2, 0.3, 0.5], socket: ["nodule"]}
+    outputs = {c: dict(valid) for c in ids}
+    if written is None:
+        del outputs["case-004"][socket]
+    else:
+        outputs["case-004"][socket] = written
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    result = run(package, challenge, ground_truth, write_jobs(tmp_path / "input", outputs), tmp_path / "out")
+    assert_one_line_naming(result, "case-004")
+    assert message in result.last_error_line and f"'{socket}'" in result.last_error_line, result.last_error_line
+
+
+def test_the_valid_decisions_score_through_the_command(package, tmp_path):
+    """The hostile runs' layout with every decision valid: exit 0 (their failures are the
+    hostile value's)."""
+    ids = case_ids(6)
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: i % 2 for i, c in enumerate(ids)})
+    outputs = {c: {"likelihood": 0.1 * i, "malignancy-decision": [False, 1, "benign"][i % 3]}
+               for i, c in enumerate(ids)}
+    result = run(package, "kindtest-decided", ground_truth, write_jobs(tmp_path / "input", outputs), tmp_path / "out")
+    assert result.code == 0, result.stderr
+    d = [0, 1, 0, 0, 1, 0]
+    assert result.metrics["aggregates"]["accuracy"] == pytest.approx(accuracy_score([0, 1] * 3, d))
+
+
+def test_a_decision_socket_the_likelihood_also_names_is_the_organizers(package, tmp_path):
+    """config.json naming the likelihood's socket for the decision, or setting a threshold no one
+    applies, exits 3 naming the setting."""
+    ids = case_ids(4)
+    outputs = write_jobs(tmp_path / "input", {c: {"likelihood": 0.5, "malignancy-decision": 1} for c in ids})
+    for number, (config, message) in enumerate((({"decision_socket": "likelihood"}, "'decision_socket' names the "
+                                                 "socket 'likelihood' that 'output_socket' names"),
+                                                ({"threshold": 0.3}, "unknown setting(s) 'threshold'"))):
+        ground_truth = write_ground_truth(tmp_path / f"gt-{number}", {c: i % 2 for i, c in enumerate(ids)}, config)
+        result = run(package, "kindtest-decided", ground_truth, outputs, tmp_path / f"out-{number}")
+        assert result.code == 3 and not result.wrote_metrics, result.stderr
+        assert message in result.last_error_line, result.last_error_line
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"decision_socket": "decision", "output": "class", "ranked_metrics": (kind.f1(),)}, "class is its decision"),
+    ({"decision_socket": "likelihood"}, "names the socket 'likelihood' that 'output_socket' names"),
+    ({"decision_socket": 1}, "must be a socket's slug"),
+    ({"decision_socket": " decision"}, "must be a socket's slug"),
+    ({"task": "multiclass", "classes": ("a", "b", "c"), "sockets": "per_class", "decision_socket": "b-likelihood"},
+     "that 'b_socket' names"),
+])
+def test_a_decision_socket_that_cannot_run_is_refused_at_import(attributes, message):
+    with pytest.raises(TypeError, match=message):
+        type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})

@@ -264,3 +264,154 @@ def test_classes_per_instance_score_as_the_class_map(tmp_path):
             run.evaluate(NucleiPerInstance(ground_truth), folder)
         text = str(raised.value)
         assert text.startswith("Case image-0: the instances' classes") and message in text and "\n" not in text
+
+
+# ---- the class-agnostic PQ beside the per-class one ----------------------------------------------
+
+
+class NucleiAgnostic(Nuclei):
+    """Nuclei's classes, ranked on the per-class PQ and the class-agnostic PQ, SQ and RQ."""
+
+    name = "test-instances-agnostic"
+    ranked_metrics: ClassVar = {"pq": "pooled", "class_agnostic_pq": "pooled", "class_agnostic_sq": "mean",
+                                "class_agnostic_rq": "median"}
+
+
+def swapped_classes(rng: np.random.Generator, count: int):
+    """Cases {image id: (truth, truth classes, prediction, predicted classes)}: the prediction moved
+    and thinned by `predicted`, each predicted instance of the class of the true instance it was
+    moved from (a false one of either), and a third of them given the other class, so that the
+    class-agnostic and the per-class values part; one image empty on both sides."""
+    cases = {}
+    for number in range(count):
+        truth, truth_classes = discs(rng, SIZE, int(rng.integers(8, 16)))
+        prediction = predicted(rng, truth, truth_classes)[0]
+        prediction_classes = np.zeros(SIZE, np.uint8)
+        for label in np.unique(prediction[prediction > 0]).tolist():
+            inside = prediction == label
+            kind = int(truth_classes[truth == label].max()) if (truth == label).any() else int(rng.integers(1, 3))
+            prediction_classes[inside] = 3 - kind if rng.random() < 1 / 3 else kind
+        cases[f"image-{number}"] = (truth, truth_classes, prediction.astype(np.uint16), prediction_classes)
+    empty = np.zeros(SIZE, np.int32)
+    cases["image-empty"] = (empty, empty.astype(np.uint8), empty.astype(np.uint16), empty.astype(np.uint8))
+    return cases
+
+
+def write_cases(folder, cases) -> tuple:
+    ground_truth = folder / "ground-truth"
+    for case_id, (truth, truth_classes, _, _) in cases.items():
+        write_image(ground_truth / f"{case_id}.mha", truth)
+        write_image(ground_truth / CLASS_FOLDER / f"{case_id}.mha", truth_classes)
+    write_submission(folder / "input", {case_id: {INSTANCES: (p, None), CLASSES: (pc, None)}
+                                        for case_id, (_, _, p, pc) in cases.items()})
+    return ground_truth, folder / "input"
+
+
+def test_class_agnostic_pq_through_the_command_equals_numpy_and_panoptica(tmp_path):
+    """A scaffolded instances challenge declaring the class-agnostic PQ, SQ and RQ beside the
+    per-class PQ, run by the real command on real files: each image's class-agnostic values are
+    CoNIC's counts on the whole instance maps and panoptica's PQ; pooled, mean and median over the
+    images as declared; the value differs from the mean of the per-class PQ."""
+    pytest.importorskip("panoptica")
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.test_new import repository_copy
+
+    copy = repository_copy(tmp_path / "repo")
+    environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    name = "acmeagnostic"
+    made = subprocess.run([sys.executable, "-m", "evaluation.new", name, "--template", "instances"], cwd=copy,
+                          capture_output=True, text=True, env=environment, timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr
+    declaration = copy / "evaluation" / "challenges" / name / "__init__.py"
+    text, replaced = re.subn(r"ranked_metrics: ClassVar = \{.*\}",
+                             'ranked_metrics: ClassVar = {"pq": "pooled", "class_agnostic_pq": "pooled", '
+                             '"class_agnostic_sq": "mean", "class_agnostic_rq": "median"}', declaration.read_text())
+    assert replaced == 1
+    declaration.write_text(text)
+    cases = swapped_classes(np.random.default_rng(21), 5)
+    ground_truth, input_dir = write_cases(tmp_path, cases)
+    ran = subprocess.run([sys.executable, "-m", "evaluation", name, "--ground-truth", str(ground_truth), "--input",
+                          str(input_dir), "--output", str(tmp_path / "out")], cwd=copy, capture_output=True,
+                         text=True, env=environment, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+
+    counts = {case_id: conic_counts(t, p) for case_id, (t, _, p, _) in cases.items()}
+    per_image = {case_id: quality(*counted) for case_id, counted in counts.items()}
+    for case_id, (t, _, p, _) in cases.items():
+        entry = metrics["cases"][case_id]["class_agnostic"]
+        assert [entry[key] for key in ("tp", "fp", "fn")] == list(counts[case_id][:3]), case_id
+        assert [entry[key] for key in ("pq", "sq", "rq")] == pytest.approx(per_image[case_id], rel=1e-12), case_id
+        if t.any():
+            assert entry["pq"] == pytest.approx(panoptica_quality(t, p, 0.5).pq, rel=1e-12), case_id
+    assert metrics["cases"]["image-empty"]["class_agnostic"]["pq"] == 1.0  # nothing on either side
+    table = np.array([per_image[case_id] for case_id in sorted(cases)])
+    summed = np.sum(list(counts.values()), axis=0)
+    agnostic = metrics["aggregates"]["class_agnostic"]
+    assert agnostic["pq"]["pooled"] == pytest.approx(quality(*summed)[0], rel=1e-12)
+    assert agnostic["sq"]["mean"] == pytest.approx(table[:, 1].mean(), rel=1e-12)
+    assert agnostic["rq"]["median"] == pytest.approx(np.median(table[:, 2]), rel=1e-12)
+    assert agnostic["counts"] == {"tp": int(summed[0]), "fp": int(summed[1]), "fn": int(summed[2]),
+                                  "iou_sum": pytest.approx(summed[3], rel=1e-12)}
+    # the per-class mPQ is still there, and the class-agnostic PQ is not the mean of the per-class ones
+    per_class = [quality(*np.sum([conic_counts(np.where(tc == label, t, 0), np.where(pc == label, p, 0))
+                                  for t, tc, p, pc in cases.values()], axis=0))[0] for label in (1, 2)]
+    assert metrics["aggregates"]["pq_pooled"] == pytest.approx(np.mean(per_class), rel=1e-12)
+    assert agnostic["pq"]["pooled"] > np.mean(per_class) + 0.05  # a swapped class is a TP here, a FN and a FP there
+    # the phase's leaderboard ranks the declared paths, in the declared order
+    phase = subprocess.run([sys.executable, "-m", "evaluation.phase", name], cwd=copy, capture_output=True, text=True,
+                           env=environment, timeout=300)
+    assert phase.returncode == 0, phase.stderr
+    board = json.loads(phase.stdout)[0]
+    assert board["score_jsonpath"] == "aggregates.pq_pooled"
+    assert [column["path"] for column in board["extra_results_columns"]] == [
+        "aggregates.class_agnostic.pq.pooled", "aggregates.class_agnostic.sq.mean",
+        "aggregates.class_agnostic.rq.median"]
+
+
+def test_class_agnostic_weights_are_repeated_images(tmp_path):
+    """Each row of image counts (the final ranking's bootstrap) gives the class-agnostic values of
+    the images repeated that often, by a direct count."""
+    cases = swapped_classes(np.random.default_rng(22), 4)
+    ground_truth, input_dir = write_cases(tmp_path, cases)
+    evaluation = NucleiAgnostic(ground_truth)
+    from evaluation.run import matched_cases, score_case
+
+    results = {case.case_id: score_case(evaluation, case) for case in matched_cases(evaluation, input_dir)}
+    ids = sorted(cases)
+    counts = np.array([[1] * len(ids), [0, 2, 1, 3, 1], [3, 0, 0, 1, 2]])
+    computed = evaluation.aggregate(results, counts)
+    per_image = np.array([conic_counts(cases[c][0], cases[c][2]) for c in ids], dtype=np.float64)
+    qualities = np.array([quality(*row) for row in per_image])
+    for row, weights in enumerate(counts):
+        assert computed["aggregates.class_agnostic.pq.pooled"][row] == pytest.approx(
+            quality(*(weights @ per_image))[0], rel=1e-12)
+        assert computed["aggregates.class_agnostic.sq.mean"][row] == pytest.approx(
+            np.repeat(qualities[:, 1], weights).mean(), rel=1e-12)
+        assert computed["aggregates.class_agnostic.rq.median"][row] == pytest.approx(
+            np.median(np.repeat(qualities[:, 2], weights)), rel=1e-12)
+
+
+def test_class_agnostic_declarations_are_checked_at_import():
+    def declare(labels, **ranked):
+        return type("Bad", (Instances,), {"name": "bad", "labels": labels, "ranked_metrics": ranked})
+
+    with pytest.raises(TypeError, match="'class_agnostic_pq' with one label is 'pq' of that label"):
+        declare({1: "nucleus"}, class_agnostic_pq="pooled")
+    with pytest.raises(TypeError, match=r"unknown metric 'class_agnostic_dice'.*class_agnostic_rq"):
+        declare({1: "a", 2: "b"}, class_agnostic_dice="mean")
+    with pytest.raises(TypeError, match="not a usable label name"):
+        declare({1: "class_agnostic", 2: "b"}, pq="pooled")
+    composite = type("Composite", (Instances,), {
+        "name": "composite", "labels": {1: "a", 2: "b"}, "labels_ranked": "each",
+        "ranked_metrics": {"pq": "pooled", "class_agnostic_pq": "pooled"},
+        "composite": {"pq": 0.5, "class_agnostic_pq": 0.5}})
+    assert composite.ranked_paths == ("aggregates.score", "aggregates.a.pq.pooled", "aggregates.b.pq.pooled",
+                                      "aggregates.class_agnostic.pq.pooled")
+    assert list(composite.composite_parts) == ["aggregates.pq_pooled"]  # the agnostic part is ranked itself
+    assert [c.path for c in composite.case_columns()] == ["a.pq", "b.pq", "class_agnostic.pq"]

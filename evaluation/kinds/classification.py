@@ -15,6 +15,15 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
 - `sockets`: "one" (the setting `output_socket` holds the value) or "per_class" (multi-class and
   multi-label likelihoods: one socket per class, each one number, the settings
   `<class>_socket`, default "<class>-likelihood") ["one"];
+- `decision_socket`: "" (the organizer's rule decides: the settings' threshold, or the largest
+  likelihood) or the slug of a second output socket where the job writes its own decision beside
+  its likelihood(s), the participant choosing the threshold: a class name (binary also 0 or 1,
+  false or true; multi-label a list of class names), the default of the setting
+  `decision_socket` (config.json may rename it; the setting `threshold` is then gone). The
+  ranked values that read likelihoods (AUC, average precision, sensitivity at a specificity)
+  read the likelihood socket, those that read decisions (F1, sensitivity, specificity,
+  balanced accuracy, kappa, accuracy) the decision socket. Not with output "class" (the class is
+  the decision already) [""];
 - `ranked_metrics`: the ranked values, the first the leaderboard's score, built by this module's
   constructors: `roc_auc(max_fpr=None)` (a partial AUC up to max_fpr, McClish-standardised;
   multi-class: one-vs-rest macro, multi-label: macro over the labels), `average_precision()`,
@@ -29,7 +38,14 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
 - `composite`: a `Composite` (weighted sum of the metrics by key), ranked first [None];
 - `settings_class`: `ClassificationSettings` (input_socket, output_socket ["likelihood"],
   threshold [0.5]: a likelihood at or above it is a positive decision; multi-class decides by
-  the largest likelihood, the first class on a tie).
+  the largest likelihood, the first class on a tie); with `decision_socket` declared, the
+  setting `decision_socket` in place of `threshold`.
+
+Who decides is a choice with consequences: a threshold the organizer fixes (0.5) makes the
+decision metrics rank how well calibrated the likelihoods happen to be around it, a model of
+perfect ranking (AUC 1) scoring a balanced accuracy of 0.5 when all its likelihoods lie below
+0.5; a decision socket lets each participant pick the operating point, as a clinical use would,
+and the AUC still ranks the likelihoods whatever that point.
 
 The ground truth is one JSON file {case id: class}: binary 0 or 1 (or a class name),
 multi-class a class name (or its index), multi-label a list of class names; every class
@@ -53,12 +69,13 @@ import numpy as np
 
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
-from evaluation.errors import SubmissionError
+from evaluation.errors import SetupError, SubmissionError
 from evaluation.kinds.declared import (
     CaseSettings,
     Declared,
     Ranked,
     reference_document,
+    remade_settings,
     settings_with_sockets,
     socket_slugs,
 )
@@ -81,8 +98,9 @@ from evaluation.metrics.confusion import (
     specificity_score,
 )
 from evaluation.platform.cases import Case
+from evaluation.platform.locations import CONFIG_FILE
 from evaluation.reading.values import finite_numbers, json_type, shown
-from evaluation.settings import JSON_OUTPUT, setting
+from evaluation.settings import JSON_OUTPUT, Settings, setting
 
 TASKS = ("binary", "multiclass", "multilabel")
 OUTPUTS = ("likelihood", "class")
@@ -99,6 +117,28 @@ class ClassificationSettings(CaseSettings):
                                      "or a class")
     threshold: float = setting(0.5, minimum=0.0, maximum=1.0,
                                doc="a likelihood at or above this is a positive decision (binary and multi-label)")
+
+
+@dataclass(frozen=True)
+class DecisionSocketSettings(Settings):
+    """The base of the settings of a challenge whose job writes its decision to a socket of its
+    own (`decision_socket`): that socket is not one the likelihoods are read from."""
+
+    def check(self) -> None:
+        super().check()
+        problem = decision_socket_problem(self)
+        if problem is not None:
+            raise SetupError(f"{CONFIG_FILE}: {problem}.")
+
+
+def decision_socket_problem(settings: Settings) -> str | None:
+    """What is wrong with the decision socket beside the likelihood socket(s), or None."""
+    decision = settings.decision_socket
+    for name, value in settings.as_dict().items():
+        if name.endswith("_socket") and name not in ("decision_socket", "input_socket") and value == decision:
+            return (f"setting 'decision_socket' names the socket {decision!r} that {name!r} names; the decision and "
+                    f"the likelihood are read from sockets of their own")
+    return None
 
 
 @dataclass(frozen=True)
@@ -276,6 +316,8 @@ class Classification(Declared):
     classes: ClassVar[tuple[str, ...]] = ("negative", "positive")
     output: ClassVar[str] = "likelihood"
     sockets: ClassVar[str] = "one"
+    # "" : the threshold (or the largest likelihood) decides; a slug: the job writes its decision there
+    decision_socket: ClassVar[str] = ""
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
     composite: ClassVar[Composite | None] = None
     settings_class = ClassificationSettings
@@ -286,11 +328,32 @@ class Classification(Declared):
         parts = {metric.key: _metric_ranked(metric, cls.task, len(cls.classes)) for metric in cls.ranked_metrics}
         if "ranked" not in cls.__dict__:
             cls.ranked = with_composite(cls.composite, parts)
-        if cls.sockets == "per_class" and "settings_class" not in cls.__dict__:
-            cls.settings_class = settings_with_sockets(
-                ClassificationSettings, cls, cls.classes, lambda name: f"{name.replace('_', '-')}-likelihood",
-                "likelihood of")
+        if (cls.sockets == "per_class" or cls.decision_socket) and "settings_class" not in cls.__dict__:
+            cls.settings_class = cls.declared_settings()
+            if cls.decision_socket:
+                problem = decision_socket_problem(cls.settings_class())
+                if problem is not None:
+                    raise TypeError(f"{cls.__name__}: {problem}")
         super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def declared_settings(cls) -> type[Settings]:
+        """ClassificationSettings as the declaration changes them: the setting `decision_socket`
+        (default the declared slug) in place of `threshold`; one likelihood socket per class."""
+        settings, base = ClassificationSettings, Settings
+        if cls.decision_socket:
+            base = DecisionSocketSettings
+            words = ("decision", "decisions", "class", "classes", "label", "diagnosis")
+            decision = setting(cls.decision_socket, socket=JSON_OUTPUT, hints=words,
+                               doc="output socket read: the job's decision, a class name (binary also 0 or 1, "
+                                   "false or true; multi-label a list of class names)")
+            settings = remade_settings(settings, cls, ("threshold",), [("decision_socket", str, decision)],
+                                       "The job writes its decision to a socket of its own.", base)
+        if cls.sockets == "per_class":
+            settings = settings_with_sockets(settings, cls, cls.classes,
+                                             lambda name: f"{name.replace('_', '-')}-likelihood", "likelihood of",
+                                             base)
+        return settings
 
     @classmethod
     def check_declaration(cls) -> None:
@@ -304,6 +367,12 @@ class Classification(Declared):
         if cls.sockets == "per_class" and (cls.task == "binary" or cls.output != "likelihood"):
             raise TypeError(f"{cls.__name__}: one socket per class is for the likelihoods of a multiclass or "
                             f"multilabel task")
+        if not isinstance(cls.decision_socket, str) or cls.decision_socket != cls.decision_socket.strip():
+            raise TypeError(f"{cls.__name__}: decision_socket {cls.decision_socket!r} must be a socket's slug, or "
+                            f"'' for the threshold's decisions")
+        if cls.decision_socket and cls.output != "likelihood":
+            raise TypeError(f"{cls.__name__}: a decision socket goes beside likelihoods; with output 'class' the "
+                            f"job's class is its decision already")
         names = list(cls.classes)
         if len(names) < 2 or (cls.task == "binary" and len(names) != 2):
             wanted = "2" if cls.task == "binary" else "2 or more"
@@ -369,7 +438,9 @@ class Classification(Declared):
     # ---- the job's output -------------------------------------------------------------------
 
     def read_job_prediction(self, case: Case, ground_truth: Any) -> dict[str, Any]:
-        """{"scores": the likelihood(s) or None, "decision": class index or 0/1 per label}."""
+        """{"scores": the likelihood(s) or None, "decision": class index or 0/1 per label}: the
+        decision the job's own when it writes one (output "class", or the decision socket), else
+        the threshold's (multi-class: the largest likelihood's)."""
         if self.sockets == "per_class":
             scores: float | tuple[float, ...] = tuple(
                 output_number(case.read_json(slug), case, slug, minimum=0.0, maximum=1.0)
@@ -381,24 +452,35 @@ class Classification(Declared):
                 return {"scores": None, "decision": self.read_class(case, slug, value)}
             if self.task == "binary":
                 scores = output_number(value, case, slug, minimum=0.0, maximum=1.0)
-                return {"scores": scores, "decision": int(scores >= self.settings.threshold)}
-            scores = tuple(finite_numbers(value, len(self.classes), f"{case.name}: the output {slug!r}",
-                                          "likelihood", minimum=0.0, maximum=1.0).tolist())
+            else:
+                scores = tuple(finite_numbers(value, len(self.classes), f"{case.name}: the output {slug!r}",
+                                              "likelihood", minimum=0.0, maximum=1.0).tolist())
+        if self.decision_socket:  # the participant's operating point, not the organizer's threshold
+            slug = self.settings.decision_socket
+            return {"scores": scores, "decision": self.read_class(case, slug, case.read_json(slug))}
+        if self.task == "binary":
+            return {"scores": scores, "decision": int(scores >= self.settings.threshold)}
         if self.task == "multiclass":
             return {"scores": scores, "decision": int(np.argmax(scores))}
         return {"scores": scores, "decision": tuple(int(s >= self.settings.threshold) for s in scores)}
 
     def read_class(self, case: Case, slug: str, value: Any) -> int | tuple[int, ...]:
+        """The job's class (output "class", or its decision beside the likelihoods): a class name;
+        binary also 0 or 1, false or true (the positive class being the second); multi-label a
+        list of class names. SubmissionError naming the case and the socket otherwise."""
         names = list(self.classes)
         if self.task == "multilabel":
             if not isinstance(value, list) or not all(isinstance(v, str) and v in names for v in value):
                 raise SubmissionError(f"{case.name}: the output {slug!r} is {shown(value)}; it must be a list of class "
                                       f"names of {names}.")
             return tuple(int(name in value) for name in names)
+        if self.task == "binary" and (isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))):
+            return int(value)
         if not isinstance(value, str) or value not in names:
-            found = shown(value) if isinstance(value, str) else json_type(value)
-            raise SubmissionError(f"{case.name}: the output {slug!r} is {found}; it must be one of the class names "
-                                  f"{names}.")
+            found = shown(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
+                else json_type(value)
+            wanted = f"one of the class names {names}" + (", 0 or 1, or false or true" if self.task == "binary" else "")
+            raise SubmissionError(f"{case.name}: the output {slug!r} is {found}; it must be {wanted}.")
         return names.index(value)
 
     def score_case(self, case: Case, prediction: dict[str, Any], ground_truth: Any) -> dict[str, Any]:
@@ -438,6 +520,6 @@ class Classification(Declared):
         return {"aggregates": per_class, "counts": counts}
 
 
-__all__ = ["Classification", "ClassificationSettings", "Composite", "accuracy", "average_precision",
-           "balanced_accuracy", "cohen_kappa", "f1", "roc_auc", "sensitivity", "sensitivity_at_specificity",
-           "specificity"]
+__all__ = ["Classification", "ClassificationSettings", "Composite", "DecisionSocketSettings", "accuracy",
+           "average_precision", "balanced_accuracy", "cohen_kappa", "f1", "roc_auc", "sensitivity",
+           "sensitivity_at_specificity", "specificity"]

@@ -25,7 +25,8 @@ What Declared offers every kind:
   `ranking_rule_named` checks the name once for every kind (a composite goes with "ordered"
   only). A kind or challenge may still set `ranking_rule` and `scoring_method` itself.
 - `CaseSettings`: the input socket that names the case, the base of every kind's settings;
-  `settings_with_sockets`: a kind's settings with one JSON output socket per class or target.
+  `settings_with_sockets`: a kind's settings with one JSON output socket per class or target;
+  `remade_settings`: a kind's settings with fields dropped or added as its declaration says.
 - `reference_document`: the ground truth's one JSON file {case id: entry}, for the kinds whose
   ground truth is JSON.
 """
@@ -202,8 +203,29 @@ def reference_document(truth: Origin, directory: Path, shape: str, file_name: st
     return path, document
 
 
+def remade_settings(base: type[Settings], owner: type, without: Sequence[str],
+                    added: Sequence[tuple[str, Any, Any]], doc: str, settings_base: type[Settings] = Settings
+                    ) -> type[Settings]:
+    """`base`'s settings without the fields `without`, plus `added` ((name, type, setting(...)), in
+    order), on `settings_base` (a Settings whose `check` adds rules spanning fields); the class is
+    `owner.settings_class` for pickle, its docstring `base`'s and `doc`."""
+    hints = typing.get_type_hints(base)
+    fields: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(base):
+        if f.name in without:
+            continue
+        default = {"default": f.default} if f.default is not dataclasses.MISSING else \
+            {"default_factory": f.default_factory}
+        fields.append((f.name, hints[f.name], dataclasses.field(metadata=f.metadata, **default)))
+    fields.extend(added)
+    made = dataclasses.make_dataclass(f"{owner.__name__}Settings", fields, bases=(settings_base,), frozen=True)
+    made.__module__, made.__qualname__ = owner.__module__, f"{owner.__qualname__}.settings_class"
+    made.__doc__ = f"{base.__doc__}\n\n    {doc}"
+    return made
+
+
 def settings_with_sockets(base: type[Settings], owner: type, names: Sequence[str], slug: Callable[[str], str],
-                          what: str) -> type[Settings]:
+                          what: str, settings_base: type[Settings] = Settings) -> type[Settings]:
     """`base`'s settings without its `output_socket`, plus one JSON output socket per name
     (`<name>_socket`, default `slug(name)`, one number each): a job that writes a socket per class
     or per target. Each is a setting of its own, as the phase pack and config.json name sockets
@@ -212,22 +234,12 @@ def settings_with_sockets(base: type[Settings], owner: type, names: Sequence[str
         if not name.isidentifier():
             raise TypeError(f"{owner.__name__}: {name!r} cannot name a setting ({name}_socket); one socket per "
                             f"{what} needs names that are Python identifiers")
-    hints = typing.get_type_hints(base)
-    fields: list[tuple[str, Any, Any]] = []
-    for f in dataclasses.fields(base):
-        if f.name == "output_socket":
-            continue
-        default = {"default": f.default} if f.default is not dataclasses.MISSING else \
-            {"default_factory": f.default_factory}
-        fields.append((f.name, hints[f.name], dataclasses.field(metadata=f.metadata, **default)))
+    added = []
     for name in names:
         words = tuple(word for word in re.split(r"[^a-z0-9]+", name.lower()) if word)
-        fields.append((f"{name}_socket", str, setting(slug(name), socket=JSON_OUTPUT, json_value="number", hints=words,
-                                                      doc=f"output socket read: the {what} {name}, one number")))
-    made = dataclasses.make_dataclass(f"{owner.__name__}Settings", fields, bases=(Settings,), frozen=True)
-    made.__module__, made.__qualname__ = owner.__module__, f"{owner.__qualname__}.settings_class"
-    made.__doc__ = f"{base.__doc__}\n\n    One output socket per {what}."
-    return made
+        added.append((f"{name}_socket", str, setting(slug(name), socket=JSON_OUTPUT, json_value="number", hints=words,
+                                                     doc=f"output socket read: the {what} {name}, one number")))
+    return remade_settings(base, owner, ("output_socket",), added, f"One output socket per {what}.", settings_base)
 
 
 def socket_slugs(settings: Settings, names: Sequence[str]) -> list[str]:

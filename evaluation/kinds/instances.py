@@ -19,7 +19,12 @@ The organizer declares (class attributes of the challenge; default in brackets):
   evaluation.metrics.instances ("hungarian_then_threshold" is CoNIC's and HoVer-Net's);
 - `ranked_metrics` ({"pq": "pooled"}): pq, sq, rq -> "pooled" (TP, FP, FN and the IoU sum summed over
   the images, then the ratios: CoNIC's multi-class PQ when averaged over the classes), "mean" or
-  "median" (of each image's value);
+  "median" (of each image's value); with several classes also class_agnostic_pq, class_agnostic_sq,
+  class_agnostic_rq, aggregated alike: the instance maps matched whatever the classes (PanNuke's
+  and CoNIC's "binary PQ", bPQ), ranked at aggregates.class_agnostic.<metric>.<aggregation>, in
+  the declared order among the per-class values (per_label.py). It is not the mean of the
+  per-class values: an instance found with the wrong class is a TP here, a FN and a FP there, and
+  an instance the class map splits between classes is one instance here;
 - `both_empty` (1.0): PQ, SQ and RQ of an image (or a pooled test set) with no instance on
   either side of a class;
 - `labels_ranked`, `composite`, `ranking`: evaluation/kinds/per_label.py.
@@ -28,6 +33,10 @@ Settings (config.json): the sockets (`class_output_socket` or `instance_classes_
 several classes), and
 `geometry_tolerance` (relative, on spacing, origin and
 direction; the size must be equal; images are never resampled).
+
+metrics.json: per_label.py's; with a class-agnostic metric declared, its report under
+aggregates.class_agnostic (mean, median, pooled, the summed counts) and each image's values under
+cases.<case id>.class_agnostic.
 
 Ground truth: one instance map per case, `<case id>.mha` (or .nii.gz, .nii, .nrrd), and with
 classes a class map per case in `classes/<case id>.mha`.
@@ -137,6 +146,9 @@ class Instances(PerLabel):
     assignment: ClassVar[str | None] = None
     both_empty: ClassVar[float] = 1.0
     class_output: ClassVar[str] = "map"
+    # ranked_metrics' "class_agnostic_<metric>": the instance maps scored whatever the classes
+    agnostic_entry: ClassVar[str] = "class_agnostic"
+    agnostic_title: ClassVar[str] = "class-agnostic"
 
     def __init_subclass__(cls, **kwargs) -> None:
         # the classes' socket is a setting only when there are classes to read
@@ -186,7 +198,8 @@ class Instances(PerLabel):
         return found
 
     def read_job_prediction(self, case: Case, ground_truth: Path):
-        """{class name: (true instances, predicted instances)}: the ground truth read first (its
+        """{class name: (true instances, predicted instances)}, and when a class-agnostic metric is
+        declared {"class_agnostic": the two whole instance maps}: the ground truth read first (its
         problems the organizer's), then each job image checked on its grid before decoding."""
         settings = self.settings
         tolerance = settings.geometry_tolerance
@@ -210,9 +223,12 @@ class Instances(PerLabel):
             predicted_classes = classes_of_instances(predicted, case.read_json(settings.instance_classes_socket),
                                                      tuple(self.labels), case.name)
         # the instances of each class: the instance map where the class map has that class (CoNIC)
-        return {self.labels[label]: (np.where(truth_classes.voxels == label, truth, 0),
-                                     np.where(predicted_classes == label, predicted, 0))
-                for label in sorted(self.labels)}
+        scored = {self.labels[label]: (np.where(truth_classes.voxels == label, truth, 0),
+                                       np.where(predicted_classes == label, predicted, 0))
+                  for label in sorted(self.labels)}
+        if self.agnostic_declared():  # every instance matched whatever its class (bPQ)
+            scored[self.agnostic_entry] = (truth, predicted)
+        return scored
 
     # ---- one case --------------------------------------------------------------------------
 

@@ -15,6 +15,14 @@ and the kind says what each metric is (`metric_specs`): its title, direction, it
 (a key of the case's entry) and, for a pooled aggregate, which counts are summed over the cases
 and the function of the sums. Every case's result is {label name: {key: number}}.
 
+A kind may also score every case once with all labels' objects together, regardless of their
+label (`agnostic_entry`, the key of that entry in a case's result; instances: "class_agnostic",
+the class-agnostic PQ): a metric declared as `<agnostic_entry>_<metric>` (e.g.
+"class_agnostic_pq": "pooled") ranks that entry's value with the same aggregations, one column
+whatever `labels_ranked` says. It is not the mean over the labels of the per-label values: a
+matched object whose label is wrong is a true positive there and a miss plus a false object in
+the per-label values. With one label it would repeat that label's value, and is refused.
+
 "mean_positive" averages only the cases whose ground truth holds the label (its entry's
 `positive_key` above 0), as autoPET averages Dice and FN volume over the cases with a lesion; a
 bootstrap row that draws none of them is NaN (undefined), and a test set without any such case
@@ -23,7 +31,10 @@ has no value: the run stops with a SetupError (exit 3) naming the label, since t
 metrics.json: the ranked values at aggregates.<metric>_<aggregation> (labels_ranked "mean") or
 aggregates.<label>.<metric>.<aggregation> ("each"), aggregates.score for a composite; for every
 label, aggregates.<label>.<metric> = {"mean", "median"[, "pooled"]} and aggregates.<label>.counts
-(the summed counts); each case's entry under cases.<case id>.<label>.
+(the summed counts); each case's entry under cases.<case id>.<label>. A metric of the agnostic
+entry is ranked at aggregates.<agnostic_entry>.<metric>.<aggregation>, beside the same report
+under aggregates.<agnostic_entry> and each case's entry under cases.<case id>.<agnostic_entry>
+(present only when such a metric is declared).
 """
 
 from __future__ import annotations
@@ -77,6 +88,10 @@ class PerLabel(Declared):
     # the key of a label's per-case entry that is above 0 when the case's ground truth holds the
     # label (what "mean_positive" selects); empty: the kind offers no "mean_positive"
     positive_key: ClassVar[str] = ""
+    # the key of a case's entry scored with every label's objects together, whatever their label,
+    # and how its columns are titled; empty: the kind offers none
+    agnostic_entry: ClassVar[str] = ""
+    agnostic_title: ClassVar[str] = ""
 
     @classmethod
     def metric_specs(cls) -> dict[str, MetricSpec]:
@@ -99,6 +114,26 @@ class PerLabel(Declared):
         return tuple(cls.labels[label] for label in sorted(cls.labels))
 
     @classmethod
+    def split_metric(cls, declared: str) -> tuple[str | None, str]:
+        """(the agnostic entry or None, the metric) of a key of ranked_metrics: "class_agnostic_pq"
+        -> ("class_agnostic", "pq") when the kind has that entry, "pq" -> (None, "pq")."""
+        prefix = f"{cls.agnostic_entry}_"
+        if cls.agnostic_entry and declared.startswith(prefix):
+            return cls.agnostic_entry, declared.removeprefix(prefix)
+        return None, declared
+
+    @classmethod
+    def agnostic_declared(cls) -> bool:
+        """Whether a metric of the agnostic entry is declared (the kind then scores that entry)."""
+        return any(cls.split_metric(declared)[0] for declared in cls.ranked_metrics)
+
+    @classmethod
+    def reported_metrics(cls) -> tuple[str, ...]:
+        """The metrics declared, of the labels or of the agnostic entry, each once, in order: what
+        every entry of the report holds."""
+        return tuple(dict.fromkeys(cls.split_metric(declared)[1] for declared in cls.ranked_metrics))
+
+    @classmethod
     def check_declaration(cls) -> None:
         """TypeError naming what is wrong in the challenge's declaration, at import."""
         specs = cls.metric_specs()
@@ -106,25 +141,31 @@ class PerLabel(Declared):
         if not cls.labels or not all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in cls.labels):
             raise TypeError(f"{where}.labels must map positive whole labels to names, not {cls.labels!r}")
         names = list(cls.labels.values())
-        reserved = {*specs, "counts", "score"}
+        reserved = {*specs, "counts", "score", *([cls.agnostic_entry] if cls.agnostic_entry else [])}
         for name in names:
             if not isinstance(name, str) or not name.isidentifier() or name in reserved:
                 raise TypeError(f"{where}.labels: {name!r} is not a usable label name (an identifier, none of "
                                 f"{', '.join(sorted(reserved))})")
         if len(set(names)) != len(names):
             raise TypeError(f"{where}.labels names a label twice: {names}")
-        for metric, aggregation in cls.ranked_metrics.items():
+        known = [*specs, *(f"{cls.agnostic_entry}_{metric}" for metric in specs if cls.agnostic_entry)]
+        for declared, aggregation in cls.ranked_metrics.items():
+            entry, metric = cls.split_metric(declared)
             if metric not in specs:
-                raise TypeError(f"{where}.ranked_metrics: unknown metric {metric!r}; the kind's are {', '.join(specs)}")
+                raise TypeError(f"{where}.ranked_metrics: unknown metric {declared!r}; the kind's are "
+                                f"{', '.join(known)}")
+            if entry and len(cls.labels) == 1:
+                raise TypeError(f"{where}.ranked_metrics: {declared!r} with one label is {metric!r} of that label "
+                                f"(declare {metric!r}; the {cls.agnostic_title} value differs with several labels)")
             if aggregation not in DECLARABLE:
-                raise TypeError(f"{where}.ranked_metrics[{metric!r}]: {aggregation!r} is not one of "
+                raise TypeError(f"{where}.ranked_metrics[{declared!r}]: {aggregation!r} is not one of "
                                 f"{', '.join(DECLARABLE)}")
             if aggregation == POSITIVE_MEAN and not cls.positive_key:
-                raise TypeError(f"{where}.ranked_metrics[{metric!r}]: this kind does not tell positive cases apart "
+                raise TypeError(f"{where}.ranked_metrics[{declared!r}]: this kind does not tell positive cases apart "
                                 f"(no {POSITIVE_MEAN!r}; a mean or a median over cases)")
             if aggregation == "pooled" and specs[metric].pooled is None:
-                raise TypeError(f"{where}.ranked_metrics[{metric!r}]: {metric} has no pooled form (a mean or a median "
-                                f"over cases)")
+                raise TypeError(f"{where}.ranked_metrics[{declared!r}]: {metric} has no pooled form (a mean or a "
+                                f"median over cases)")
         if cls.labels_ranked not in LABELS_RANKED:
             raise TypeError(f"{where}.labels_ranked {cls.labels_ranked!r} is not one of {', '.join(LABELS_RANKED)}")
         for metric in cls.composite:
@@ -138,9 +179,14 @@ class PerLabel(Declared):
         specs = cls.metric_specs()
         several = len(cls.labels) > 1
         ranked = []
-        for metric, aggregation in cls.ranked_metrics.items():
+        for declared, aggregation in cls.ranked_metrics.items():
+            entry, metric = cls.split_metric(declared)
             spec = specs[metric]
-            if cls.labels_ranked == "mean":
+            if entry:  # one value whatever labels_ranked says: the entry of every label's objects together
+                column = Column(f"{spec.title} ({AGGREGATION_TITLES[aggregation]}, {cls.agnostic_title})",
+                                f"aggregates.{entry}.{metric}.{aggregation}", spec.order)
+                ranked.append(Ranked(column, cls._of_label(metric, aggregation, entry)))
+            elif cls.labels_ranked == "mean":
                 over = ", mean over classes" if several else ""
                 column = Column(f"{spec.title} ({AGGREGATION_TITLES[aggregation]}{over})",
                                 f"aggregates.{metric}_{aggregation}", spec.order)
@@ -156,9 +202,13 @@ class PerLabel(Declared):
         return tuple(ranked)
 
     @classmethod
-    def _over_labels_path(cls, metric: str) -> str:
-        """Where a metric's mean over the labels stands (ranked with labels_ranked "mean")."""
-        return f"aggregates.{metric}_{cls.ranked_metrics[metric]}"
+    def _over_labels_path(cls, declared: str) -> str:
+        """Where a declared metric's mean over the labels stands (ranked with labels_ranked
+        "mean"); a metric of the agnostic entry: its one ranked value."""
+        entry, metric = cls.split_metric(declared)
+        if entry:
+            return f"aggregates.{entry}.{metric}.{cls.ranked_metrics[declared]}"
+        return f"aggregates.{metric}_{cls.ranked_metrics[declared]}"
 
     @classmethod
     def unranked_composite_parts(cls) -> dict[str, Any]:
@@ -166,15 +216,23 @@ class PerLabel(Declared):
         if cls.labels_ranked == "mean":
             return {}
         return {cls._over_labels_path(metric): cls._over_labels(metric, cls.ranked_metrics[metric])
-                for metric in cls.composite}
+                for metric in cls.composite if not cls.split_metric(metric)[0]}
 
     @classmethod
     def case_columns(cls) -> tuple[Column, ...]:
         """Each ranked metric of each label as a column of one case's entry (cases.<case id>.<label>.
         <metric>): what a per-case rule ranks the submissions on, case by case."""
         specs = cls.metric_specs()
-        return tuple(Column(f"{label}: {specs[metric].title}", f"{label}.{metric}", specs[metric].order)
-                     for metric in cls.ranked_metrics for label in cls.label_names())
+        columns = []
+        for declared in cls.ranked_metrics:
+            entry, metric = cls.split_metric(declared)
+            spec = specs[metric]
+            if entry:
+                columns.append(Column(f"{cls.agnostic_title}: {spec.title}", f"{entry}.{metric}", spec.order))
+            else:
+                columns.extend(Column(f"{label}: {spec.title}", f"{label}.{metric}", spec.order)
+                               for label in cls.label_names())
+        return tuple(columns)
 
     @classmethod
     def _of_label(cls, metric: str, aggregation: str, label: str):
@@ -212,20 +270,24 @@ class PerLabel(Declared):
     # ---- metrics.json beside the ranked values -----------------------------------------------
 
     def report(self, results: dict[str, Any]) -> dict[str, Any]:
-        """Per label: each declared metric's mean, median (and pooled value) over the cases, and
-        the summed counts; the number of cases."""
+        """Per label (and for the agnostic entry when one of its metrics is declared): each
+        declared metric's mean, median (and pooled value) over the cases, and the summed counts;
+        the number of cases."""
         specs = self.metric_specs()
         ordered = [results[case_id] for case_id in sorted(results)]
         ones = np.ones((1, len(ordered)), dtype=np.int64)
         aggregates: dict[str, Any] = {}
-        for label in self.label_names():
+        entries = [(label, "") for label in self.label_names()]
+        if self.agnostic_declared():
+            entries.append((self.agnostic_entry, f"{self.agnostic_entry}_"))
+        for label, prefix in entries:
             entry: dict[str, Any] = {}
             counted: dict[str, float] = {}
-            for metric in self.ranked_metrics:
+            for metric in self.reported_metrics():
                 spec = specs[metric]
                 entry[metric] = {aggregation: float(self._of_label(metric, aggregation, label)(ordered, ones)[0])
                                  for aggregation in AGGREGATIONS if aggregation != "pooled" or spec.pooled}
-                if self.ranked_metrics[metric] == POSITIVE_MEAN:
+                if self.ranked_metrics.get(prefix + metric) == POSITIVE_MEAN:
                     value = float(self._of_label(metric, POSITIVE_MEAN, label)(ordered, ones)[0])
                     entry[metric][POSITIVE_MEAN] = value if np.isfinite(value) else Undefined(
                         f"no case's ground truth holds {label}: its mean over positive cases is undefined")
@@ -242,7 +304,8 @@ class PerLabel(Declared):
         has no value, which is the test set's fault: SetupError naming the label."""
         positive_means = [metric for metric, aggregation in self.ranked_metrics.items() if aggregation == POSITIVE_MEAN]
         if positive_means:
-            for label in self.label_names():
+            labels = [*self.label_names(), *([self.agnostic_entry] if self.agnostic_declared() else [])]
+            for label in labels:
                 if not any(result[label][self.positive_key] > 0 for result in results.values()):
                     paths = ", ".join(value.path for value in self.ranked if POSITIVE_MEAN in value.path)
                     raise SetupError(f"No case's ground truth holds {label}: the mean over positive cases of "
