@@ -41,7 +41,7 @@ class Binary(Classification):
 class BinaryComposite(Classification):
     name = "kindtest-composite"
     ranked_metrics = (roc_auc(), balanced_accuracy())
-    composite = Composite("Half AUC, half balanced accuracy", {"roc_auc": 0.5, "balanced_accuracy": 0.5})
+    composite = Composite({"roc_auc": 0.5, "balanced_accuracy": 0.5}, title="Half AUC, half balanced accuracy")
 
 
 class Multiclass(Classification):

@@ -379,6 +379,27 @@ def test_a_composite_is_the_score_computed_from_the_values_it_weighs():
     assert values["aggregates.dice_mean"] == pytest.approx(np.mean([r["dice"] for r in results.values()]), rel=1e-12)
 
 
+def test_a_composite_is_declared_as_composite_or_as_its_weights_alone():
+    """`composite = {key: weight}` is Composite({key: weight}) with the default title (the sum
+    itself), as in every kind (kinds/declared.py); a title and a lower-is-better score are
+    Composite's."""
+    weights = {"dice_mean": 0.5, "nsd_mean": 0.5, "hd95_mean": -0.01}
+    plain, written = declared(composite=weights), declared(composite=Composite(weights))
+    assert [(r.column, r.reads) for r in plain.ranked] == [(r.column, r.reads) for r in written.ranked]
+    assert plain.composite == written.composite == Composite(weights)
+    assert plain.leaderboards[0].score.title == "Score (0.5 dice_mean + 0.5 nsd_mean - 0.01 hd95_mean)"
+    lower = declared(composite=Composite({"hd95_mean": 1.0}, title="HD95", better="lower"))
+    assert (lower.leaderboards[0].score.title, lower.leaderboards[0].score.order) == ("HD95", "asc")
+    assert declared(composite={}).composite is None
+    for wrong in ({"dice_mean": "1"}, {"dice_mean": math.inf}):
+        with pytest.raises(TypeError, match="is not a key with a finite weight"):
+            declared(composite=wrong)
+    with pytest.raises(TypeError, match="non-empty"):
+        Composite({})
+    with pytest.raises(TypeError, match="'higher' or 'lower'"):
+        Composite({"dice_mean": 1.0}, better="up")
+
+
 @pytest.mark.parametrize("attributes, message", [
     ({"label_metrics": (Dice(both_empty=None),)}, "leaves both_empty undefined"),
     ({"ranked_metrics": (RankedMetric("iou"),)}, "not one of the metrics"),
@@ -388,7 +409,7 @@ def test_a_composite_is_the_score_computed_from_the_values_it_weighs():
     ({"labels": {0: "background"}}, "0 is the background"),
     ({"labels": {1: "dice_mean"}}, "is a key of metrics.json"),
     ({"ranking": "borda"}, "ranking .borda. is not one of"),
-    ({"composite": Composite({"dice": 1.0})}, "no ranked metric's key"),
+    ({"composite": Composite({"dice": 1.0})}, "none of its values' keys"),
     ({"composite": Composite({"dice_mean": 1.0}), "ranking": "mean_of_ranks"}, "declare ranking"),
     ({"labels": {1: "score"}, "composite": Composite({"dice_mean": 1.0})}, "is a key of metrics.json"),
 ])

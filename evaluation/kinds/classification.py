@@ -35,7 +35,8 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
 - `ranking`: the final ranking's rule, "ordered" (the first metric, ties by the next) or
   "mean_of_ranks" (the mean of the metrics' ranks); a per-case rule does not apply, the metrics
   being of the whole test set (evaluation/kinds/tabular.py) ["ordered"];
-- `composite`: a `Composite` (weighted sum of the metrics by key), ranked first [None];
+- `composite`: {key: weight} or a `Composite` (kinds/declared.py: a weighted sum of the metrics by
+  key), ranked first [None];
 - `settings_class`: `ClassificationSettings` (input_socket, output_socket ["likelihood"],
   threshold [0.5]: a likelihood at or above it is a positive decision; multi-class decides by
   the largest likelihood, the first class on a tie); with `decision_socket` declared, the
@@ -60,7 +61,7 @@ metrics.json may be shown to the participant).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -72,14 +73,16 @@ from evaluation.declarations.workload import Workload
 from evaluation.errors import SetupError, SubmissionError
 from evaluation.kinds.declared import (
     CaseSettings,
+    Composite,
     Declared,
     Ranked,
+    composite_of,
     reference_document,
     remade_settings,
     settings_with_sockets,
     socket_slugs,
 )
-from evaluation.kinds.tabular import Composite, Metric, output_number, with_composite
+from evaluation.kinds.tabular import Metric, output_number, with_composite
 from evaluation.metrics.aggregation import weighted_mean
 from evaluation.metrics.classification import (
     average_precision_score,
@@ -319,15 +322,16 @@ class Classification(Declared):
     # "" : the threshold (or the largest likelihood) decides; a slug: the job writes its decision there
     decision_socket: ClassVar[str] = ""
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
-    composite: ClassVar[Composite | None] = None
+    composite: ClassVar[Composite | Mapping[str, float] | None] = None
     settings_class = ClassificationSettings
     workload = Workload(in_workers=False)  # a few numbers per case: a process pool would cost more than it saves
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        cls.composite = composite_of(cls.composite, cls.__name__)  # a Composite or {key: weight}
         cls.check_declaration()
         parts = {metric.key: _metric_ranked(metric, cls.task, len(cls.classes)) for metric in cls.ranked_metrics}
         if "ranked" not in cls.__dict__:
-            cls.ranked = with_composite(cls.composite, parts)
+            cls.ranked = with_composite(cls.composite, parts, cls.__name__)
         if (cls.sockets == "per_class" or cls.decision_socket) and "settings_class" not in cls.__dict__:
             cls.settings_class = cls.declared_settings()
             if cls.decision_socket:

@@ -15,9 +15,12 @@ What Declared offers every kind:
 - aggregations over the cases: `mean_over_cases`, `median_over_cases`, `mean_of_defined` (NaN
   cases skipped), `pooled_ratio`, `ratio_of_counts` (a pooled precision or recall with its empty
   rules).
-- a composite score (`composite_score`: Σ weight · value of other values by path), declared
-  first, the score, and computed after the values it reads; a part that is not ranked itself is
-  declared in `composite_parts` ({path: computation}), computed but not in metrics.json.
+- a composite score, declared the same way in every kind: `composite = Composite({key: weight},
+  title=..., better=...)` or the plain `{key: weight}` (`composite_of` reads either), the keys
+  being the kind's names of its values; `composite_value` makes it the score (`composite_score`:
+  Σ weight · value by path), declared first and computed after the values it reads; a part that
+  is not ranked itself is declared in `composite_parts` ({path: computation}), computed but not
+  in metrics.json.
 - the final ranking's rule chosen by name, `ranking` = "ordered" (the first ranked value, ties
   by the next), "mean_of_ranks" (MeanOfRanks; the platform's leaderboard then ranks by the mean
   of the columns' ranks too, MEAN_OF_RANKS) or "case_rank_then_mean" (MeanOfCaseRanks,
@@ -137,6 +140,78 @@ def weighted_sum_of(parts: Mapping[str, float]) -> Compute:
             total = total + weight * computed[path]
         return total
     return compute
+
+
+BETTER = {"higher": "desc", "lower": "asc"}
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A composite score, ranked first (the leaderboard's score): Σ weight × value over declared
+    values, by the keys the kind names them with ("dice_mean", "roc_auc", "volume.mae", "f1"); a
+    lower-is-better value takes a negative weight. Every kind takes `composite =
+    Composite({key: weight}, title=..., better=...)` or the plain {key: weight} (the default
+    title, "Score (0.5 dice_mean + 0.5 nsd_mean)", and higher is better). It stands at
+    aggregates.<key> of metrics.json."""
+
+    weights: Mapping[str, float]
+    title: str = ""
+    key: str = "score"
+    better: str = "higher"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.weights, Mapping) or not self.weights:
+            raise TypeError(f"Composite weights must be a non-empty {{key: weight}}, not {self.weights!r}")
+        for key, weight in self.weights.items():
+            if not isinstance(key, str) or isinstance(weight, bool) or not isinstance(weight, int | float) \
+                    or not np.isfinite(weight):
+                raise TypeError(f"Composite weights: {key!r}: {weight!r} is not a key with a finite weight")
+        if self.better not in BETTER:
+            raise TypeError(f"Composite better={self.better!r}: 'higher' or 'lower'")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.key):
+            raise TypeError(f"Composite key={self.key!r}: a lower-case identifier (its metrics.json key)")
+
+    def __hash__(self) -> int:
+        return hash((self.title, self.key, self.better, tuple(self.weights.items())))
+
+    @property
+    def shown_title(self) -> str:
+        """The title declared, else the sum itself: "Score (0.5 dice_mean + 0.5 nsd_mean - 0.01 hd95_mean)"."""
+        if self.title:
+            return self.title
+        terms = [f"{'- ' if w < 0 else '+ ' if n else ''}{abs(w):g} {k}" if n or w >= 0 else f"-{abs(w):g} {k}"
+                 for n, (k, w) in enumerate(self.weights.items())]
+        return f"Score ({' '.join(terms)})"
+
+    @property
+    def order(self) -> str:
+        return BETTER[self.better]
+
+    @property
+    def path(self) -> str:
+        return f"aggregates.{self.key}"
+
+
+def composite_of(declared: Composite | Mapping[str, float] | None, owner: str) -> Composite | None:
+    """A kind's `composite` declaration read: a Composite, the plain {key: weight} (the default
+    title, higher is better), or None / {} for none."""
+    if declared is None or (isinstance(declared, Mapping) and not declared):
+        return None
+    if isinstance(declared, Composite):
+        return declared
+    if isinstance(declared, Mapping):
+        return Composite(dict(declared))
+    raise TypeError(f"{owner}.composite must be Composite({{key: weight}}, ...) or {{key: weight}}, not {declared!r}")
+
+
+def composite_value(composite: Composite, paths: Mapping[str, str], owner: str) -> Ranked:
+    """The composite as the first ranked value, from {key: metrics.json path} of what it may
+    weigh (TypeError naming a key that is none of them)."""
+    unknown = [key for key in composite.weights if key not in paths]
+    if unknown:
+        raise TypeError(f"{owner}.composite weighs {unknown}, which are none of its values' keys ({list(paths)})")
+    parts = {paths[key]: float(weight) for key, weight in composite.weights.items()}
+    return composite_score(Column(composite.shown_title, composite.path, composite.order), parts)
 
 
 def composite_score(column: Column, parts: Mapping[str, float]) -> Ranked:

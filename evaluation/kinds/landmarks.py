@@ -53,7 +53,7 @@ import numpy as np
 
 from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
-from evaluation.kinds.declared import Declared
+from evaluation.kinds.declared import Composite, Declared
 from evaluation.kinds.points import (
     Grid,
     PointsSettings,
@@ -97,7 +97,7 @@ class Landmarks(Declared):
     sdr_thresholds: ClassVar[tuple[float, ...]] = (2.0, 2.5, 3.0, 4.0)
     sdr_inclusive: ClassVar[bool] = False
     ranked_metrics: ClassVar[tuple[str, ...]] = ("mre", "sdr_2mm")
-    composite: ClassVar[Mapping[str, float]] = {}
+    composite: ClassVar[Composite | Mapping[str, float] | None] = {}  # kinds/declared.py
     ground_truth_file: ClassVar[str] = "reference.json"
     settings_class = LandmarksSettings
     case_label = "Image"
@@ -249,4 +249,4 @@ class Landmarks(Declared):
     def declaration(cls) -> dict[str, Any]:
         return {"landmarks": list(cls.landmarks), "unit": cls.unit, "sdr_thresholds": list(cls.sdr_thresholds),
                 "sdr_inclusive": cls.sdr_inclusive, "ranked_metrics": list(cls.ranked_metrics),
-                "composite": dict(cls.composite), "ranking": cls.ranking}
+                "composite": dict(cls.composite.weights) if cls.composite else {}, "ranking": cls.ranking}

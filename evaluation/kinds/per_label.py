@@ -8,7 +8,7 @@ A challenge of such a kind declares
                                                   #  | "mean_positive" (kinds with `positive_key`)
     labels_ranked = "mean"                        # "mean": one column per metric (the mean over the
                                                   #  labels); "each": one column per label and metric
-    composite = {}                                # {metric: weight}: a weighted sum ranked first
+    composite = {}                                # {metric: weight} or Composite(...): ranked first
     ranking = "ordered"                           # "ordered" | "mean_of_ranks" | "case_rank_then_mean"
 
 and the kind says what each metric is (`metric_specs`): its title, direction, its per-case value
@@ -29,7 +29,7 @@ bootstrap row that draws none of them is NaN (undefined), and a test set without
 has no value: the run stops with a SetupError (exit 3) naming the label, since the value is ranked.
 
 metrics.json: the ranked values at aggregates.<metric>_<aggregation> (labels_ranked "mean") or
-aggregates.<label>.<metric>.<aggregation> ("each"), aggregates.score for a composite; for every
+aggregates.<label>.<metric>.<aggregation> ("each"), aggregates.score for a composite (its key); for every
 label, aggregates.<label>.<metric> = {"mean", "median"[, "pooled"]} and aggregates.<label>.counts
 (the summed counts); each case's entry under cases.<case id>.<label>. A metric of the agnostic
 entry is ranked at aggregates.<agnostic_entry>.<metric>.<aggregation>, beside the same report
@@ -47,7 +47,7 @@ import numpy as np
 
 from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError
-from evaluation.kinds.declared import Declared, Ranked, case_values, composite_score
+from evaluation.kinds.declared import Composite, Declared, Ranked, case_values, composite_of, composite_value
 from evaluation.metrics.aggregation import weighted_mean, weighted_median, weighted_sum
 from evaluation.platform.outputs import Undefined
 
@@ -57,7 +57,6 @@ DECLARABLE = (*AGGREGATIONS, POSITIVE_MEAN)
 AGGREGATION_TITLES = {"mean": "mean over cases", "median": "median over cases", "pooled": "pooled",
                       POSITIVE_MEAN: "mean over positive cases"}
 LABELS_RANKED = ("mean", "each")
-COMPOSITE_PATH = "aggregates.score"
 WHOLE_COUNTS = ("tp", "fp", "fn")
 
 
@@ -83,8 +82,9 @@ class PerLabel(Declared):
     truth_suffixes: ClassVar[tuple[str, ...]] = (".mha", ".nii.gz", ".nii", ".nrrd")
     ranked_metrics: ClassVar[Mapping[str, str]] = {}
     labels_ranked: ClassVar[str] = "mean"
-    composite: ClassVar[Mapping[str, float]] = {}
-    composite_title: ClassVar[str] = "Composite score"
+    # {metric: weight} or Composite({metric: weight}, title=..., better=...) (kinds/declared.py):
+    # the weighted sum of the metrics' means over the labels, ranked first
+    composite: ClassVar[Composite | Mapping[str, float] | None] = {}
     # the key of a label's per-case entry that is above 0 when the case's ground truth holds the
     # label (what "mean_positive" selects); empty: the kind offers no "mean_positive"
     positive_key: ClassVar[str] = ""
@@ -99,6 +99,7 @@ class PerLabel(Declared):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if cls.name and cls.ranked_metrics:  # a challenge's declaration (the kinds themselves declare none)
+            cls.composite = composite_of(cls.composite, cls.__name__)
             cls.check_declaration()
             cls.ranked = cls.declared_ranked()
             if cls.composite:
@@ -168,7 +169,7 @@ class PerLabel(Declared):
                                 f"median over cases)")
         if cls.labels_ranked not in LABELS_RANKED:
             raise TypeError(f"{where}.labels_ranked {cls.labels_ranked!r} is not one of {', '.join(LABELS_RANKED)}")
-        for metric in cls.composite:
+        for metric in cls.composite.weights if cls.composite else ():
             if metric not in cls.ranked_metrics:
                 raise TypeError(f"{where}.composite weighs {metric!r}, which is not one of its metrics")
 
@@ -197,8 +198,8 @@ class PerLabel(Declared):
                                     f"aggregates.{label}.{metric}.{aggregation}", spec.order)
                     ranked.append(Ranked(column, cls._of_label(metric, aggregation, label)))
         if cls.composite:  # each metric's mean over the labels, ranked or not (labels_ranked "each")
-            parts = {cls._over_labels_path(metric): float(weight) for metric, weight in cls.composite.items()}
-            ranked.insert(0, composite_score(Column(cls.composite_title, COMPOSITE_PATH, "desc"), parts))
+            paths = {metric: cls._over_labels_path(metric) for metric in cls.ranked_metrics}
+            ranked.insert(0, composite_value(cls.composite, paths, cls.__name__))
         return tuple(ranked)
 
     @classmethod
@@ -216,7 +217,7 @@ class PerLabel(Declared):
         if cls.labels_ranked == "mean":
             return {}
         return {cls._over_labels_path(metric): cls._over_labels(metric, cls.ranked_metrics[metric])
-                for metric in cls.composite if not cls.split_metric(metric)[0]}
+                for metric in cls.composite.weights if not cls.split_metric(metric)[0]}
 
     @classmethod
     def case_columns(cls) -> tuple[Column, ...]:

@@ -86,11 +86,13 @@ from evaluation.declarations.columns import Column
 from evaluation.declarations.workload import Workload
 from evaluation.kinds.declared import (
     CaseSettings,
+    Composite,
     Compute,
     Declared,
     Ranked,
     case_values,
-    composite_score,
+    composite_of,
+    composite_value,
     mean_of_defined,
     ratio_of_counts,
     reference_document,
@@ -244,20 +246,22 @@ def true_coordinates(value: Any, grid: Grid, where: str, fail) -> np.ndarray:
 
 def declare_metrics(cls: type[Declared], columns: Mapping[str, Column], computations: Mapping[str, Compute]) -> None:
     """cls.ranked from `ranked_metrics` ({metric: its column}, {metric: its computation}), with
-    `composite` ({metric: weight}) first when declared: the score at aggregates.score, Σ weight ·
-    metric at aggregates.<metric>, a metric it weighs that is not ranked computed for it
-    (composite_parts). TypeError when a metric is none of `columns` or nothing is ranked."""
-    for metric in (*cls.ranked_metrics, *cls.composite):
+    `composite` (declared.Composite, or {metric: weight}) first when declared: the score at
+    aggregates.<key>, Σ weight · metric at aggregates.<metric>, a metric it weighs that is not
+    ranked computed for it (composite_parts). TypeError when a metric is none of `columns` or
+    nothing is ranked."""
+    composite = cls.composite = composite_of(cls.composite, cls.__name__)
+    weights = composite.weights if composite else {}
+    for metric in (*cls.ranked_metrics, *weights):
         if metric not in columns:
             raise TypeError(f"{cls.__name__}: {metric!r} is not a metric of this declaration ({', '.join(columns)})")
-    if not cls.ranked_metrics and not cls.composite:
+    if not cls.ranked_metrics and not composite:
         raise TypeError(f"{cls.__name__}: ranked_metrics declares no ranked value")
     ranked = [Ranked(columns[metric], computations[metric]) for metric in cls.ranked_metrics]
-    if cls.composite:
-        title = "Score (" + " + ".join(f"{w:g} {m}" for m, w in cls.composite.items()) + ")"
-        ranked.insert(0, composite_score(Column(title, "aggregates.score", "desc"),
-                                         {f"aggregates.{metric}": weight for metric, weight in cls.composite.items()}))
-        cls.composite_parts = {f"aggregates.{metric}": computations[metric] for metric in cls.composite
+    if composite:
+        ranked.insert(0, composite_value(composite, {metric: f"aggregates.{metric}" for metric in columns},
+                                         cls.__name__))
+        cls.composite_parts = {f"aggregates.{metric}": computations[metric] for metric in weights
                                if metric not in cls.ranked_metrics}
     cls.ranked = tuple(ranked)
 
@@ -303,7 +307,7 @@ class Points(Declared):
     fp_rate: ClassVar[str] = "per_image"
     area_unit: ClassVar[float] = 1.0
     ranked_metrics: ClassVar[tuple[str, ...]] = ("f1", "froc")
-    composite: ClassVar[Mapping[str, float]] = {}
+    composite: ClassVar[Composite | Mapping[str, float] | None] = {}  # kinds/declared.py
     ground_truth_file: ClassVar[str] = "reference.json"
     settings_class = PointsSettings
     case_label = "Image"
@@ -374,7 +378,7 @@ class Points(Declared):
     def needs_scores(cls) -> bool:
         """Whether every point needs a probability: the FROC or the CPM is ranked, or the matching
         orders the predictions by it."""
-        used = {*cls.ranked_metrics, *cls.composite}
+        used = {*cls.ranked_metrics, *(cls.composite.weights if cls.composite else ())}
         return cls.matching == "greedy_by_score" or bool(used & {"froc", "cpm"})
 
     # ---- reading ----
@@ -511,8 +515,8 @@ class Points(Declared):
         return {"classes": list(cls.classes), "radius": cls.radius, "radius_unit": cls.radius_unit,
                 "inclusive": cls.inclusive, "matching": cls.matching, "averaging": cls.averaging,
                 "froc_fp_rates": list(cls.froc_fp_rates), "fp_rate": cls.fp_rate, "area_unit": cls.area_unit,
-                "ranked_metrics": list(cls.ranked_metrics), "composite": dict(cls.composite),
-                "ranking": cls.ranking,
+                "ranked_metrics": list(cls.ranked_metrics),
+                "composite": dict(cls.composite.weights) if cls.composite else {}, "ranking": cls.ranking,
                 **({"ignored_classes": list(cls.ignored_classes)} if cls.ignored_classes else {})}  # default: as before
 
 

@@ -19,8 +19,8 @@ A challenge subclasses `Regression` and declares (defaults in brackets):
   "mean_of_ranks" (the mean of the ranked values' ranks) or "case_rank_then_mean"
   (challengeR's: on every case each target's absolute error ranked, the ranks' mean over the
   cases and targets) (evaluation/kinds/tabular.py) ["ordered"];
-- `composite`: a `Composite` (weighted sum of ranked values by key: "r2" for an over="mean"
-  metric, "volume.mae" for a target's), ranked first [None];
+- `composite`: {key: weight} or a `Composite` (kinds/declared.py; weighted sum of ranked values by
+  key: "r2" for an over="mean" metric, "volume.mae" for a target's), ranked first [None];
 - `sockets`: "one" (the setting `output_socket` ["prediction"] holds a JSON object {target:
   number}; one target: a bare number too) or "per_target" (one socket per target, each one
   number: the settings `<target>_socket`, default the target's key) ["one"];
@@ -55,13 +55,15 @@ from evaluation.declarations.workload import Workload
 from evaluation.errors import SubmissionError
 from evaluation.kinds.declared import (
     CaseSettings,
+    Composite,
     Declared,
     Ranked,
+    composite_of,
     reference_document,
     settings_with_sockets,
     socket_slugs,
 )
-from evaluation.kinds.tabular import Composite, Metric, output_number, with_composite
+from evaluation.kinds.tabular import Metric, output_number, with_composite
 from evaluation.metrics.aggregation import weighted_median
 from evaluation.metrics.regression import (
     mean_absolute_error,
@@ -188,11 +190,12 @@ class Regression(Declared):
     targets: ClassVar[Mapping[str, str]] = {"value": "Value"}
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (mae(),)
     sockets: ClassVar[str] = "one"
-    composite: ClassVar[Composite | None] = None
+    composite: ClassVar[Composite | Mapping[str, float] | None] = None
     settings_class = RegressionSettings
     workload = Workload(in_workers=False)  # a few numbers per case: a process pool would cost more than it saves
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        cls.composite = composite_of(cls.composite, cls.__name__)  # a Composite or {key: weight}
         cls.check_declaration()
         parts: dict[str, Ranked] = {}
         names = list(cls.targets)
@@ -206,7 +209,7 @@ class Regression(Declared):
                                 metric.order)
                 parts[f"{target}.{metric.key}"] = Ranked(column, _target_value(metric, t))
         if "ranked" not in cls.__dict__:
-            cls.ranked = with_composite(cls.composite, parts)
+            cls.ranked = with_composite(cls.composite, parts, cls.__name__)
         if cls.sockets == "per_target" and "settings_class" not in cls.__dict__:
             cls.settings_class = settings_with_sockets(RegressionSettings, cls, names,
                                                        lambda name: name.replace("_", "-"), "target")

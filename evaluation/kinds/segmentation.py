@@ -39,8 +39,9 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   `RankedMetric(metric key, label=None, over_cases="mean")`: label None is the mean over the
   declared labels of each case, then `over_cases` ("mean" or "median") over the cases; a label
   name ranks that label alone. Default: every metric, mean over labels and cases.
-- `composite`: optional `Composite({ranked key: weight})`, a weighted sum of ranked values, which
-  then is the score (the leaderboard's first column), the ranked values beside it; the final
+- `composite`: optional `Composite({ranked key: weight}, title=..., better=...)` or the plain
+  `{ranked key: weight}` (kinds/declared.py, the same in every kind), a weighted sum of ranked
+  values, which then is the score (the leaderboard's first column), the ranked values beside it; the final
   ranking orders by it (ranking "ordered"), ties broken by the ranked values in turn.
 - `ranking`: the final ranking's rule (evaluation/declarations/ranking_rules.py): "ordered"
   (default: the score, ties broken by the next ranked values in turn), "mean_of_ranks"
@@ -90,9 +91,11 @@ from evaluation.declarations.columns import Column
 from evaluation.errors import SetupError
 from evaluation.kinds.declared import (
     CaseSettings,
+    Composite,
     Declared,
     Ranked,
-    composite_score,
+    composite_of,
+    composite_value,
     mean_over_cases,
     median_over_cases,
 )
@@ -473,20 +476,6 @@ class RankedMetric:
         return self.metric if self.label is None else f"{self.label}/{self.metric}"
 
 
-@dataclass(frozen=True)
-class Composite:
-    """A composite score: Σ weight × ranked value ({RankedMetric key: weight}); it becomes the
-    leaderboard's score. A lower-is-better value takes a negative weight."""
-
-    weights: Mapping[str, float]
-    title: str = "Composite score"
-    key: str = "score"
-    order: str = "desc"
-
-    def __hash__(self) -> int:
-        return hash((self.title, self.key, self.order, tuple(self.weights.items())))
-
-
 # ---- settings ------------------------------------------------------------------------------------
 
 
@@ -524,7 +513,7 @@ class Segmentation(Declared):
     labels: ClassVar[dict[int, str]] = {}
     label_metrics: ClassVar[tuple[Metric, ...]] = ()
     ranked_metrics: ClassVar[tuple[RankedMetric, ...]] = ()
-    composite: ClassVar[Composite | None] = None
+    composite: ClassVar[Composite | Mapping[str, float] | None] = None
     spacing: ClassVar[str] = "header"
     dimensions: ClassVar[tuple[int, ...]] = (2, 3)
     settings_class = SegmentationSettings
@@ -538,6 +527,7 @@ class Segmentation(Declared):
 
     @classmethod
     def _declare(cls) -> None:
+        cls.composite = composite_of(cls.composite, cls.__name__)  # a Composite or {key: weight}
         labels = cls.labels
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in labels):
             raise TypeError(f"{cls.__name__}.labels: label values are whole numbers > 0 (0 is the background)")
@@ -598,14 +588,8 @@ class Segmentation(Declared):
             values.append(Ranked(Column(value.title or cls._title(metric, value), f"aggregates.{value.key}",
                                         metric.order), compute))
         if cls.composite is not None:
-            composite = cls.composite
-            unknown = sorted(set(composite.weights) - {value.key for value in ranked})
-            if unknown:
-                raise TypeError(f"{cls.__name__}.composite weighs {unknown}, which are no ranked metric's key "
-                                f"({[value.key for value in ranked]})")
-            parts = {f"aggregates.{key}": float(weight) for key, weight in composite.weights.items()}
-            values.insert(0, composite_score(Column(composite.title, f"aggregates.{composite.key}", composite.order),
-                                             parts))
+            values.insert(0, composite_value(cls.composite, {value.key: f"aggregates.{value.key}" for value in ranked},
+                                             cls.__name__))
         cls.ranked = tuple(values)
         if not cls.__dict__.get("leaderboard_name"):
             cls.leaderboard_name = cls.composite.key if cls.composite is not None else ranked[0].key.replace(".", "_")

@@ -1,7 +1,7 @@
 """What the tabular kinds (classification.py, regression.py, survival.py) share: a ground truth
 that is one JSON file {case id: value}, a job that writes one or more JSON values, and ranked
 values that are metrics of the whole test set, declared as data (`Metric`), and an optional
-composite score (`Composite`, a weighted sum of the declared metrics, declared.composite_score).
+composite score (declared.Composite, or {key: weight}: a weighted sum of the declared metrics).
 The final ranking's rule by name, the ground truth's JSON file and one socket per class or target
 are declared.py's (ranking_rule_named, reference_document, settings_with_sockets).
 """
@@ -14,12 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.declarations.columns import Column
-from evaluation.kinds.declared import Ranked, composite_score
+from evaluation.kinds.declared import BETTER, Composite, Ranked, composite_of, composite_value
 from evaluation.platform.cases import Case
 from evaluation.reading.values import finite_number
-
-BETTER = {"higher": "desc", "lower": "asc"}
 
 
 @dataclass(frozen=True)
@@ -51,30 +48,14 @@ class Metric:
         return BETTER[self.better]
 
 
-@dataclass(frozen=True)
-class Composite:
-    """A composite score ranked first: Σ weight × metric over declared metrics (by key, as the
-    kind names its ranked values, e.g. "roc_auc" or "volume.mae"). A lower-is-better metric takes a
-    negative weight."""
-
-    title: str
-    parts: Mapping[str, float]
-    key: str = "score"
-    better: str = "higher"
-
-
-def with_composite(composite: Composite | None, parts: Mapping[str, Ranked]) -> tuple[Ranked, ...]:
-    """The declared metrics' ranked values ({key: Ranked}, in order), with the composite first
-    when declared: the score (declared.composite_score) of the metrics it weighs."""
-    if composite is None:
+def with_composite(composite: Composite | Mapping[str, float] | None, parts: Mapping[str, Ranked],
+                   owner: str) -> tuple[Ranked, ...]:
+    """The declared metrics' ranked values ({key: Ranked}, in order), with the composite
+    (declared.Composite, or {key: weight}) first when declared: the score of the metrics it weighs."""
+    declared = composite_of(composite, owner)
+    if declared is None:
         return tuple(parts.values())
-    unknown = sorted(set(composite.parts) - set(parts))
-    if unknown:
-        raise TypeError(f"the composite {composite.title!r} adds {unknown}, which are not declared metrics "
-                        f"({sorted(parts)})")
-    paths = {parts[key].path: float(weight) for key, weight in composite.parts.items()}
-    score = composite_score(Column(composite.title, f"aggregates.{composite.key}", BETTER[composite.better]), paths)
-    return (score, *parts.values())
+    return (composite_value(declared, {key: ranked.path for key, ranked in parts.items()}, owner), *parts.values())
 
 
 def output_number(value: Any, case: Case, slug: str, *, minimum: float | None = None,
