@@ -38,6 +38,11 @@ class Binary(Classification):
                       f1(), sensitivity_at_specificity(0.9), accuracy(), sensitivity(), specificity())
 
 
+class BinaryByDomain(Binary):
+    name = "kindtest-domains"
+    breakdown = "domain"
+
+
 class BinaryComposite(Classification):
     name = "kindtest-composite"
     ranked_metrics = (roc_auc(), balanced_accuracy())

@@ -537,3 +537,65 @@ def test_a_decision_socket_the_likelihood_also_names_is_the_organizers(package, 
 def test_a_decision_socket_that_cannot_run_is_refused_at_import(attributes, message):
     with pytest.raises(TypeError, match=message):
         type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})
+
+
+# ---- a breakdown by group -------------------------------------------------------------------------
+
+
+def test_a_breakdown_gives_each_groups_ranked_values_through_the_command(package, tmp_path):
+    """breakdown = "domain": every ranked value of each domain's cases alone (scikit-learn on the
+    subset), beside the ranked values of the whole test set, unchanged; a domain of one class
+    has no AUC (null, with a note), and its cases still count in the whole test set's values."""
+    _, input_dir, y, s = binary_case(tmp_path, n=60, seed=11)
+    ids = case_ids(60)
+    one_class = [i for i in range(60) if y[i] == 0][:4]  # scanner-c: negatives only
+    domains = ["scanner-c" if i in one_class else ("scanner-a" if i % 2 else "scanner-b") for i in range(60)]
+    truth = {c: {"class": int(label), "domain": d} for c, label, d in zip(ids, y, domains, strict=True)}
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    result = run(package, "kindtest-domains", ground_truth, input_dir, tmp_path / "out")
+    assert result.code == 0, result.stderr
+    metrics = result.metrics
+    for key, value in sklearn_binary(y, s).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    assert sorted(metrics["breakdown"]) == ["scanner-a", "scanner-b", "scanner-c"]
+    for domain in ("scanner-a", "scanner-b"):
+        subset = np.array([d == domain for d in domains])
+        assert metrics["breakdown"][domain]["cases"] == int(subset.sum())
+        for key, value in sklearn_binary(y[subset], s[subset]).items():
+            assert metrics["breakdown"][domain][key] == pytest.approx(value, rel=1e-12, abs=1e-12), (domain, key)
+    alone = metrics["breakdown"]["scanner-c"]
+    assert alone["cases"] == 4 and alone["roc_auc"] is None
+    assert "scanner-c" in metrics["notes"]["breakdown.scanner-c.roc_auc"]
+    subset = np.array([d == "scanner-c" for d in domains])
+    assert alone["accuracy"] == pytest.approx(accuracy_score(y[subset], s[subset] >= 0.5))
+    assert "domain" not in json.dumps(metrics["cases"])  # the truth's fields stay out of the case entries
+
+
+@pytest.mark.parametrize("entry, said", [
+    (1, "with a breakdown by 'domain' each case is"),
+    ({"class": 1}, "with a breakdown by 'domain' each case is"),
+    ({"class": 1, "domain": "a", "site": "b"}, "with a breakdown by 'domain' each case is"),
+    ({"class": 1, "domain": 3}, "the domain of case case-001 is 3"),
+    ({"class": 1, "domain": "a.b"}, "a group's name"),
+    ({"class": 7, "domain": "a"}, "the class of case case-001 is 7"),
+])
+def test_a_breakdown_entry_that_is_not_one_is_the_organizers(package, tmp_path, entry, said):
+    ids = case_ids(6)
+    truth = {c: {"class": i % 2, "domain": "a"} for i, c in enumerate(ids)}
+    truth["case-001"] = entry
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": 0.1 * i} for i, c in enumerate(ids)})
+    result = run(package, "kindtest-domains", ground_truth, input_dir, tmp_path / "out")
+    assert result.code == 3, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert said in last and "Traceback" not in result.stderr, last
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("breakdown", ["class", "two words", 3])
+def test_a_breakdown_that_names_no_field_is_refused_at_import(breakdown):
+    from evaluation.kinds.classification import Classification
+
+    with pytest.raises(TypeError, match="breakdown"):
+        type("Wrong", (Classification,), {"name": "wrong", "breakdown": breakdown})
+

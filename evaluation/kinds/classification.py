@@ -37,6 +37,11 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
   being of the whole test set (evaluation/kinds/tabular.py) ["ordered"];
 - `composite`: {key: weight} or a `Composite` (kinds/declared.py: a weighted sum of the metrics by
   key), ranked first [None];
+- `breakdown`: "" or the name of a field of the ground truth's entries naming each case's group
+  (its domain, scanner or centre: `breakdown = "domain"` makes every entry {"class": ...,
+  "domain": "scanner-a"}); metrics.json then also holds every ranked value of each group's
+  cases alone, under breakdown.<group> with the group's case count, never ranked, null with a
+  note where a group leaves a value undefined (one class only has no AUC) [""];
 - `settings_class`: `ClassificationSettings` (input_socket, output_socket ["likelihood"],
   threshold [0.5]: a likelihood at or above it is a positive decision; multi-class decides by
   the largest likelihood, the first class on a tie); with `decision_socket` declared, the
@@ -64,7 +69,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -102,6 +107,7 @@ from evaluation.metrics.confusion import (
 )
 from evaluation.platform.cases import Case
 from evaluation.platform.locations import CONFIG_FILE
+from evaluation.platform.outputs import Undefined, set_at_path
 from evaluation.reading.values import finite_numbers, json_type, shown
 from evaluation.settings import JSON_OUTPUT, Settings, setting
 
@@ -312,6 +318,13 @@ def _metric_ranked(metric: Metric, task: str, classes: int) -> Ranked:
     return Ranked(Column(metric.title, f"aggregates.{metric.key}", metric.order), compute)
 
 
+class Grouped(NamedTuple):
+    """A case's ground truth with its group (a declaration with a `breakdown`)."""
+
+    truth: int | tuple[int, ...]
+    group: str
+
+
 class Classification(Declared):
     """A classification challenge, declared (the module docstring lists every choice)."""
 
@@ -323,6 +336,8 @@ class Classification(Declared):
     decision_socket: ClassVar[str] = ""
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
     composite: ClassVar[Composite | Mapping[str, float] | None] = None
+    # "" or the ground-truth field naming each case's group: the ranked values per group, reported
+    breakdown: ClassVar[str] = ""
     settings_class = ClassificationSettings
     workload = Workload(in_workers=False)  # a few numbers per case: a process pool would cost more than it saves
 
@@ -390,6 +405,10 @@ class Classification(Declared):
             raise TypeError(f"{cls.__name__}: a class is named twice in {names}")
         if not cls.ranked_metrics:
             raise TypeError(f"{cls.__name__} declares no metric")
+        if not isinstance(cls.breakdown, str) or (cls.breakdown and (not cls.breakdown.isidentifier()
+                                                                     or cls.breakdown == "class")):
+            raise TypeError(f"{cls.__name__}: breakdown {cls.breakdown!r} must be '' or the name of a field of the "
+                            f"ground truth's entries (a word, not 'class')")
         if len(keys) != len(cls.ranked_metrics) + (1 if cls.composite else 0):
             raise TypeError(f"{cls.__name__}: two metrics share a key: {[m.key for m in cls.ranked_metrics]}")
         for metric in cls.ranked_metrics:
@@ -404,10 +423,25 @@ class Classification(Declared):
 
     def load_ground_truth(self, directory: Path) -> dict[str, Any]:
         shape = {"binary": "0 or 1", "multiclass": "a class name", "multilabel": "a list of class names"}[self.task]
+        if self.breakdown:
+            shape = f'{{"class": {shape}, "{self.breakdown}": its group}}'
         path, document = reference_document(self.truth, directory, shape)
-        truth = {case_id: self.truth_of(path, case_id, value) for case_id, value in document.items()}
-        self.check_classes_present(path, truth)
+        truth = {case_id: self.entry_of(path, case_id, value) for case_id, value in document.items()}
+        self.check_classes_present(path, {case_id: getattr(entry, "truth", entry) for case_id, entry in truth.items()})
         return truth
+
+    def entry_of(self, path: Path, case_id: str, value: Any) -> int | tuple[int, ...] | Grouped:
+        """A case's ground truth: its class(es), with its group when the declaration has a breakdown."""
+        if not self.breakdown:
+            return self.truth_of(path, case_id, value)
+        group = value.get(self.breakdown) if isinstance(value, dict) else None
+        if not (isinstance(value, dict) and set(value) == {"class", self.breakdown}):
+            self.truth.fail(f"Ground truth {path.name}: case {case_id} is {shown(value)}; with a breakdown by "
+                            f"{self.breakdown!r} each case is {{\"class\": ..., \"{self.breakdown}\": its group}}.")
+        if not (isinstance(group, str) and group and "." not in group and group.strip() == group):
+            self.truth.fail(f"Ground truth {path.name}: the {self.breakdown} of case {case_id} is {shown(group)}; it "
+                            f"must be a group's name (text without '.').")
+        return Grouped(self.truth_of(path, case_id, value["class"]), group)
 
     def truth_of(self, path: Path, case_id: str, value: Any) -> int | tuple[int, ...]:
         names = list(self.classes)
@@ -488,6 +522,8 @@ class Classification(Declared):
         return names.index(value)
 
     def score_case(self, case: Case, prediction: dict[str, Any], ground_truth: Any) -> dict[str, Any]:
+        if isinstance(ground_truth, Grouped):
+            return {"truth": ground_truth.truth, "group": ground_truth.group, **prediction}
         return {"truth": ground_truth, **prediction}
 
     # ---- metrics.json -----------------------------------------------------------------------
@@ -521,7 +557,28 @@ class Classification(Declared):
         per_class = {name: {"sensitivity": float(sensitivity[c]), "ppv": float(ppv[c])}
                      for c, name in enumerate(self.classes)}
         counts = {"cases": len(results), **{name: int(present[c]) for c, name in enumerate(self.classes)}}
-        return {"aggregates": per_class, "counts": counts}
+        document: dict[str, Any] = {"aggregates": per_class, "counts": counts}
+        if self.breakdown:
+            document["breakdown"] = self.group_values(results)
+        return document
+
+    def group_values(self, results: dict[str, Any]) -> dict[str, Any]:
+        """{group: {"cases": n, every ranked value of the group's cases alone}}: the aggregate
+        with the case weights of the group (1 for its cases, 0 for the others), so each value is
+        the ranked one's own definition on that subset; NaN (a group of one class has no AUC) is
+        null with a note."""
+        ordered = sorted(results)
+        groups = np.array([results[case]["group"] for case in ordered])
+        found: dict[str, Any] = {}
+        for group in sorted(set(groups.tolist())):
+            weights = (groups == group).astype(np.int64)[None, :]
+            entry: dict[str, Any] = {"cases": int(weights.sum())}
+            for path, values in self.aggregate(results, weights).items():
+                value = float(values[0])
+                set_at_path(entry, path.removeprefix("aggregates."), value if np.isfinite(value) else Undefined(
+                    f"undefined on the {int(weights.sum())} case(s) of {self.breakdown} {group} (one class only?)"))
+            found[group] = entry
+        return found
 
 
 __all__ = ["Classification", "ClassificationSettings", "Composite", "DecisionSocketSettings", "accuracy",
