@@ -7,10 +7,18 @@ checked when the class is made; a wrong declaration is a TypeError at import):
 - `labels`: {label value: name}, e.g. {1: "liver", 2: "spleen"} (annotated ClassVar: a dict).
   Every value of a label map must be 0 (background) or a declared label; the names key
   metrics.json. Required.
+- `groups`: {group name: label values}, e.g. BraTS's regions {"WT": (1, 2, 3), "TC": (1, 3),
+  "ET": (3,)} or TopCoW's merged vessels {"vessel": (1, 2, ..., 13)}: each group's union of labels
+  (in each map, the voxels holding any of them) scored exactly as a label (every metric, its empty
+  policies, an NSD tolerance of its own, per-case values, descriptions, rankable). A region's
+  Dice is the Dice of the union masks, not the mean of its labels' Dice: a voxel of label 1
+  predicted as 3 counts for the region {1, 3} and against both labels. Default: none.
+- `score_labels`: True (default): the labels are scored, and the groups beside them; False: the
+  groups only (BraTS; the labels then only say which values a map may hold).
 - `label_metrics`: the metrics computed for every label, each a declaration with its variant and
   empty policy: `Dice()`, `IoU()`, `Hausdorff(percentile=95, combine="max")`,
   `AverageSurfaceDistance(combine="mean")` ("pooled": ASSD), `NormalizedSurfaceDice(tolerance=2.0
-  or {label name: tolerance})`; every surface metric takes `boundary` ("voxels", the default:
+  or {label or group name: tolerance})`; every surface metric takes `boundary` ("voxels", the default:
   border voxels as medpy and MONAI; "surfels": DeepMind's) and `connectivity` (1, face
   neighbours; up to the maps' dimensionality), and any metric a `key` (its name in metrics.json:
   dice, iou, hd95, hd, masd, assd, nsd, cldice, betti0_error by default). Default: (Dice(),
@@ -34,9 +42,17 @@ checked when the class is made; a wrong declaration is a TypeError at import):
 - `spacing`: "header" (default: distances and tolerances in the image header's units, mm) or
   "voxels" (every voxel 1 × 1 × 1, whatever the header says).
 - `ranked_metrics`: the ranked values, in leaderboard order (the first is the score), each a
-  `RankedMetric(metric key, label=None, over_cases="mean")`: label None is the mean over the
-  declared labels of each case, then `over_cases` ("mean" or "median") over the cases; a label
-  name ranks that label alone. Default: every metric, mean over labels and cases.
+  `RankedMetric(metric key, label=None, over_cases="mean", *, group=None, over=None,
+  over_labels="all", none_present=None)`: a label name ranks that label alone, a group name
+  (`group=`) that group; neither is each case's mean over the labels (`over="labels"`) or the
+  groups (`"groups"`; None: the labels if scored, else the groups), then `over_cases` ("mean" or
+  "median") over the cases. The mean averages every label (group) of the case (`over_labels`
+  "all": one absent from both maps brings its both_empty value, Dice 1) or only those present
+  in the case's truth or prediction ("present"); a case where none is present takes
+  `none_present`, which "present" requires (no default): a number, or "skip" (the case is left
+  out of the mean or median over cases, its per-case value null with a note; a test set where
+  every case is skipped has no value: exit 3; not with "case_rank_then_mean", which ranks every
+  case). Default: every metric, mean over labels (or groups) and cases.
 - `composite`: optional `Composite({ranked key: weight})`, a weighted sum of ranked values, which
   then is the score (the leaderboard's first column), the ranked values beside it; the final
   ranking orders by it (ranking "ordered"), ties broken by the ranked values in turn.
@@ -59,7 +75,17 @@ metrics.json: ranked values at their paths (`aggregates.dice_mean`, or for one l
 (`aggregates.<label>.<metric>`: mean, std, min, 25%, median, 75%, max, count), the same for the
 per-case means over labels (`aggregates.mean_over_labels.<metric>`); each case's value per label
 and metric (`cases.<case>.<label>.<metric>`, and `cases.<case>.mean_over_labels.<metric>`); counts
-of the cases in which each label is empty in the truth, the prediction or both.
+of the cases in which each label is empty in the truth, the prediction or both
+(`counts.empty_cases.<label>`). Groups have a node of their own, so that a group's key is never a
+label's (a label may not be named "groups" or after a mean): `cases.<case>.groups.<group>.<metric>`,
+`aggregates.groups.<group>.<metric>` (the description; a ranked group's value at
+`aggregates.groups.<group>.<metric>.<mean|median>`), `counts.empty_cases.groups.<group>`,
+`counts.groups`; their per-case mean `cases.<case>.mean_over_groups.<metric>`, described at
+`aggregates.mean_over_groups.<metric>` (ranked: `aggregates.mean_over_groups.<metric>.<mean|median>`).
+A ranked mean over present labels (groups) adds `cases.<case>.mean_over_present_labels.<metric>`
+(`mean_over_present_groups`) for its metric, described (and ranked) at
+`aggregates.mean_over_present_labels.<metric>[.<mean|median>]`, and `counts.none_present.<mean>`:
+the cases where none is present. Without groups and present means, nothing of these is written.
 
 Reading: evaluation/reading/label_maps.py, the header first (the grid: dimensionality, size,
 spacing, origin, direction), then the values (0 or a declared label; whole-number floats are
@@ -70,7 +96,11 @@ Computation: one pass over both label maps for every label's voxel counts and bo
 (metrics.surface.label_surface_distances), once per surface variant (boundary, connectivity)
 that the declared metrics use: the Hausdorff distance, the average surface distance and the NSD
 are read off the same distances. The topology metrics take each label's two masks on its box
-(from the same pass) widened by one voxel: the skeletons and Betti numbers of the whole masks.
+(from the same pass) widened by one voxel: the skeletons and Betti numbers of the whole masks. A
+group's two masks are made once per case, on the box around its labels' boxes (widened by one
+voxel when a topology metric is declared), and every metric is read off them: its sizes are its
+labels' sizes summed, its intersection counted on the masks (labels swapped inside the group
+still overlap).
 """
 
 from __future__ import annotations
