@@ -561,6 +561,9 @@ def mean_name(over: str, present: bool) -> str:
     return f"mean_over_{'present_' if present else ''}{over}"
 
 
+AVERAGED = {mean_name(over, present): over for over in MEAN_SETS for present in (False, True)}  # name -> set
+
+
 @dataclass(frozen=True)
 class Composite:
     """A composite score: Σ weight × ranked value ({RankedMetric key: weight}); it becomes the
@@ -821,7 +824,7 @@ class Segmentation(Declared):
         result = score_label_maps(prediction.prediction, prediction.truth, self.labels, self.label_metrics,
                                   prediction.spacing, groups=self.groups, score_labels=self.score_labels)
         for name, policies in self.present_means.items():
-            subjects = self._subjects(GROUPS if name.endswith(GROUPS) else "labels")
+            subjects = self._subjects(AVERAGED[name])
             result.update(present_means(result, subjects, name, policies))
         return result
 
@@ -844,7 +847,7 @@ class Segmentation(Declared):
             entry[mean] = {metric.key: _defined(result[f"{mean}/{metric.key}"], metric, None, result, GROUPS)
                            for metric in self.label_metrics}
         for name, policies in self.present_means.items():
-            over = GROUPS if name.endswith(GROUPS) else "labels"
+            over = AVERAGED[name]
             entry[name] = {key: result[f"{name}/{key}"] if not math.isnan(result[f"{name}/{key}"]) else Undefined(
                 f"no {over[:-1]} is present in this case's truth or prediction: left out of the aggregate over "
                 f"cases (none_present \"skip\")") for key in policies}
