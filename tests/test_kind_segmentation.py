@@ -29,6 +29,7 @@ from evaluation.kinds.segmentation import (
     Dice,
     Hausdorff,
     IoU,
+    LabelMapPair,
     NormalizedSurfaceDice,
     RankedMetric,
     Segmentation,
@@ -670,3 +671,345 @@ def test_2d_cldice_and_the_betti1_error_equal_skimage_and_scipy():
     assert 0 < result["ring/cldice"] < 1
     assert result["ring/betti1_error"] == abs(holes(p) - holes(t)) == 1
     assert result["bar/cldice"] == 0.0 and result["bar/betti1_error"] == 0.0
+
+
+# ---- label groups (BraTS's regions, TopCoW's merged vessels) and means over present labels ------
+
+TUMOUR = {1: "necrosis", 2: "edema", 3: "enhancing"}
+REGIONS = {"WT": (1, 2, 3), "TC": (1, 3), "ET": (3,)}  # BraTS's whole tumour, tumour core, enhancing tumour
+
+
+def tumour_cases(shape=SHAPE, seed: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(prediction, truth) nested tumours: edema around a core of necrosis holding an enhancing
+    part. Case 1 predicts part of the necrosis as enhancing (the same tumour core, another
+    enhancing tumour: a region's intersection is not its labels'); case 2 has no enhancing part
+    in the truth, one predicted; case 3 none in either; case 4 is empty in both maps (no label
+    present at all)."""
+    rng = np.random.default_rng(seed)
+    size = np.array(shape)
+    cases = []
+    for number in range(5):
+        truth = np.zeros(shape, dtype=np.uint8)
+        prediction = np.zeros(shape, dtype=np.uint8)
+        if number == 4:
+            cases.append((prediction, truth))
+            continue
+        centre = size * 0.5
+        for target, shift, scale in ((truth, 0, 1.0), (prediction, rng.integers(-1, 2, len(shape)),
+                                                        rng.uniform(0.85, 1.1))):
+            c = centre + shift
+            target[ball(shape, c, size * 0.3 * scale)] = 2
+            target[ball(shape, c, size * 0.2 * scale)] = 1
+            if not (number == 3 or (number == 2 and target is truth)):
+                target[ball(shape, c + [0, 2, 1][: len(shape)], size * 0.1 * scale)] = 3
+        if number == 1:  # half of the predicted necrosis called enhancing
+            prediction[(prediction == 1) & (np.indices(shape)[-1] < shape[-1] // 2)] = 3
+        cases.append((prediction, truth))
+    return cases
+
+
+def union(label_map: np.ndarray, members) -> np.ndarray:
+    return np.isin(label_map, members)
+
+
+@pytest.mark.parametrize("shape, spacing", [(SHAPE, SPACING), ((48, 40), (0.7, 1.9))], ids=["3d", "2d"])
+def test_every_variant_of_a_group_equals_its_peer_on_the_union_masks(shape, spacing):
+    """Each group scored as medpy, DeepMind's surface-distance and numpy score its union masks,
+    every variant and empty case (ET empty in the truth, in both, everything empty); the labels'
+    values beside them unchanged; the mean over groups numpy's."""
+    variants = every_variant(len(shape))
+    for prediction, truth in tumour_cases(shape):
+        alone = score_label_maps(prediction, truth, TUMOUR, variants, spacing)
+        result = score_label_maps(prediction, truth, TUMOUR, variants, spacing, groups=REGIONS)
+        assert {k: v for k, v in result.items() if k in alone} == alone
+        for name, members in REGIONS.items():
+            expected = peer_values(union(prediction, members), union(truth, members), spacing, 2.0)
+            for key, peer in expected.items():
+                rel = 1e-6 if key.endswith("surfels") else 1e-12
+                assert result[f"groups/{name}/{key}"] == pytest.approx(peer, rel=rel, abs=1e-12), (name, key)
+        for metric in variants:
+            per_group = [result[f"groups/{name}/{metric.key}"] for name in REGIONS]
+            assert result[f"mean_over_groups/{metric.key}"] == pytest.approx(np.mean(per_group), rel=1e-15)
+        groups_only = score_label_maps(prediction, truth, TUMOUR, variants, spacing, groups=REGIONS,
+                                       score_labels=False)
+        assert groups_only == {k: v for k, v in result.items() if k not in alone}
+
+
+def test_a_group_tolerance_and_topology_are_the_groups_own():
+    """An NSD tolerance per group, and clDice and the Betti-0 error of a merged vessel mask
+    (TopCoW's "any vessel" class) as skimage's skeletonize and scipy's components give them on
+    the union masks."""
+    tolerances = {"basilar": 0.5, "communicating": 1.0, "nodule": 2.0, "vessels": 3.0, "pair": 1.5}
+    groups = {"vessels": (1, 2, 3), "pair": (1, 2)}
+    metrics = (*TOPOLOGY, NormalizedSurfaceDice(tolerances))
+    for prediction, truth in vessel_cases():
+        result = score_label_maps(prediction, truth, VESSELS, metrics, SPACING, groups=groups)
+        for name, members in groups.items():
+            p, t = union(prediction, members), union(truth, members)
+            for key, expected in peer_topology(p, t).items():
+                assert result[f"groups/{name}/{key}"] == pytest.approx(expected, rel=1e-12, abs=1e-12), (name, key)
+            peer = peer_values(p, t, SPACING, tolerances[name])["nsd"]
+            assert result[f"groups/{name}/nsd"] == pytest.approx(peer, rel=1e-12)
+
+
+def test_a_regions_dice_is_not_the_mean_of_its_labels_dice():
+    """The pitfall groups exist for: BraTS's tumour core Dice is the Dice of the union masks, not
+    the mean of necrosis' and enhancing tumour's Dice (case 1 swaps labels inside the core)."""
+    prediction, truth = tumour_cases()[1]
+    result = score_label_maps(prediction, truth, TUMOUR, (Dice(),), SPACING, groups=REGIONS)
+    labels_mean = np.mean([result["necrosis/dice"], result["enhancing/dice"]])
+    core = union(prediction, (1, 3)), union(truth, (1, 3))
+    assert result["groups/TC/dice"] == pytest.approx(2 * (core[0] & core[1]).sum() / (core[0].sum() + core[1].sum()),
+                                                     rel=1e-12)
+    assert result["groups/TC/dice"] > labels_mean + 0.1
+
+
+GROUPS_DRIVER = '''
+import sys
+from evaluation import cli
+from evaluation.kinds.segmentation import *
+
+
+class Tiny(Segmentation):
+    name = "tiny"
+    title = "tiny: label groups of the segmentation kind"
+    labels = {labels!r}
+{body}
+
+cli.named_challenge = lambda name: Tiny
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+BRATS_LIKE = '''
+    groups = {"WT": (1, 2, 3), "TC": (1, 3), "ET": (3,)}
+    score_labels = False
+    label_metrics = (Dice(), Hausdorff(95), NormalizedSurfaceDice({"WT": 1.0, "TC": 2.0, "ET": 3.0}),
+                     IoU(both_empty=None))
+    ranked_metrics = (RankedMetric("dice", group="WT"), RankedMetric("dice", group="TC"),
+                      RankedMetric("dice", group="ET"), RankedMetric("hd95", group="ET", over_cases="median"),
+                      RankedMetric("dice", over_labels="present", none_present="skip"),
+                      RankedMetric("nsd", over_labels="present", none_present=0.25),
+                      RankedMetric("hd95", over_labels="present", none_present=0.0, over_cases="median"))
+'''
+
+TOPCOW_LIKE = '''
+    groups = {"tumour": (1, 2, 3)}
+    label_metrics = (Dice(), Hausdorff(95))
+    ranked_metrics = (RankedMetric("dice", group="tumour"), RankedMetric("hd95"),
+                      RankedMetric("dice", over_labels="present", none_present="skip"),
+                      RankedMetric("hd95", over_labels="present", none_present=0.0))
+'''
+
+
+def group_challenge(folder: Path, body: str, cases) -> Path:
+    """A driver declaring `body`, its ground truth (.mha) and a submission of `cases`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "driver.py").write_text(GROUPS_DRIVER.format(labels=TUMOUR, body=body))
+    spacing_xyz = SPACING[::-1]
+    for number, (_, truth) in enumerate(cases):
+        write_map(folder / "ground-truth" / f"case-{number}.mha", truth, spacing_xyz)
+    write_submission(folder / "input", {f"case-{n}": p for n, (p, _) in enumerate(cases)}, spacing_xyz)
+    return folder
+
+
+def over_present(values: dict[str, dict[str, float]], present: dict[str, dict[str, bool]], policy, over_cases):
+    """pandas: each case's mean over the subjects present in its truth or prediction, a case with
+    none taking `policy` (a number, or "skip": dropped), then the mean (median) over cases."""
+    pandas = pytest.importorskip("pandas")
+    table = pandas.DataFrame([{"case": c, "subject": s, "value": v, "present": present[c][s]}
+                              for c, row in values.items() for s, v in row.items()])
+    per_case = table[table.present].groupby("case")["value"].mean().reindex(sorted(values))
+    per_case = per_case.dropna() if policy == "skip" else per_case.fillna(policy)
+    return per_case, getattr(per_case, over_cases)()
+
+
+def test_a_run_scores_brats_regions_only_with_means_over_present_regions(tmp_path):
+    """Regions only (score_labels = False): every group's values per case as medpy and numpy give
+    them on the union masks (its own NSD tolerance), pandas' description over cases, the ranked
+    regions, and the means over the regions present in each case as pandas computes them (case
+    4: no region present, skipped or given the declared value)."""
+    pandas = pytest.importorskip("pandas")
+    cases = tumour_cases()
+    folder = group_challenge(tmp_path / "brats", BRATS_LIKE, cases)
+    finished = run(folder, folder / "input", tmp_path / "out")
+    assert finished.returncode == 0, finished.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    tolerances = {"WT": 1.0, "TC": 2.0, "ET": 3.0}
+    peers = {f"case-{n}": {g: peer_values(union(p, m), union(t, m), SPACING, tolerances[g]) for g, m in REGIONS.items()}
+             for n, (p, t) in enumerate(cases)}
+    present = {f"case-{n}": {g: bool(union(p, m).any() or union(t, m).any()) for g, m in REGIONS.items()}
+               for n, (p, t) in enumerate(cases)}
+    for case_id, entry in metrics["cases"].items():
+        assert set(entry) == {"groups", "mean_over_groups", "mean_over_present_groups"}  # no label scored
+        for group, values in peers[case_id].items():
+            for key in ("dice", "hd95", "nsd"):
+                assert entry["groups"][group][key] == pytest.approx(values[key], rel=1e-12), (case_id, group, key)
+    # an IoU left undefined where a region is in neither map: null, a note, left out of the description
+    assert metrics["cases"]["case-3"]["groups"]["ET"]["iou"] is None
+    assert "cases.case-3.groups.ET.iou" in metrics["notes"]
+    assert metrics["aggregates"]["groups"]["ET"]["iou"]["count"] == 3
+    for group in REGIONS:
+        for key in ("dice", "hd95", "nsd"):
+            described = pandas.Series([peers[c][group][key] for c in sorted(peers)]).describe()
+            ours = metrics["aggregates"]["groups"][group][key]
+            for theirs, mine in (("mean", "mean"), ("std", "std"), ("min", "min"), ("25%", "25%"),
+                                 ("50%", "median"), ("75%", "75%"), ("max", "max"), ("count", "count")):
+                assert ours[mine] == pytest.approx(described[theirs], rel=1e-12, abs=1e-12), (group, key, mine)
+    aggregates = metrics["aggregates"]
+    for group in REGIONS:
+        assert aggregates["groups"][group]["dice"]["mean"] == pytest.approx(
+            np.mean([peers[c][group]["dice"] for c in sorted(peers)]), rel=1e-12)
+    assert aggregates["groups"]["ET"]["hd95"]["median"] == pytest.approx(
+        np.median([peers[c]["ET"]["hd95"] for c in sorted(peers)]), rel=1e-12)
+    # the means over present regions, against pandas
+    for key, policy, over_cases in (("dice", "skip", "mean"), ("nsd", 0.25, "mean"), ("hd95", 0.0, "median")):
+        values = {c: {g: peers[c][g][key] for g in REGIONS} for c in peers}
+        per_case, expected = over_present(values, present, policy, over_cases)
+        assert aggregates["mean_over_present_groups"][key][over_cases] == pytest.approx(expected, rel=1e-12), key
+        for case_id in peers:
+            ours = metrics["cases"][case_id]["mean_over_present_groups"][key]
+            if case_id in per_case.index:
+                assert ours == pytest.approx(per_case[case_id], rel=1e-12), (case_id, key)
+            else:
+                assert ours is None and f"cases.{case_id}.mean_over_present_groups.{key}" in metrics["notes"]
+    # the skipped case is not in the description's count; a mean over present regions is not the mean over all
+    assert aggregates["mean_over_present_groups"]["dice"]["count"] == 4
+    assert aggregates["mean_over_present_groups"]["dice"]["mean"] != pytest.approx(
+        aggregates["mean_over_groups"]["dice"]["mean"], rel=1e-3)
+    assert metrics["counts"]["none_present"] == {"mean_over_present_groups": 1}
+    assert metrics["counts"]["empty_cases"]["groups"]["ET"] == {"both_empty": 2, "truth_empty": 1,
+                                                                "prediction_empty": 0}
+
+
+def test_a_run_scores_labels_and_a_merged_group_beside_them(tmp_path):
+    """TopCoW's layout: the labels as before, a merged group beside them under "groups" (its
+    keys never a label's), and the mean over the labels present in each case against pandas."""
+    cases = tumour_cases()
+    folder = group_challenge(tmp_path / "merged", TOPCOW_LIKE, cases)
+    finished = run(folder, folder / "input", tmp_path / "out")
+    assert finished.returncode == 0, finished.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    labels = {f"case-{n}": {name: peer_values(p == v, t == v, SPACING, 2.0) for v, name in TUMOUR.items()}
+              for n, (p, t) in enumerate(cases)}
+    merged = {f"case-{n}": peer_values(p > 0, t > 0, SPACING, 2.0) for n, (p, t) in enumerate(cases)}
+    present = {f"case-{n}": {name: bool((p == v).any() or (t == v).any()) for v, name in TUMOUR.items()}
+               for n, (p, t) in enumerate(cases)}
+    for case_id, entry in metrics["cases"].items():
+        assert list(entry) == [*TUMOUR.values(), "mean_over_labels", "groups", "mean_over_groups",
+                               "mean_over_present_labels"]
+        for key in ("dice", "hd95"):
+            assert entry["groups"]["tumour"][key] == pytest.approx(merged[case_id][key], rel=1e-12)
+            for name in TUMOUR.values():
+                assert entry[name][key] == pytest.approx(labels[case_id][name][key], rel=1e-12)
+    values = metrics["aggregates"]
+    assert values["groups"]["tumour"]["dice"]["mean"] == pytest.approx(
+        np.mean([merged[c]["dice"] for c in sorted(merged)]), rel=1e-12)
+    assert values["hd95_mean"] == pytest.approx(
+        np.mean([np.mean([labels[c][n]["hd95"] for n in TUMOUR.values()]) for c in sorted(labels)]), rel=1e-12)
+    for key, policy in (("dice", "skip"), ("hd95", 0.0)):
+        _, expected = over_present({c: {n: labels[c][n][key] for n in TUMOUR.values()} for c in labels}, present,
+                                   policy, "mean")
+        assert values["mean_over_present_labels"][key]["mean"] == pytest.approx(expected, rel=1e-12), key
+    assert metrics["counts"]["groups"] == 1
+    assert "tumour" not in metrics["counts"]["empty_cases"]  # a group's counts are under "groups"
+    assert metrics["counts"]["empty_cases"]["groups"]["tumour"]["both_empty"] == 1
+
+
+def test_a_skipped_mean_over_cases_with_weights_is_pandas_on_the_repeated_cases():
+    """The final ranking's bootstrap rows: a case drawn twice counts twice, a skipped case never;
+    a row drawing only skipped cases has no value (NaN)."""
+    pandas = pytest.importorskip("pandas")
+    cls = declared(labels=dict(TUMOUR), label_metrics=(Dice(),),
+                   ranked_metrics=(RankedMetric("dice", over_labels="present", none_present="skip"),
+                                   RankedMetric("dice", over_labels="present", none_present="skip", over_cases="median",
+                                                title="median")))
+    evaluation = cls.__new__(cls)
+    results = {}
+    for n, (p, t) in enumerate(tumour_cases()):
+        results[f"c{n}"] = evaluation.score_case(None, LabelMapPair(t, p, SPACING), None)
+    weights = np.array([[2, 1, 0, 1, 0], [0, 0, 0, 0, 3], [1, 1, 1, 1, 1], [0, 3, 1, 0, 2]])
+    rows = evaluation.aggregate(results, weights)
+    per_case = {f"c{n}": np.mean([peer_values(p == v, t == v, SPACING, 2.0)["dice"] for v in TUMOUR
+                                  if (p == v).any() or (t == v).any()]) if p.any() or t.any() else None
+                for n, (p, t) in enumerate(tumour_cases())}
+    for r, row in enumerate(weights):
+        repeated = pandas.Series([per_case[c] for c, w in zip(sorted(per_case), row, strict=True)
+                                  for _ in range(w)], dtype=float).dropna()
+        for path, expected in (("aggregates.mean_over_present_labels.dice.mean", repeated.mean()),
+                               ("aggregates.mean_over_present_labels.dice.median", repeated.median())):
+            if repeated.empty:
+                assert math.isnan(rows[path][r]), (r, path)
+            else:
+                assert rows[path][r] == pytest.approx(expected, rel=1e-12), (r, path)
+
+
+def test_a_test_set_with_nothing_present_cannot_skip_every_case(tmp_path):
+    """Every case empty in both maps: the skipped mean over present regions has no value; the
+    organizer's test set is at fault: exit 3, one line, no metrics.json."""
+    empty = np.zeros(SHAPE, dtype=np.uint8)
+    folder = group_challenge(tmp_path / "empty", BRATS_LIKE, [(empty, empty), (empty, empty)])
+    finished = run(folder, folder / "input", tmp_path / "out")
+    last = finished.stderr.strip().splitlines()[-1]
+    assert finished.returncode == 3, finished.stderr
+    assert "No case has a group present" in last and "undefined on this test set" in last, last
+    assert "Traceback" not in finished.stderr
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"groups": {"WT": (1, 4)}}, "distinct declared label values"),
+    ({"groups": {"WT": ()}}, "distinct declared label values"),
+    ({"groups": {"WT": (1, 1)}}, "distinct declared label values"),
+    ({"groups": {"liver": (1, 2)}}, "must differ from every scored label"),
+    ({"groups": {"liver": (1, 2)}, "score_labels": False}, None),  # the labels are not scored: no clash
+    ({"score_labels": False}, "declare groups"),
+    ({"groups": {"all": (1, 2, 3)}, "label_metrics": (NormalizedSurfaceDice({"liver": 1.0, "spleen": 1.0,
+                                                                               "kidney": 1.0}),)},
+     "must name every label and group"),
+    ({"groups": {"all": (1, 2, 3)}, "ranked_metrics": (RankedMetric("dice", group="none"),)}, "not one of the groups"),
+    ({"ranked_metrics": (RankedMetric("dice", over="groups"),)}, "declare groups"),
+    ({"groups": {"all": (1, 2, 3)}, "score_labels": False, "ranked_metrics": (RankedMetric("dice", label="liver"),)},
+     "not scored"),
+    ({"groups": {"all": (1, 2, 3)}, "score_labels": False, "ranked_metrics": (RankedMetric("dice", over="labels"),)},
+     "not scored"),
+    ({"ranked_metrics": (RankedMetric("dice", over_labels="present", none_present=1.0),
+                         RankedMetric("dice", over_labels="present", none_present="skip", over_cases="median"))},
+     "two none_present policies"),
+    ({"ranked_metrics": (RankedMetric("dice", over_labels="present", none_present="skip"),),
+      "ranking": "case_rank_then_mean"}, "declare a number for none_present"),
+    ({"labels": {1: "groups"}}, "is a key of metrics.json"),
+    ({"labels": {1: "mean_over_present_labels"}}, "is a key of metrics.json"),
+])
+def test_a_wrong_group_or_present_declaration_is_refused(attributes, message):
+    if message is None:
+        assert declared(**attributes).ranked
+        return
+    with pytest.raises(TypeError, match=message):
+        declared(**attributes)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: RankedMetric("dice", over_labels="present"), "needs none_present"),
+    (lambda: RankedMetric("dice", none_present=1.0), "applies to over_labels=\"present\" only"),
+    (lambda: RankedMetric("dice", over_labels="present", none_present=math.inf), "a number or \"skip\""),
+    (lambda: RankedMetric("dice", over_labels="some"), "over_labels"),
+    (lambda: RankedMetric("dice", label="liver", group="WT"), "not both"),
+    (lambda: RankedMetric("dice", group="WT", over_labels="present", none_present=1.0), "takes neither"),
+])
+def test_a_wrong_ranked_metric_is_refused(make, message):
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_ranked_groups_and_present_means_have_their_paths_titles_and_case_columns():
+    cls = declared(groups={"WT": (1, 2, 3)}, score_labels=False, ranking="case_rank_then_mean",
+                   ranked_metrics=(RankedMetric("dice", group="WT"), RankedMetric("hd95"),
+                                   RankedMetric("nsd", over_labels="present", none_present=1.0)))
+    columns = (cls.leaderboards[0].score, *cls.leaderboards[0].extra_columns)
+    assert [c.path for c in columns] == ["aggregates.groups.WT.dice.mean", "aggregates.mean_over_groups.hd95.mean",
+                                         "aggregates.mean_over_present_groups.nsd.mean"]
+    assert [c.title for c in columns] == ["WT Dice, mean over cases", "HD95 (mm), mean over groups and cases",
+                                          "NSD at 2 mm, mean over present groups and cases"]
+    assert cls.final_rankings[0].case_paths == ("groups.WT.dice", "mean_over_groups.hd95",
+                                                "mean_over_present_groups.nsd")
+    assert cls.leaderboard_name == "groups_WT_dice_mean"

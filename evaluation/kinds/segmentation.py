@@ -7,10 +7,18 @@ checked when the class is made; a wrong declaration is a TypeError at import):
 - `labels`: {label value: name}, e.g. {1: "liver", 2: "spleen"} (annotated ClassVar: a dict).
   Every value of a label map must be 0 (background) or a declared label; the names key
   metrics.json. Required.
+- `groups`: {group name: label values}, e.g. BraTS's regions {"WT": (1, 2, 3), "TC": (1, 3),
+  "ET": (3,)} or TopCoW's merged vessels {"vessel": (1, 2, ..., 13)}: each group's union of labels
+  (in each map, the voxels holding any of them) scored exactly as a label (every metric, its empty
+  policies, an NSD tolerance of its own, per-case values, descriptions, rankable). A region's
+  Dice is the Dice of the union masks, not the mean of its labels' Dice: a voxel of label 1
+  predicted as 3 counts for the region {1, 3} and against both labels. Default: none.
+- `score_labels`: True (default): the labels are scored, and the groups beside them; False: the
+  groups only (BraTS; the labels then only say which values a map may hold).
 - `label_metrics`: the metrics computed for every label, each a declaration with its variant and
   empty policy: `Dice()`, `IoU()`, `Hausdorff(percentile=95, combine="max")`,
   `AverageSurfaceDistance(combine="mean")` ("pooled": ASSD), `NormalizedSurfaceDice(tolerance=2.0
-  or {label name: tolerance})`; every surface metric takes `boundary` ("voxels", the default:
+  or {label or group name: tolerance})`; every surface metric takes `boundary` ("voxels", the default:
   border voxels as medpy and MONAI; "surfels": DeepMind's) and `connectivity` (1, face
   neighbours; up to the maps' dimensionality), and any metric a `key` (its name in metrics.json:
   dice, iou, hd95, hd, masd, assd, nsd, cldice, betti0_error by default). Default: (Dice(),
@@ -36,9 +44,17 @@ checked when the class is made; a wrong declaration is a TypeError at import):
 - `spacing`: "header" (default: distances and tolerances in the image header's units, mm) or
   "voxels" (every voxel 1 × 1 × 1, whatever the header says).
 - `ranked_metrics`: the ranked values, in leaderboard order (the first is the score), each a
-  `RankedMetric(metric key, label=None, over_cases="mean")`: label None is the mean over the
-  declared labels of each case, then `over_cases` ("mean" or "median") over the cases; a label
-  name ranks that label alone. Default: every metric, mean over labels and cases.
+  `RankedMetric(metric key, label=None, over_cases="mean", *, group=None, over=None,
+  over_labels="all", none_present=None)`: a label name ranks that label alone, a group name
+  (`group=`) that group; neither is each case's mean over the labels (`over="labels"`) or the
+  groups (`"groups"`; None: the labels if scored, else the groups), then `over_cases` ("mean" or
+  "median") over the cases. The mean averages every label (group) of the case (`over_labels`
+  "all": one absent from both maps brings its both_empty value, Dice 1) or only those present
+  in the case's truth or prediction ("present"); a case where none is present takes
+  `none_present`, which "present" requires (no default): a number, or "skip" (the case is left
+  out of the mean or median over cases, its per-case value null with a note; a test set where
+  every case is skipped has no value: exit 3; not with "case_rank_then_mean", which ranks every
+  case). Default: every metric, mean over labels (or groups) and cases.
 - `composite`: optional `Composite({ranked key: weight}, title=..., better=...)` or the plain
   `{ranked key: weight}` (kinds/declared.py, the same in every kind), a weighted sum of ranked
   values, which then is the score (the leaderboard's first column), the ranked values beside it; the final
@@ -62,7 +78,17 @@ metrics.json: ranked values at their paths (`aggregates.dice_mean`, or for one l
 (`aggregates.<label>.<metric>`: mean, std, min, 25%, median, 75%, max, count), the same for the
 per-case means over labels (`aggregates.mean_over_labels.<metric>`); each case's value per label
 and metric (`cases.<case>.<label>.<metric>`, and `cases.<case>.mean_over_labels.<metric>`); counts
-of the cases in which each label is empty in the truth, the prediction or both.
+of the cases in which each label is empty in the truth, the prediction or both
+(`counts.empty_cases.<label>`). Groups have a node of their own, so that a group's key is never a
+label's (a label may not be named "groups" or after a mean): `cases.<case>.groups.<group>.<metric>`,
+`aggregates.groups.<group>.<metric>` (the description; a ranked group's value at
+`aggregates.groups.<group>.<metric>.<mean|median>`), `counts.empty_cases.groups.<group>`,
+`counts.groups`; their per-case mean `cases.<case>.mean_over_groups.<metric>`, described at
+`aggregates.mean_over_groups.<metric>` (ranked: `aggregates.mean_over_groups.<metric>.<mean|median>`).
+A ranked mean over present labels (groups) adds `cases.<case>.mean_over_present_labels.<metric>`
+(`mean_over_present_groups`) for its metric, described (and ranked) at
+`aggregates.mean_over_present_labels.<metric>[.<mean|median>]`, and `counts.none_present.<mean>`:
+the cases where none is present. Without groups and present means, nothing of these is written.
 
 Reading: evaluation/reading/label_maps.py, the header first (the grid: dimensionality, size,
 spacing, origin, direction), then the values (0 or a declared label; whole-number floats are
@@ -73,11 +99,16 @@ Computation: one pass over both label maps for every label's voxel counts and bo
 (metrics.surface.label_surface_distances), once per surface variant (boundary, connectivity)
 that the declared metrics use: the Hausdorff distance, the average surface distance and the NSD
 are read off the same distances. The topology metrics take each label's two masks on its box
-(from the same pass) widened by one voxel: the skeletons and Betti numbers of the whole masks.
+(from the same pass) widened by one voxel: the skeletons and Betti numbers of the whole masks. A
+group's two masks are made once per case, on the box around its labels' boxes (widened by one
+voxel when a topology metric is declared), and every metric is read off them: its sizes are its
+labels' sizes summed, its intersection counted on the masks (labels swapped inside the group
+still overlap).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 from collections.abc import Mapping
@@ -94,13 +125,14 @@ from evaluation.kinds.declared import (
     Composite,
     Declared,
     Ranked,
+    case_values,
     composite_of,
     composite_value,
     mean_over_cases,
     median_over_cases,
 )
 from evaluation.metrics import validation
-from evaluation.metrics.aggregation import describe, mean_over_labels
+from evaluation.metrics.aggregation import describe, mean_over_labels, weighted_mean, weighted_median
 from evaluation.platform.cases import Case
 from evaluation.platform.outputs import Undefined
 from evaluation.reading.label_maps import GRID_TOLERANCE, read_label_map, read_truth_label_map, truth_label_map_files
@@ -109,6 +141,12 @@ from evaluation.settings import IMAGE_OUTPUT, Settings, setting
 # Ground-truth label maps: <case id><one of these>.
 TRUTH_SUFFIXES = (".nii.gz", ".nii", ".mha", ".nrrd", ".tif", ".tiff")
 MEAN_OVER_LABELS = "mean_over_labels"  # the per-case mean over the declared labels, in metrics.json
+GROUPS = "groups"  # the groups' node in a case's entry, aggregates and counts of metrics.json
+MEAN_SETS = ("labels", "groups")  # what a per-case mean averages
+OVER_LABELS = ("all", "present")  # every label (group) of the mean, or those present in the case
+SKIP = "skip"  # none_present: a case with no label present is left out of the mean over cases
+# the per-case means beside the labels in a case's entry and in "aggregates"
+MEAN_NAMES = tuple(f"mean_over_{p}{s}" for p in ("", "present_") for s in MEAN_SETS)
 OVER_CASES = ("mean", "median")
 SPACINGS = ("header", "voxels")
 DIAGONAL = validation.DIAGONAL
@@ -446,34 +484,90 @@ Metric = Dice | IoU | Hausdorff | AverageSurfaceDistance | NormalizedSurfaceDice
 
 @dataclass(frozen=True)
 class RankedMetric:
-    """One ranked value: a metric (its key) over the declared labels (label None: each case's
-    mean over them) or of one label (its name), aggregated over the cases by `over_cases`."""
+    """One ranked value: a metric (its key) of one label (`label`, its name), of one group
+    (`group`), or each case's mean over the scored labels or groups (`over`), aggregated over the
+    cases by `over_cases`. A mean averages every label (or group) of the case (`over_labels`
+    "all") or only those present in the case's truth or prediction ("present"); a case where
+    none is present takes `none_present`: a number, or "skip" (left out of the mean over cases)."""
 
     metric: str
     label: str | None = None
     over_cases: str = "mean"
     title: str | None = None  # default: from the metric, the labels and the aggregation
+    _: KW_ONLY
+    group: str | None = None
+    over: str | None = None  # "labels" or "groups"; None: the labels if scored, else the groups
+    over_labels: str = "all"
+    none_present: float | str | None = None
 
     def __post_init__(self) -> None:
         if self.over_cases not in OVER_CASES:
             raise TypeError(f"over_cases must be one of {', '.join(OVER_CASES)}, not {self.over_cases!r}")
+        if self.over not in (None, *MEAN_SETS):
+            raise TypeError(f'over must be "labels" or "groups", not {self.over!r}')
+        if self.over_labels not in OVER_LABELS:
+            raise TypeError(f"over_labels must be one of {', '.join(OVER_LABELS)}, not {self.over_labels!r}")
+        if self.label is not None and self.group is not None:
+            raise TypeError(f"{self.metric}: a ranked value names a label or a group, not both")
+        if (self.label is not None or self.group is not None) and (self.over is not None or
+                                                                   self.over_labels != "all"):
+            raise TypeError(f"{self.metric}: over and over_labels choose what a mean averages; a ranked value of "
+                            f"one label or group takes neither")
+        if self.over_labels == "present":
+            # a case with nothing present has no mean: the declaration says what it gets
+            if self.none_present is None:
+                raise TypeError(f'{self.metric}: over_labels="present" needs none_present, the value of a case '
+                                f'where no label is present (a number, or "skip": left out of the mean over cases)')
+            if self.none_present != SKIP:
+                object.__setattr__(self, "none_present", _policy_value(self.none_present, f"{self.metric} "
+                                                                       f'none_present (a number or "skip")', False))
+        elif self.none_present is not None:
+            raise TypeError(f'{self.metric}: none_present applies to over_labels="present" only')
+
+    @property
+    def mean_name(self) -> str | None:
+        """The name of the mean it ranks in metrics.json (mean_over_labels, mean_over_groups,
+        mean_over_present_labels, mean_over_present_groups), None for one label or group."""
+        if self.label is not None or self.group is not None:
+            return None
+        return mean_name(self.over or "labels", self.over_labels == "present")
 
     @property
     def key(self) -> str:
-        """Its path under "aggregates": <metric>_<over_cases>, or <label>.<metric>.<over_cases>."""
-        if self.label is None:
+        """Its path under "aggregates": <metric>_<over_cases> (the mean over all labels),
+        <mean>.<metric>.<over_cases> (another mean), <label>.<metric>.<over_cases>, or
+        groups.<group>.<metric>.<over_cases>."""
+        if self.label is not None:
+            return f"{self.label}.{self.metric}.{self.over_cases}"
+        if self.group is not None:
+            return f"{GROUPS}.{self.group}.{self.metric}.{self.over_cases}"
+        if self.mean_name == MEAN_OVER_LABELS:
             return f"{self.metric}_{self.over_cases}"
-        return f"{self.label}.{self.metric}.{self.over_cases}"
+        return f"{self.mean_name}.{self.metric}.{self.over_cases}"
 
     @property
     def case_path(self) -> str:
         """Its per-case value's path inside a case's entry of metrics.json (a per-case rule's)."""
-        return f"{self.label or MEAN_OVER_LABELS}.{self.metric}"
+        if self.group is not None:
+            return f"{GROUPS}.{self.group}.{self.metric}"
+        return f"{self.label or self.mean_name}.{self.metric}"
 
     @property
     def case_key(self) -> str:
         """The per-case value it aggregates (a key of a case's result)."""
-        return self.metric if self.label is None else f"{self.label}/{self.metric}"
+        if self.label is not None:
+            return f"{self.label}/{self.metric}"
+        if self.group is not None:
+            return f"{GROUPS}/{self.group}/{self.metric}"
+        return self.metric if self.mean_name == MEAN_OVER_LABELS else f"{self.mean_name}/{self.metric}"
+
+
+def mean_name(over: str, present: bool) -> str:
+    """A per-case mean's name in metrics.json: over the labels or the groups, all or present."""
+    return f"mean_over_{'present_' if present else ''}{over}"
+
+
+AVERAGED = {mean_name(over, present): over for over in MEAN_SETS for present in (False, True)}  # name -> set
 
 
 # ---- settings ------------------------------------------------------------------------------------
@@ -511,12 +605,18 @@ class Segmentation(Declared):
     """The segmentation kind: see the module docstring for every declaration and its default."""
 
     labels: ClassVar[dict[int, str]] = {}
+    # {group name: label values}: each group's union of labels scored as one label (BraTS's regions)
+    groups: ClassVar[dict[str, tuple[int, ...]]] = {}
+    score_labels: ClassVar[bool] = True  # False: the groups only
     label_metrics: ClassVar[tuple[Metric, ...]] = ()
     ranked_metrics: ClassVar[tuple[RankedMetric, ...]] = ()
     composite: ClassVar[Composite | Mapping[str, float] | None] = None
     spacing: ClassVar[str] = "header"
     dimensions: ClassVar[tuple[int, ...]] = (2, 3)
     settings_class = SegmentationSettings
+    # the per-case means over present labels (groups) that ranked values read: {mean name: {metric
+    # key: none_present}}, made from ranked_metrics
+    present_means: ClassVar[dict[str, dict[str, float | str]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if cls.labels:
@@ -524,6 +624,33 @@ class Segmentation(Declared):
         super().__init_subclass__(**kwargs)
 
     # ---- the declaration, checked and turned into ranked values ---------------------------------
+
+    @classmethod
+    def _declared_groups(cls) -> dict[str, tuple[int, ...]]:
+        """The groups as {name: sorted label values}, each checked."""
+        if not isinstance(cls.groups, Mapping):
+            raise TypeError(f"{cls.__name__}.groups must map group names to label values, not {cls.groups!r}")
+        groups = {}
+        for name, members in cls.groups.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise TypeError(f"{cls.__name__}.groups: {name!r} must be a word of letters, digits and '_'")
+            values = tuple(members) if isinstance(members, (tuple, list, set, frozenset)) else None
+            if not values or len(set(values)) != len(values) or any(v not in cls.labels for v in values) or \
+                    any(isinstance(v, bool) for v in values):
+                raise TypeError(f"{cls.__name__}.groups[{name!r}] must be distinct declared label values "
+                                f"({sorted(cls.labels)}), not {members!r}")
+            groups[name] = tuple(sorted(values))
+        return groups
+
+    @classmethod
+    def scored_names(cls) -> list[str]:
+        """The names of what is scored: the labels (unless score_labels is False), then the groups."""
+        return [*(cls.labels.values() if cls.score_labels else ()), *cls.groups]
+
+    @classmethod
+    def _subjects(cls, over: str) -> list[str]:
+        """The result prefixes of the labels or of the groups ("liver", "groups/WT")."""
+        return list(cls.labels.values()) if over == "labels" else [f"{GROUPS}/{name}" for name in cls.groups]
 
     @classmethod
     def _declare(cls) -> None:
@@ -534,20 +661,31 @@ class Segmentation(Declared):
         names = list(labels.values())
         if len(set(names)) != len(names) or not all(isinstance(n, str) and n.isidentifier() for n in names):
             raise TypeError(f"{cls.__name__}.labels: names must be distinct words of letters, digits and '_'")
+        cls.groups = cls._declared_groups()
+        if not isinstance(cls.score_labels, bool):
+            raise TypeError(f"{cls.__name__}.score_labels must be True or False, not {cls.score_labels!r}")
+        if not cls.score_labels and not cls.groups:
+            raise TypeError(f"{cls.__name__}: score_labels = False scores the groups only; declare groups")
+        scored = cls.scored_names()
+        if len(set(scored)) != len(scored):
+            # a tolerance {name: mm} names a label or a group: one name, one of them
+            raise TypeError(f"{cls.__name__}.groups: a group's name must differ from every scored label's "
+                            f"({sorted(n for n in set(scored) if scored.count(n) > 1)})")
         if not cls.label_metrics:
             cls.label_metrics = (Dice(), Hausdorff(95), NormalizedSurfaceDice(2.0))
         keys = [metric.key for metric in cls.label_metrics]
         if len(set(keys)) != len(keys):
             raise TypeError(f"{cls.__name__}.label_metrics: two metrics share a key ({keys}); give one a key=")
         # the names key metrics.json's "aggregates" beside the ranked values and the composite
-        reserved = {MEAN_OVER_LABELS, *keys, *(f"{k}_{c}" for k in keys for c in OVER_CASES),
+        reserved = {*MEAN_NAMES, GROUPS, *keys, *(f"{k}_{c}" for k in keys for c in OVER_CASES),
                     *([cls.composite.key] if cls.composite is not None else [])}
         if reserved & set(names):
             raise TypeError(f"{cls.__name__}.labels: {sorted(reserved & set(names))} is a key of metrics.json")
         for metric in cls.label_metrics:
             if isinstance(metric, NormalizedSurfaceDice) and isinstance(metric.tolerance, dict):
-                if set(metric.tolerance) != set(names):
-                    raise TypeError(f"{cls.__name__}: {metric.key}'s tolerances must name every label ({names}), "
+                if set(metric.tolerance) != set(scored):
+                    what = "label" if not cls.groups else "label and group scored"
+                    raise TypeError(f"{cls.__name__}: {metric.key}'s tolerances must name every {what} ({scored}), "
                                     f"found {sorted(metric.tolerance)}")
             if metric.topology and any(d not in (2, 3) for d in cls.dimensions):
                 raise TypeError(f"{cls.__name__}: {metric.key} is defined on 2D and 3D label maps only "
@@ -570,23 +708,49 @@ class Segmentation(Declared):
         if cls.spacing not in SPACINGS:
             raise TypeError(f"{cls.__name__}.spacing must be one of {', '.join(SPACINGS)}")
         ranked = cls.ranked_metrics or tuple(RankedMetric(metric.key) for metric in cls.label_metrics)
+        # a mean over "the scored labels" without `over`: the labels, or the groups when only they are scored
+        ranked = tuple(dataclasses.replace(value, over="labels" if cls.score_labels else GROUPS)
+                       if value.label is None and value.group is None and value.over is None else value
+                       for value in ranked)
         cls.ranked_metrics = ranked
         by_key = {metric.key: metric for metric in cls.label_metrics}
         values = []
+        present: dict[str, dict[str, float | str]] = {}
         for value in ranked:
             metric = by_key.get(value.metric)
             if metric is None:
                 raise TypeError(f"{cls.__name__}: ranked metric {value.metric!r} is not one of the metrics {keys}")
             if value.label is not None and value.label not in names:
                 raise TypeError(f"{cls.__name__}: ranked label {value.label!r} is not one of the labels {names}")
+            if value.label is not None and not cls.score_labels:
+                raise TypeError(f"{cls.__name__}: ranked label {value.label!r}: the labels are not scored "
+                                f"(score_labels = False)")
+            if value.group is not None and value.group not in cls.groups:
+                raise TypeError(f"{cls.__name__}: ranked group {value.group!r} is not one of the groups "
+                                f"{list(cls.groups)}")
+            if value.over == "labels" and not cls.score_labels:
+                raise TypeError(f"{cls.__name__}: {value.metric}: a mean over the labels, which are not scored "
+                                f"(score_labels = False)")
+            if value.over == GROUPS and not cls.groups:
+                raise TypeError(f"{cls.__name__}: {value.metric}: a mean over the groups; declare groups")
             if metric.undefined_when_empty:
                 # a ranked value is always a finite number: an undefined case would leave it none
                 raise TypeError(f"{cls.__name__}: the ranked metric {metric.key} leaves "
                                 f"{', '.join(metric.undefined_when_empty)} undefined (None); declare a number or "
                                 f"\"diagonal\" there")
-            compute = (mean_over_cases if value.over_cases == "mean" else median_over_cases)(value.case_key)
+            if value.over_labels == "present":
+                policies = present.setdefault(value.mean_name, {})
+                if policies.setdefault(value.metric, value.none_present) != value.none_present:
+                    # one per-case value per metric in metrics.json's cases
+                    raise TypeError(f"{cls.__name__}: {value.metric} ranked over present {value.over} with two "
+                                    f"none_present policies ({policies[value.metric]!r}, {value.none_present!r})")
+            if value.none_present == SKIP:
+                compute = _over_cases_skipping(value.case_key, value.over_cases)
+            else:
+                compute = (mean_over_cases if value.over_cases == "mean" else median_over_cases)(value.case_key)
             values.append(Ranked(Column(value.title or cls._title(metric, value), f"aggregates.{value.key}",
                                         metric.order), compute))
+        cls.present_means = present
         if cls.composite is not None:
             values.insert(0, composite_value(cls.composite, {value.key: f"aggregates.{value.key}" for value in ranked},
                                              cls.__name__))
@@ -596,6 +760,10 @@ class Segmentation(Declared):
         if cls.ranking == "case_rank_then_mean" and any(value.over_cases != "mean" for value in ranked):
             raise TypeError(f"{cls.__name__}: case_rank_then_mean averages each case's ranks; its ranked metrics "
                             f"aggregate over cases by the mean")
+        if cls.ranking == "case_rank_then_mean" and any(value.none_present == SKIP for value in ranked):
+            # a skipped case would be null for one submission and ranked last, not left out
+            raise TypeError(f"{cls.__name__}: case_rank_then_mean ranks every case's value; declare a number for "
+                            f"none_present, not \"skip\"")
 
     @classmethod
     def topology_declared(cls) -> str:
@@ -652,7 +820,7 @@ class Segmentation(Declared):
     @classmethod
     def case_columns(cls) -> tuple[Column, ...]:
         """challengeR's rank-then-aggregate ranks each case's own values: the ranked metrics' paths
-        inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice")."""
+        inside a case's entry of metrics.json ("mean_over_labels.dice", "kidney.dice", "groups.WT.dice")."""
         by_key = {metric.key: metric for metric in cls.label_metrics}
         return tuple(Column(value.title or cls._title(by_key[value.metric], value), value.case_path,
                             by_key[value.metric].order) for value in cls.ranked_metrics)
@@ -662,9 +830,11 @@ class Segmentation(Declared):
         unit = (" (mm)" if cls.spacing == "header" else " (voxels)") if metric.unit else ""
         if isinstance(metric, NormalizedSurfaceDice) and not isinstance(metric.tolerance, dict):
             unit = " mm" if cls.spacing == "header" else " voxels"
-        over = "over labels and cases" if value.label is None else "over cases"
-        subject = f"{metric.name()}{unit}" if value.label is None else f"{value.label} {metric.name()}{unit}"
-        return f"{subject}, {value.over_cases} {over}"
+        one = value.label if value.label is not None else value.group
+        if one is not None:
+            return f"{one} {metric.name()}{unit}, {value.over_cases} over cases"
+        present = "present " if value.over_labels == "present" else ""
+        return f"{metric.name()}{unit}, {value.over_cases} over {present}{value.over} and cases"
 
     # ---- reading ---------------------------------------------------------------------------------
 
@@ -690,51 +860,129 @@ class Segmentation(Declared):
     # ---- scoring ---------------------------------------------------------------------------------
 
     def score_case(self, case: Case, prediction: LabelMapPair, ground_truth) -> dict[str, float]:
-        return score_label_maps(prediction.prediction, prediction.truth, self.labels, self.label_metrics,
-                                prediction.spacing)
+        result = score_label_maps(prediction.prediction, prediction.truth, self.labels, self.label_metrics,
+                                  prediction.spacing, groups=self.groups, score_labels=self.score_labels)
+        for name, policies in self.present_means.items():
+            subjects = self._subjects(AVERAGED[name])
+            result.update(present_means(result, subjects, name, policies))
+        return result
 
     def case_entry(self, result: dict[str, float]) -> dict[str, Any]:
-        """{label: {metric: value}}, and the case's mean over labels; null (with a note) where a
-        metric's empty policy leaves the value undefined."""
+        """{label: {metric: value}} and the case's mean over labels, {"groups": {group: {metric:
+        value}}} and the mean over groups, and the means over present labels (groups) ranked; null
+        (with a note) where a metric's empty policy leaves the value undefined."""
         entry: dict[str, Any] = {}
-        for name in self.labels.values():
-            entry[name] = {metric.key: _defined(result[f"{name}/{metric.key}"], metric, name, result)
+        if self.score_labels:
+            for name in self.labels.values():
+                entry[name] = {metric.key: _defined(result[f"{name}/{metric.key}"], metric, name, result)
+                               for metric in self.label_metrics}
+            entry[MEAN_OVER_LABELS] = {metric.key: _defined(result[metric.key], metric, None, result)
+                                       for metric in self.label_metrics}
+        if self.groups:
+            entry[GROUPS] = {name: {metric.key: _defined(result[f"{GROUPS}/{name}/{metric.key}"], metric,
+                                                         f"{GROUPS}/{name}", result)
+                                    for metric in self.label_metrics} for name in self.groups}
+            mean = mean_name(GROUPS, False)
+            entry[mean] = {metric.key: _defined(result[f"{mean}/{metric.key}"], metric, None, result, GROUPS)
                            for metric in self.label_metrics}
-        entry[MEAN_OVER_LABELS] = {metric.key: _defined(result[metric.key], metric, None, result)
-                                   for metric in self.label_metrics}
+        for name, policies in self.present_means.items():
+            over = AVERAGED[name]
+            entry[name] = {key: result[f"{name}/{key}"] if not math.isnan(result[f"{name}/{key}"]) else Undefined(
+                f"no {over[:-1]} is present in this case's truth or prediction: left out of the aggregate over "
+                f"cases (none_present \"skip\")") for key in policies}
         return entry
 
     def report(self, results: dict[str, dict[str, float]]) -> dict[str, Any]:
         ordered = [results[case_id] for case_id in sorted(results)]
+
+        def described(key: str) -> dict[str, Any]:
+            summary = describe(np.array([r[key] for r in ordered], dtype=np.float64))
+            return {**{DESCRIBED[k]: summary[k] for k in DESCRIBED}, "count": int(summary["count"])}
+
+        def empty_counts(prefix: str) -> dict[str, int]:
+            truth = np.array([r[f"{prefix}/truth_voxels"] for r in ordered])
+            predicted = np.array([r[f"{prefix}/prediction_voxels"] for r in ordered])
+            return {"both_empty": int(np.sum((truth == 0) & (predicted == 0))),
+                    "truth_empty": int(np.sum((truth == 0) & (predicted > 0))),
+                    "prediction_empty": int(np.sum((truth > 0) & (predicted == 0)))}
+
+        keys = [metric.key for metric in self.label_metrics]
         aggregates: dict[str, Any] = {}
-        for name in [*self.labels.values(), MEAN_OVER_LABELS]:
-            aggregates[name] = {}
-            for metric in self.label_metrics:
-                key = metric.key if name == MEAN_OVER_LABELS else f"{name}/{metric.key}"
-                summary = describe(np.array([r[key] for r in ordered], dtype=np.float64))
-                aggregates[name][metric.key] = {DESCRIBED[k]: summary[k] for k in DESCRIBED}
-                aggregates[name][metric.key]["count"] = int(summary["count"])
-        empty = {}
-        for name in self.labels.values():
-            truth = np.array([r[f"{name}/truth_voxels"] for r in ordered])
-            predicted = np.array([r[f"{name}/prediction_voxels"] for r in ordered])
-            empty[name] = {"both_empty": int(np.sum((truth == 0) & (predicted == 0))),
-                           "truth_empty": int(np.sum((truth == 0) & (predicted > 0))),
-                           "prediction_empty": int(np.sum((truth > 0) & (predicted == 0)))}
-        return {"aggregates": aggregates, "counts": {"cases": len(ordered), "labels": len(self.labels),
-                                                     "empty_cases": empty}}
+        empty: dict[str, Any] = {}
+        if self.score_labels:
+            for name in self.labels.values():
+                aggregates[name] = {key: described(f"{name}/{key}") for key in keys}
+            aggregates[MEAN_OVER_LABELS] = {key: described(key) for key in keys}
+            empty = {name: empty_counts(name) for name in self.labels.values()}
+        if self.groups:
+            aggregates[GROUPS] = {name: {key: described(f"{GROUPS}/{name}/{key}") for key in keys}
+                                  for name in self.groups}
+            mean = mean_name(GROUPS, False)
+            aggregates[mean] = {key: described(f"{mean}/{key}") for key in keys}
+            empty[GROUPS] = {name: empty_counts(f"{GROUPS}/{name}") for name in self.groups}
+        for name, policies in self.present_means.items():
+            aggregates[name] = {key: described(f"{name}/{key}") for key in policies}
+        counts: dict[str, Any] = {"cases": len(ordered), "labels": len(self.labels)}
+        if self.groups:
+            counts[GROUPS] = len(self.groups)
+        counts["empty_cases"] = empty
+        if self.present_means:
+            # the cases where no label (group) of a mean over present ones is in either map
+            counts["none_present"] = {name: sum(r[f"{name}/none_present"] for r in ordered)
+                                      for name in self.present_means}
+        return {"aggregates": aggregates, "counts": counts}
+
+    def score_aggregates(self, results: dict[str, Any]) -> dict[str, Any]:
+        """metrics.json; a ranked mean over present labels (groups) that skips the cases with none
+        present has no value when every case has none: the test set's fault, SetupError."""
+        for value in self.ranked_metrics:
+            if value.none_present == SKIP and all(r[f"{value.mean_name}/none_present"] for r in results.values()):
+                over = value.over
+                raise SetupError(f"No case has a {over[:-1]} present in its ground truth or the prediction: the mean "
+                                 f"over present {over} of {value.metric} (ranked: aggregates.{value.key}, none_present "
+                                 f"\"skip\") is undefined on this test set.")
+        return super().score_aggregates(results)
 
 
-def _defined(value: float, metric: _Metric, label: str | None, result: Mapping[str, float]) -> Any:
+def _over_cases_skipping(key: str, over_cases: str):
+    """The mean (median) over the cases of each case's `key`, the cases where it is NaN (none
+    present, none_present "skip") left out; NaN for a row that draws none of the others."""
+    def compute(results, weights, _):
+        values = case_values(results, key)
+        defined = ~np.isnan(values)
+        average = weighted_mean if over_cases == "mean" else weighted_median
+        return np.atleast_1d(average(values[defined], np.asarray(weights)[:, defined]))
+    return compute
+
+
+def present_means(result: Mapping[str, float], subjects: list[str], name: str,
+                  policies: Mapping[str, float | str]) -> dict[str, float]:
+    """A case's means over the subjects (result prefixes of labels or groups) present in its truth
+    or prediction, one per metric key of `policies`, "<name>/<key>"; a case where none is present
+    takes the metric's none_present (a number; NaN for "skip"), and "<name>/none_present" says so."""
+    present = np.array([result[f"{s}/truth_voxels"] > 0 or result[f"{s}/prediction_voxels"] > 0 for s in subjects])
+    means: dict[str, float] = {f"{name}/none_present": int(not present.any())}
+    for key, policy in policies.items():
+        values = np.array([result[f"{s}/{key}"] for s in subjects], dtype=np.float64)
+        means[f"{name}/{key}"] = float(mean_over_labels(values, present & ~np.isnan(values),
+                                                        math.nan if policy == SKIP else policy))
+    return means
+
+
+def _defined(value: float, metric: _Metric, subject: str | None, result: Mapping[str, float],
+             over: str = "labels") -> Any:
+    """The value, or Undefined naming why (`subject`: a result prefix, "liver" or "groups/WT";
+    None: a mean over `over`)."""
     if not math.isnan(value):
         return value
-    if label is None:
-        return Undefined(f"{metric.key} is undefined for every label of this case (its empty policy)")
-    truth, predicted = result[f"{label}/truth_voxels"], result[f"{label}/prediction_voxels"]
+    if subject is None:
+        return Undefined(f"{metric.key} is undefined for every {over[:-1]} of this case (its empty policy)")
+    truth, predicted = result[f"{subject}/truth_voxels"], result[f"{subject}/prediction_voxels"]
+    named = subject.replace(f"{GROUPS}/", "group ")
     if truth and predicted:  # both masks nonempty: undefined by clDice's skeleton_empty
-        return Undefined(f"{metric.key} of {label}: a skeleton is empty, which the declaration leaves undefined")
+        return Undefined(f"{metric.key} of {named}: a skeleton is empty, which the declaration leaves undefined")
     case = "both_empty" if truth == 0 and predicted == 0 else "truth_empty" if truth == 0 else "prediction_empty"
-    return Undefined(f"{metric.key} of {label}: {case.replace('_', ' ')}, which the declaration leaves undefined")
+    return Undefined(f"{metric.key} of {named}: {case.replace('_', ' ')}, which the declaration leaves undefined")
 
 
 def _widened(box: tuple[slice, ...] | None, shape: tuple[int, ...], margin: int = 1) -> tuple[slice, ...] | None:
@@ -745,21 +993,65 @@ def _widened(box: tuple[slice, ...] | None, shape: tuple[int, ...], margin: int 
     return tuple(slice(max(0, s.start - margin), min(n, s.stop + margin)) for s, n in zip(box, shape, strict=True))
 
 
+def _union_of_boxes(boxes: list[tuple[slice, ...] | None]) -> tuple[slice, ...] | None:
+    """The box around several labels' boxes (a group's: the box of its union), None if none has one."""
+    found = [box for box in boxes if box is not None]
+    if not found:
+        return None
+    return tuple(slice(min(box[axis].start for box in found), max(box[axis].stop for box in found))
+                 for axis in range(len(found[0])))
+
+
+def _with_means(names: list[str], prefix: str, mean_key, counts, per_metric: Mapping[str, list[float]],
+                metrics: tuple[Metric, ...]) -> dict[str, float]:
+    """The result's entries of some labels (groups): voxel counts, each metric's values and their
+    mean (undefined values left out), keyed "<prefix><name>/<key>" and mean_key(metric key)."""
+    result: dict[str, Any] = {}
+    for index, name in enumerate(names):
+        result[f"{prefix}{name}/truth_voxels"] = int(counts.truth_size[index])
+        result[f"{prefix}{name}/prediction_voxels"] = int(counts.prediction_size[index])
+    for metric in metrics:  # in declaration order
+        values = per_metric[metric.key]
+        for name, v in zip(names, values, strict=True):
+            result[f"{prefix}{name}/{metric.key}"] = v
+        array = np.array(values)
+        defined = ~np.isnan(array)
+        result[mean_key(metric.key)] = float(mean_over_labels(array, None if defined.all() else defined))
+    return result
+
+
 def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[int, str],
-                     metrics: tuple[Metric, ...], spacing: tuple[float, ...] | None) -> dict[str, float]:
+                     metrics: tuple[Metric, ...], spacing: tuple[float, ...] | None,
+                     groups: Mapping[str, tuple[int, ...]] | None = None,
+                     score_labels: bool = True) -> dict[str, float]:
     """One case's result: {"<label>/<metric>": value, "<metric>": mean over the labels,
-    "<label>/truth_voxels", "<label>/prediction_voxels"}, NaN where a policy leaves a value
-    undefined. One pass over both maps for every label's counts and box; per surface variant,
-    each label's distances on its own box (those boxes: no second pass)."""
+    "<label>/truth_voxels", "<label>/prediction_voxels"} (unless score_labels is False), and per
+    group of `groups` ({name: label values}) "groups/<group>/<metric>", its voxel counts and
+    "mean_over_groups/<metric>"; NaN where a policy leaves a value undefined. One pass over both
+    maps for every label's counts and box; per surface variant, each label's distances on its own
+    box (those boxes: no second pass); each group's two masks made once, on the box of its labels'
+    boxes."""
     from evaluation.metrics.overlap import label_overlap_counts
+
+    counts = label_overlap_counts(prediction, truth, list(labels))
+    result: dict[str, Any] = {}
+    if score_labels:
+        per_metric = _label_values(prediction, truth, labels, metrics, spacing, counts)
+        result.update(_with_means(list(labels.values()), "", lambda key: key, counts, per_metric, metrics))
+    if groups:
+        group_counts, per_metric = _group_values(prediction, truth, counts, groups, metrics, spacing)
+        mean = mean_name(GROUPS, False)
+        result.update(_with_means(list(groups), f"{GROUPS}/", lambda key: f"{mean}/{key}", group_counts, per_metric,
+                                  metrics))
+    return result
+
+
+def _label_values(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[int, str], metrics: tuple[Metric, ...],
+                  spacing: tuple[float, ...] | None, counts) -> dict[str, list[float]]:
+    """{metric key: one value per label}, NaN where a policy leaves it undefined."""
     from evaluation.metrics.surface import label_surface_distances
 
     values = list(labels)
-    counts = label_overlap_counts(prediction, truth, values)
-    result: dict[str, Any] = {}
-    for index, name in enumerate(labels.values()):
-        result[f"{name}/truth_voxels"] = int(counts.truth_size[index])
-        result[f"{name}/prediction_voxels"] = int(counts.prediction_size[index])
     per_metric = {metric.key: [float(v) for v in metric.values(counts, None)]
                   for metric in metrics if metric.surface_variant is None and not metric.topology}
     # topology: each label's two masks on its own box of the union, widened by one voxel (what a
@@ -782,14 +1074,63 @@ def score_label_maps(prediction: np.ndarray, truth: np.ndarray, labels: Mapping[
             if metric.surface_variant == variant:
                 per_metric[metric.key] = [float(metric.value(found[value], name)) for value, name in labels.items()]
         del found
-    for metric in metrics:  # in declaration order
-        per_label = per_metric[metric.key]
-        for name, v in zip(labels.values(), per_label, strict=True):
-            result[f"{name}/{metric.key}"] = v
-        array = np.array(per_label)
-        defined = ~np.isnan(array)
-        result[metric.key] = float(mean_over_labels(array, None if defined.all() else defined))
-    return result
+    return per_metric
+
+
+def _group_values(prediction: np.ndarray, truth: np.ndarray, counts, groups: Mapping[str, tuple[int, ...]],
+                  metrics: tuple[Metric, ...], spacing: tuple[float, ...] | None):
+    """(the groups' overlap counts, {metric key: one value per group}): each group's two masks (its
+    labels' union in each map) made once, on the box around its labels' boxes (widened by one
+    voxel for the topology metrics), and every metric read off them."""
+    from evaluation.metrics.overlap import LabelOverlapCounts
+    from evaluation.metrics.surface import SurfaceDistances, surface_distances
+
+    spacing = validation.check_spacing(spacing, prediction.ndim)
+    image_diagonal = validation.diagonal(prediction.shape, spacing)  # the "diagonal" policy: the whole image's
+    position = {value: index for index, value in enumerate(counts.labels.tolist())}
+    topology = [metric for metric in metrics if metric.topology]
+    variants = list(dict.fromkeys(metric.surface_variant for metric in metrics if metric.surface_variant))
+    n = len(groups)
+    intersection = np.zeros(n, dtype=np.int64)
+    predicted_size = np.zeros(n, dtype=np.int64)
+    true_size = np.zeros(n, dtype=np.int64)
+    boxes = []
+    per_metric: dict[str, list[float]] = {metric.key: [] for metric in metrics
+                                          if metric.topology or metric.surface_variant is not None}
+    for index, (name, members) in enumerate(groups.items()):
+        at = [position[value] for value in members]
+        # a voxel holds one label: a group's size is its labels' sizes summed
+        predicted_size[index] = counts.prediction_size[at].sum()
+        true_size[index] = counts.truth_size[at].sum()
+        box = _union_of_boxes([counts.boxes[i] for i in at])
+        boxes.append(box)
+        if box is None:  # in neither map: two empty masks
+            predicted = true = np.zeros((1,) * prediction.ndim, dtype=bool)
+        else:
+            crop = _widened(box, prediction.shape) if topology else box
+            values = np.array(members, dtype=np.int64)
+            predicted, true = np.isin(prediction[crop], values), np.isin(truth[crop], values)
+            # not from the labels' counts: a voxel of label 1 predicted 2 is in group {1, 2} in both
+            intersection[index] = np.count_nonzero(predicted & true)
+        for metric in topology:
+            per_metric[metric.key].append(float(metric.crop_value(predicted, true)))
+        for boundary, connectivity in variants:
+            if box is None:
+                areas = np.zeros(0) if boundary == "surfels" else None
+                found = SurfaceDistances(np.zeros(0), np.zeros(0), areas, areas, image_diagonal)
+            else:
+                on_crop = surface_distances(predicted, true, spacing, boundary, connectivity)
+                found = SurfaceDistances(on_crop.prediction_to_truth, on_crop.truth_to_prediction,
+                                         on_crop.prediction_areas, on_crop.truth_areas, image_diagonal)
+            for metric in metrics:
+                if metric.surface_variant == (boundary, connectivity):
+                    per_metric[metric.key].append(float(metric.value(found, name)))
+    group_counts = LabelOverlapCounts(labels=np.arange(n, dtype=np.int64), intersection=intersection,
+                                      prediction_size=predicted_size, truth_size=true_size, boxes=tuple(boxes))
+    for metric in metrics:
+        if metric.surface_variant is None and not metric.topology:
+            per_metric[metric.key] = [float(v) for v in metric.values(group_counts, None)]
+    return group_counts, per_metric
 
 
 __all__ = ["AverageSurfaceDistance", "BettiError", "ClDice", "Composite", "Dice", "Hausdorff", "IoU", "LabelMapPair",
