@@ -332,6 +332,36 @@ def test_a_hostile_label_map_exits_1_naming_the_case(challenge, tmp_path, hostil
     assert not (tmp_path / "out" / "metrics.json").exists()
 
 
+@pytest.mark.parametrize("spoil", ["nan-value", "nan-offset"])
+def test_a_hostile_nifti_ground_truth_exits_3_naming_the_file(challenge, tmp_path, spoil):
+    """A float .nii.gz label map holding a NaN (SimpleITK's reader would give 0, background), or
+    whose header's data offset is NaN: the organizer's (exit 3), one line naming the file, no
+    metrics.json. (A job's image outputs are .mha or .tif; a NIfTI comes from a ground truth or a
+    predictions-file phase, as HECKTOR's, read by the same reader.)"""
+    import gzip
+    import shutil
+    import struct
+
+    folder, cases = challenge
+    ground_truth = tmp_path / "gt"
+    shutil.copytree(folder / "ground-truth", ground_truth)
+    path = ground_truth / "case-1.nii.gz"
+    voxels = cases[1][1].astype(np.float32)
+    if spoil == "nan-value":
+        voxels[3, 3, 3] = np.nan
+    write_map(path, voxels, SPACING[::-1], np.float32)
+    if spoil == "nan-offset":
+        head = bytearray(gzip.decompress(path.read_bytes()))
+        struct.pack_into("<f", head, 108, float("nan"))
+        path.write_bytes(gzip.compress(bytes(head)))
+    finished = run(folder, folder / "input", tmp_path / "out", ground_truth=ground_truth)
+    last = finished.stderr.strip().splitlines()[-1]
+    assert finished.returncode == 3, finished.stderr
+    said = "holds NaN or infinite values" if spoil == "nan-value" else "data offset, vox_offset"
+    assert "case-1.nii.gz" in last and said in last and "Traceback" not in finished.stderr, last
+    assert not (tmp_path / "out" / "metrics.json").exists()
+
+
 def test_a_noise_prediction_is_scored_in_bounded_time(challenge, tmp_path):
     """Random labels everywhere: every voxel a border voxel of some label, far from the truth's;
     scored (exit 0, the worst values), not refused, within seconds on 64 x 160 x 160 voxels."""

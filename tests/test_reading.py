@@ -628,6 +628,18 @@ def test_a_nifti_of_floats_with_nan_or_infinity_is_refused(tmp_path, version, or
             read_image(Origin.submission(tmp_path), tmp_path / name, "Case c")
 
 
+@pytest.mark.parametrize("offset", [math.nan, math.inf, -1e30, 1e30, 0.0, 348.0])
+def test_a_nifti_of_floats_whose_data_offset_is_no_position_is_refused(tmp_path, offset):
+    """vox_offset is a float in the header: NaN, infinite, inside the header or far beyond any
+    file is not where the voxels can start (SimpleITK reads the header all the same)."""
+    head = bytearray(nifti_bytes(np.zeros((2, 3, 4), dtype=np.float32), 1, "<"))
+    struct.pack_into("<f", head, 108, offset)
+    (tmp_path / "map.nii").write_bytes(bytes(head))
+    with pytest.raises(SubmissionError, match=r"^Case c: map\.nii is not a readable NIfTI image \(its data offset, "
+                                              r"vox_offset, is not one a single-file NIfTI-1 image can have\)\.$"):
+        read_image(Origin.submission(tmp_path), tmp_path / "map.nii", "Case c")
+
+
 def test_a_nifti_2_file_is_refused_before_its_pixels_are_used(tmp_path):
     """SimpleITK's reader here does not take NIfTI-2 (so its NaN cannot pass as 0 either)."""
     (tmp_path / "map.nii").write_bytes(nifti_bytes(np.zeros((2, 3, 4), dtype=np.float32), 2, "<"))

@@ -201,21 +201,28 @@ class StoredFloats:
 
 # NIfTI datatype codes of real floating-point voxels, and their numpy types (byte order apart)
 _NIFTI_FLOATS = {16: "f4", 64: "f8"}
+# Where a single-file NIfTI-1's voxels may start: after its 348-byte header and 4-byte extension
+# flag, and (a bound of ours) within the first 2**40 bytes
+MIN_NIFTI_OFFSET, MAX_NIFTI_OFFSET = 352, 1 << 40
 
 
 def _nifti_stored_floats(head: bytes, gzipped: bool, voxels: int) -> StoredFloats | None:
-    """Where a NIfTI-1 header says its float voxels are; None for other types. (A NIfTI-2 header,
-    which SimpleITK does not read here, is refused by the reader before any pixel is used.)"""
+    """Where a NIfTI-1 header says its float voxels are; None for other types; ValueError for a
+    data offset no single-file image has (NaN, infinite, inside the header, beyond 2**40). (A
+    NIfTI-2 header, which SimpleITK does not read here, is refused by the reader before any pixel
+    is used.)"""
     for order in "<>":
         if len(head) >= 348 and struct.unpack_from(order + "i", head, 0)[0] == 348:
             datatype = struct.unpack_from(order + "h", head, 70)[0]
-            offset = int(struct.unpack_from(order + "f", head, 108)[0])
+            offset = struct.unpack_from(order + "f", head, 108)[0]  # vox_offset, a float in NIfTI-1
             break
     else:
         return None
     if datatype not in _NIFTI_FLOATS:
         return None
-    return StoredFloats(max(offset, 348), order + _NIFTI_FLOATS[datatype], voxels, gzipped)
+    if not MIN_NIFTI_OFFSET <= offset <= MAX_NIFTI_OFFSET:  # NaN too: the scan would start nowhere
+        raise ValueError(f"vox_offset {offset}")
+    return StoredFloats(int(offset), order + _NIFTI_FLOATS[datatype], voxels, gzipped)
 
 
 class _ImagePixels:
@@ -267,7 +274,11 @@ def open_image(origin: Origin, path: Path, what: str) -> ImageFile:
     stored_floats = None
     if format_name == "NIfTI":
         voxels = int(np.prod(geometry.size, dtype=np.int64)) * components
-        stored_floats = _nifti_stored_floats(head, given.lower().endswith(".gz"), voxels)
+        try:
+            stored_floats = _nifti_stored_floats(head, given.lower().endswith(".gz"), voxels)
+        except ValueError:
+            origin.fail(f"{what}: {name} is not a readable NIfTI image (its data offset, vox_offset, is not one a "
+                        f"single-file NIfTI-1 image can have).")
     return ImageFile(origin, path, what, image_io, geometry, components,
                      _component_bytes(sitk.GetPixelIDValueAsString(reader.GetPixelID())), name, stored_floats)
 
