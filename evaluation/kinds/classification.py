@@ -567,17 +567,14 @@ class Classification(Declared):
         with the case weights of the group (1 for its cases, 0 for the others), so each value is
         the ranked one's own definition on that subset; NaN (a group of one class has no AUC) is
         null with a note."""
-        ordered = sorted(results)
-        groups = np.array([results[case]["group"] for case in ordered])
-        found: dict[str, Any] = {}
-        for group in sorted(set(groups.tolist())):
-            weights = (groups == group).astype(np.int64)[None, :]
-            entry: dict[str, Any] = {"cases": int(weights.sum())}
-            for path, values in self.aggregate(results, weights).items():
-                value = float(values[0])
-                set_at_path(entry, path.removeprefix("aggregates."), value if np.isfinite(value) else Undefined(
-                    f"undefined on the {int(weights.sum())} case(s) of {self.breakdown} {group} (one class only?)"))
-            found[group] = entry
+        groups = np.array([results[case]["group"] for case in sorted(results)])
+        names = sorted(set(groups.tolist()))
+        weights = (groups[None, :] == np.array(names)[:, None]).astype(np.int64)  # a row per group
+        found: dict[str, Any] = {name: {"cases": int(row.sum())} for name, row in zip(names, weights, strict=True)}
+        for path, values in self.aggregate(results, weights).items():
+            for name, value in zip(names, values.tolist(), strict=True):
+                set_at_path(found[name], path.removeprefix("aggregates."), value if np.isfinite(value) else Undefined(
+                    f"undefined on the {found[name]['cases']} case(s) of {self.breakdown} {name} (one class only?)"))
         return found
 
 
