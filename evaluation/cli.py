@@ -18,6 +18,7 @@ from evaluation import __version__
 from evaluation.challenges import available_challenges, challenge_names, named_challenge
 from evaluation.errors import EXIT_OK, SetupError, Terminated, UsageError
 from evaluation.framework import log
+from evaluation.interruption import owns_process
 from evaluation.launch import CommandParser, run_command, whole_number
 from evaluation.platform.locations import CONFIG_FILE, INPUT_DIR, OUTPUT_DIR, resolve_ground_truth_dir
 from evaluation.platform.outputs import check_output_apart, prepare_output, write_outputs
@@ -133,11 +134,15 @@ def _stopped_by_sigterm():
     try:
         yield
     finally:
-        if signal.SIGTERM in signal.sigpending() and signal.SIGTERM not in mask:
-            # It came while the outputs were written: the run is over, the signal is spent.
+        # blocked by the run itself (_block_sigterm): it got to writing its outputs
+        over = signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set()) and signal.SIGTERM not in mask
+        if over and (owns_process() or signal.SIGTERM in signal.sigpending()):
+            # The run is over: a SIGTERM that came while the outputs were written is spent, and in
+            # the command's own process one still to come is too (it only exits now).
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        signal.signal(signal.SIGTERM, handler if handler is not None else signal.SIG_DFL)
+        if not (over and owns_process()):
+            signal.signal(signal.SIGTERM, handler if handler is not None else signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 

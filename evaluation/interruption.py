@@ -8,7 +8,9 @@ leave the folders they write as they were, and no process of theirs behind.
 - `held()`: SIGTERM held back (blocked) for the time of a block (a clean-up, the final renames):
   the block runs whole, and a SIGTERM that came meanwhile is handled right after it.
   `finished()`: from then on SIGTERM is ignored: the command did its work (its outputs are in
-  place), so it exits 0, as the evaluation does once metrics.json is written.
+  place), so it exits 0, as the evaluation does once metrics.json is written. In a process of
+  the command's own (`own_process()`, the entry points of evaluation.launch) it stays ignored
+  until the process has exited; inside another program the program's handler is back after.
 - `scratch_folder(parent, prefix)`: a new folder, removed at the end whatever happens;
   `copy_tree` and `move` (onto another file system too), whose OSErrors keep their errno.
 - `run_child(command)`: a child process in a process group of its own, killed with all it
@@ -33,7 +35,18 @@ from pathlib import Path
 
 from evaluation.errors import Terminated
 
-_state = {"line": "The command was stopped (SIGTERM).", "finished": False, "on_stop": None}
+_state = {"line": "The command was stopped (SIGTERM).", "finished": False, "on_stop": None, "own_process": False}
+
+
+def own_process() -> None:
+    """The process is the command's own (python -m ..., a console script): once the command has
+    finished, nothing of the process's is left to run but its exit, and a SIGTERM then is ignored
+    rather than turning exit 0 into a death by signal."""
+    _state["own_process"] = True
+
+
+def owns_process() -> bool:
+    return _state["own_process"]
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -58,7 +71,10 @@ def stopped_by_sigterm(line: str, on_stop: Callable[[], None] | None = None) -> 
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        if _state["finished"] and _state["own_process"]:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # done: the process only exits now
+        else:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         _state["finished"] = False
 
 

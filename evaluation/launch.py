@@ -175,6 +175,10 @@ def _run(module, argv=None, requirements="requirements.txt"):
     # matrix products gain; cases run in parallel in worker processes instead (benchmarks/startup.py).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+    from evaluation.interruption import own_process
+
+    own_process()
+
     def main(args):
         # Before the command's modules: OpenBLAS maps its buffers now, or the memory line says it cannot.
         from evaluation.machine import load_numpy

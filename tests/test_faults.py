@@ -361,6 +361,48 @@ def test_sigterm_handler_is_restored_after_main(tmp_path, capsys):
     assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
 
 
+
+# A SIGTERM once the command's work is done, while its process only exits: the entry point
+# (evaluation.launch) returned its code, the signal comes before the interpreter has exited.
+_AFTER_THE_COMMAND = """
+import os, signal, sys, time
+from evaluation import launch
+code = getattr(launch, sys.argv[1])(sys.argv[2:])
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(0.2)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("command", ["evaluation", "examples"])
+def test_a_sigterm_after_a_finished_command_leaves_exit_0(tmp_path, command):
+    """Its outputs are in place, so it exits 0, not killed by the signal (-15): a run on
+    record as stopped would have its whole output called incomplete."""
+    if command == "evaluation":
+        argv = ["rare26", "--input", ROOT / "test" / "rare26" / "input", "--ground-truth",
+                ROOT / "ground-truth" / "rare26", "--output", tmp_path / "out", "--workers", "1"]
+        output = tmp_path / "out" / "metrics.json"
+    else:
+        argv = ["rare26", "--out", tmp_path / "out", "--cases", "3"]
+        output = tmp_path / "out" / "input" / "predictions.json"
+    env = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
+    done = subprocess.run([sys.executable, "-c", _AFTER_THE_COMMAND, command, *map(str, argv)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert output.is_file()
+
+
+def test_a_sigterm_after_a_finished_command_kills_a_process_not_its_own(tmp_path):
+    """Called as a function inside another program (not through its entry point), the command
+    gives SIGTERM back to the program's handler: its default kills it."""
+    script = _AFTER_THE_COMMAND.replace("getattr(launch, sys.argv[1])", "__import__('evaluation.examples', "
+                                        "fromlist=['main']).main")
+    env = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
+    done = subprocess.run([sys.executable, "-c", script, "examples", "rare26", "--out", str(tmp_path / "out"),
+                           "--cases", "3"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # No space left for metrics.json
 
