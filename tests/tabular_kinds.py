@@ -43,6 +43,20 @@ class BinaryByDomain(Binary):
     breakdown = "domain"
 
 
+class BinaryScreening(Binary):
+    name = "kindtest-screening"
+    excluded_classes = ("ungradable",)
+
+
+class MulticlassExcluding(Classification):
+    name = "kindtest-multiclass-excluding"
+    task = "multiclass"
+    classes = ("mild", "moderate", "severe")
+    excluded_classes = ("unreadable", "other")
+    ranked_metrics = (roc_auc(), balanced_accuracy(), cohen_kappa("quadratic"), f1("weighted"))
+    breakdown = "site"
+
+
 class BinaryComposite(Classification):
     name = "kindtest-composite"
     ranked_metrics = (roc_auc(), balanced_accuracy())

@@ -599,3 +599,124 @@ def test_a_breakdown_that_names_no_field_is_refused_at_import(breakdown):
     with pytest.raises(TypeError, match="breakdown"):
         type("Wrong", (Classification,), {"name": "wrong", "breakdown": breakdown})
 
+
+
+# ---- classes of the ground truth left out of the ranked values ---------------------------------------
+
+
+def screening_case(tmp_path, n=60, excluded=14, seed=21):
+    """`binary_case`'s cases and, between them, `excluded` "ungradable" cases whose likelihoods
+    (0 and 1, against the grain) would move every ranked value were they scored."""
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n) % 2)
+    s = np.round(np.clip(0.5 + 0.25 * (2 * y - 1) + rng.normal(0, 0.25, n), 0, 1), 2)
+    ids = case_ids(n + excluded)
+    out = sorted(rng.choice(n + excluded, excluded, replace=False).tolist())
+    scored_ids = [c for i, c in enumerate(ids) if i not in out]
+    truth = {c: int(label) for c, label in zip(scored_ids, y, strict=True)}
+    truth.update({ids[i]: "ungradable" for i in out})
+    outputs = {c: {"likelihood": float(v)} for c, v in zip(scored_ids, s, strict=True)}
+    outputs.update({ids[i]: {"likelihood": float(k % 2)} for k, i in enumerate(out)})
+    return write_ground_truth(tmp_path / "gt", truth), write_jobs(tmp_path / "input", outputs), y, s, \
+        [ids[i] for i in out]
+
+
+def test_excluded_classes_leave_their_cases_out_of_every_ranked_value_through_the_command(package, tmp_path):
+    """excluded_classes = ("ungradable",): every ranked value is scikit-learn's on the gradable
+    cases alone; the ungradable ones are read, shown per case and counted, never scored."""
+    ground_truth, input_dir, y, s, out = screening_case(tmp_path)
+    result = run(package, "kindtest-screening", ground_truth, input_dir, tmp_path / "out")
+    assert result.code == 0, result.stderr
+    metrics = result.metrics
+    for key, value in sklearn_binary(y, s).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    assert metrics["counts"] == {"cases": 74, "benign": 30, "malignant": 30, "ungradable": 14}
+    assert set(out) <= set(metrics["cases"]) and len(metrics["cases"]) == 74
+    assert metrics["aggregates"]["malignant"]["sensitivity"] == pytest.approx(recall_score(y, s >= 0.5))
+    scored_all = sklearn_binary(np.r_[y, np.arange(14) % 2 == 0], np.r_[s, np.arange(14) % 2])
+    assert metrics["aggregates"]["roc_auc"] != pytest.approx(scored_all["roc_auc"])  # the test can fail
+
+
+def test_excluded_cases_are_out_of_every_resample_whatever_their_count(tmp_path):
+    """The final ranking's rows of case counts: the excluded cases' counts change nothing."""
+    ground_truth, input_dir, y, s, out = screening_case(tmp_path, n=40, excluded=9, seed=4)
+    evaluation = DECLARED.BinaryScreening(ground_truth)
+    results = case_results(evaluation, input_dir)
+    ids = sorted(results)
+    counts = count_rows(np.random.default_rng(2), len(ids))
+    computed = evaluation.aggregate(results, counts)
+    kept = np.array([c not in out for c in ids])
+    for row, weights in enumerate(counts):
+        expected = sklearn_binary(np.repeat(y, weights[kept]), np.repeat(s, weights[kept]))
+        for key, value in expected.items():
+            assert computed[f"aggregates.{key}"][row] == pytest.approx(value, rel=1e-12, abs=1e-12), (row, key)
+
+
+def test_excluded_classes_of_a_multiclass_task_with_a_breakdown(tmp_path):
+    """Two excluded classes beside three scored ones, and a breakdown by site: each site's
+    values and counts are of its scored cases alone."""
+    rng = np.random.default_rng(9)
+    n = 90
+    names = np.array(["mild", "moderate", "severe", "unreadable", "other"])
+    truth_names = names[rng.choice(5, n, p=[.3, .3, .2, .1, .1])]
+    p = rng.dirichlet(np.ones(3), n)  # each row sums to 1: scikit-learn's multi-class AUC
+    sites = np.where(np.arange(n) % 3 == 0, "north", "south")
+    ids = case_ids(n)
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: {"class": str(t), "site": str(g)}
+                                                        for c, t, g in zip(ids, truth_names, sites, strict=True)})
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": v.tolist()} for c, v in zip(ids, p, strict=True)})
+    metrics = evaluated(DECLARED.MulticlassExcluding(ground_truth), input_dir)
+    classes = ["mild", "moderate", "severe"]
+
+    def expected(subset):
+        y = np.array([classes.index(t) for t in truth_names[subset]])
+        decided = p[subset].argmax(axis=1)
+        return {"roc_auc": roc_auc_score(y, p[subset], multi_class="ovr", average="macro", labels=[0, 1, 2]),
+                "balanced_accuracy": balanced_accuracy_score(y, decided),
+                "cohen_kappa_quadratic": cohen_kappa_score(y, decided, weights="quadratic", labels=[0, 1, 2]),
+                "f1_weighted": f1_score(y, decided, average="weighted", labels=[0, 1, 2])}
+
+    scored_cases = np.isin(truth_names, classes)
+    for key, value in expected(scored_cases).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    for site in ("north", "south"):
+        subset = scored_cases & (sites == site)
+        assert metrics["breakdown"][site]["cases"] == int(subset.sum())
+        for key, value in expected(subset).items():
+            assert metrics["breakdown"][site][key] == pytest.approx(value, rel=1e-12, abs=1e-12), (site, key)
+    assert metrics["counts"]["unreadable"] == int((truth_names == "unreadable").sum())
+    assert metrics["counts"]["other"] == int((truth_names == "other").sum())
+    assert metrics["counts"]["cases"] == n
+
+
+def test_a_hostile_output_of_an_excluded_case_is_still_the_participants(package, tmp_path):
+    ground_truth, input_dir, _, _, out = screening_case(tmp_path, n=10, excluded=3)
+    job = json.loads((input_dir / "predictions.json").read_text())
+    pk = next(j["pk"] for j in job if j["inputs"][0]["image"]["name"] == f"{out[1]}.mha")
+    (input_dir / pk / "output" / "likelihood.json").write_text("NaN")
+    result = run(package, "kindtest-screening", ground_truth, input_dir, tmp_path / "out")
+    assert_one_line_naming(result, out[1])
+
+
+@pytest.mark.parametrize("truth, said", [
+    ({"a": "ungradable", "b": "ungradable"}, "every case is of an excluded class"),
+    ({"a": "ungradable", "b": 1}, "benign is not"),
+    ({"a": "unclear", "b": 1, "c": 0}, "(or, left out of the ranked values, ['ungradable'])"),
+])
+def test_an_excluded_class_in_the_ground_truth_is_checked(tmp_path, truth, said):
+    with pytest.raises(SetupError) as raised:
+        DECLARED.BinaryScreening(write_ground_truth(tmp_path / "gt", truth))
+    assert said in str(raised.value)
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"excluded_classes": "ungradable"}, "tuple of class names"),
+    ({"excluded_classes": ("negative",)}, "neither a declared class"),
+    ({"excluded_classes": ("roc_auc",)}, "metric's key"),
+    ({"excluded_classes": ("a.b",)}, "without '.'"),
+    ({"excluded_classes": ("u", "u")}, "named twice"),
+    ({"task": "multilabel", "classes": ("a", "b"), "excluded_classes": ("u",)}, "binary and multiclass"),
+])
+def test_excluded_classes_that_cannot_run_are_refused_at_import(attributes, message):
+    with pytest.raises(TypeError, match=message):
+        type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})

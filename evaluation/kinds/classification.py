@@ -37,6 +37,11 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
   being of the whole test set (evaluation/kinds/tabular.py) ["ordered"];
 - `composite`: {key: weight} or a `Composite` (kinds/declared.py: a weighted sum of the metrics by
   key), ranked first [None];
+- `excluded_classes`: classes of the ground truth whose cases are left out of every ranked
+  value, binary and multi-class (AIROGS's ungradable images, out of its screening metrics): the
+  jobs of those cases are read and checked as every other (the participant cannot tell them
+  apart), reported per case and counted, never scored; each a class name of the ground truth
+  only (never a class the job may answer), a metrics.json key [()];
 - `breakdown`: "" or the name of a field of the ground truth's entries naming each case's group
   (its domain, scanner or centre: `breakdown = "domain"` makes every entry {"class": ...,
   "domain": "scanner-a"}); metrics.json then also holds every ranked value of each group's
@@ -60,7 +65,7 @@ ranked value of the whole test set is defined.
 
 metrics.json: the ranked values under "aggregates" (e.g. aggregates.roc_auc), each class's
 sensitivity and PPV at the decisions under aggregates.<class>, "counts" (cases and cases per
-class), and per case the job's likelihood(s) and decision under "cases" (never the truth:
+class, the excluded classes' too), and per case the job's likelihood(s) and decision under "cases" (never the truth:
 metrics.json may be shown to the participant).
 """
 
@@ -310,9 +315,23 @@ def accuracy(key: str = "accuracy") -> Metric:
     return _metric(key, "Accuracy", "higher", DECISIONS, TASKS, of)
 
 
+def scored(results: Sequence[dict], weights: np.ndarray) -> tuple[Sequence[dict], np.ndarray]:
+    """The cases a ranked value sees, with their weight columns: those of an excluded class (a
+    negative truth, declared `excluded_classes`) left out."""
+    kept = [i for i, result in enumerate(results) if not _excluded(result["truth"])]
+    if len(kept) == len(results):
+        return results, weights
+    return [results[i] for i in kept], weights[:, kept]
+
+
+def _excluded(truth: int | tuple[int, ...]) -> bool:
+    return isinstance(truth, int) and truth < 0
+
+
 def _metric_ranked(metric: Metric, task: str, classes: int) -> Ranked:
     def compute(results, weights, _):
-        values = metric.of(outcomes_of(results, task, classes), np.atleast_2d(weights))
+        results, weights = scored(results, np.atleast_2d(weights))
+        values = metric.of(outcomes_of(results, task, classes), weights)
         return np.asarray(values, dtype=np.float64).reshape(-1)
 
     return Ranked(Column(metric.title, f"aggregates.{metric.key}", metric.order), compute)
@@ -336,6 +355,8 @@ class Classification(Declared):
     decision_socket: ClassVar[str] = ""
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
     composite: ClassVar[Composite | Mapping[str, float] | None] = None
+    # truth classes whose cases are read and checked, never scored (binary and multi-class)
+    excluded_classes: ClassVar[tuple[str, ...]] = ()
     # "" or the ground-truth field naming each case's group: the ranked values per group, reported
     breakdown: ClassVar[str] = ""
     settings_class = ClassificationSettings
@@ -405,6 +426,18 @@ class Classification(Declared):
             raise TypeError(f"{cls.__name__}: a class is named twice in {names}")
         if not cls.ranked_metrics:
             raise TypeError(f"{cls.__name__} declares no metric")
+        excluded = cls.excluded_classes
+        if not isinstance(excluded, tuple) or not all(isinstance(name, str) for name in excluded):
+            raise TypeError(f"{cls.__name__}: excluded_classes must be a tuple of class names, not {excluded!r}")
+        if excluded and cls.task == "multilabel":
+            raise TypeError(f"{cls.__name__}: excluded_classes are for binary and multiclass tasks (a multi-label "
+                            f"case has no one class)")
+        for name in excluded:
+            if not name or "." in name or name in keys or name in names or name in ("counts", "cases"):
+                raise TypeError(f"{cls.__name__}: excluded class {name!r} must be a non-empty metrics.json key "
+                                f"without '.', neither a declared class nor a metric's key")
+        if len(set(excluded)) != len(excluded):
+            raise TypeError(f"{cls.__name__}: an excluded class is named twice in {list(excluded)}")
         if not isinstance(cls.breakdown, str) or (cls.breakdown and (not cls.breakdown.isidentifier()
                                                                      or cls.breakdown == "class")):
             raise TypeError(f"{cls.__name__}: breakdown {cls.breakdown!r} must be '' or the name of a field of the "
@@ -453,16 +486,23 @@ class Classification(Declared):
                             f"distinct class names of {names}.")
         if isinstance(value, str) and value in names:
             return names.index(value)
+        if isinstance(value, str) and value in self.excluded_classes:  # -1, -2, ...: read, never scored
+            return -1 - self.excluded_classes.index(value)
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
             return value
+        excluded = f" (or, left out of the ranked values, {list(self.excluded_classes)})" if self.excluded_classes \
+            else ""
         self.truth.fail(f"Ground truth {path.name}: the class of case {case_id} is {shown(value)}; it must be one of "
-                        f"{names} or its index (0 to {len(names) - 1}).")
+                        f"{names} or its index (0 to {len(names) - 1}){excluded}.")
         raise AssertionError  # fail raises
 
     def check_classes_present(self, path: Path, truth: dict[str, Any]) -> None:
         """Every class in the ground truth (multi-label: present in one case and absent from
         another): without it the ranked values of the whole test set are undefined."""
-        values = np.array(list(truth.values()))
+        values = np.array([value for value in truth.values() if not _excluded(value)])
+        if self.task != "multilabel" and not values.size:
+            self.truth.fail(f"Ground truth {path.name}: every case is of an excluded class "
+                            f"({', '.join(self.excluded_classes)}); nothing would be scored.")
         if self.task == "multilabel":
             missing = [name for c, name in enumerate(self.classes) if values[:, c].all() or not values[:, c].any()]
             what = "present in at least one case and absent from another"
@@ -544,8 +584,11 @@ class Classification(Declared):
         return entry
 
     def report(self, results: dict[str, Any]) -> dict[str, Any]:
-        """Counts, and each class's sensitivity and PPV at the decisions (one against the rest)."""
-        o = outcomes_of([results[c] for c in sorted(results)], self.task, len(self.classes))
+        """Counts, and each class's sensitivity and PPV at the decisions (one against the rest),
+        over the scored cases (those of an excluded class counted apart)."""
+        everyone = [results[c] for c in sorted(results)]
+        kept, _ = scored(everyone, np.ones((1, len(everyone))))
+        o = outcomes_of(kept, self.task, len(self.classes))
         if self.task == "multilabel":
             present = o.truth.sum(axis=0)
             sensitivity = [recall_score(o.truth[:, c], o.decisions[:, c], labels=[0, 1]) for c in range(o.classes)]
@@ -557,6 +600,9 @@ class Classification(Declared):
         per_class = {name: {"sensitivity": float(sensitivity[c]), "ppv": float(ppv[c])}
                      for c, name in enumerate(self.classes)}
         counts = {"cases": len(results), **{name: int(present[c]) for c, name in enumerate(self.classes)}}
+        if self.excluded_classes:  # the cases of each excluded class, out of the ranked values
+            truth = [result["truth"] for result in everyone]
+            counts.update({name: truth.count(-1 - k) for k, name in enumerate(self.excluded_classes)})
         document: dict[str, Any] = {"aggregates": per_class, "counts": counts}
         if self.breakdown:
             document["breakdown"] = self.group_values(results)
@@ -570,7 +616,8 @@ class Classification(Declared):
         groups = np.array([results[case]["group"] for case in sorted(results)])
         names = sorted(set(groups.tolist()))
         weights = (groups[None, :] == np.array(names)[:, None]).astype(np.int64)  # a row per group
-        found: dict[str, Any] = {name: {"cases": int(row.sum())} for name, row in zip(names, weights, strict=True)}
+        _, counted = scored([results[case] for case in sorted(results)], weights)  # a group's scored cases
+        found: dict[str, Any] = {name: {"cases": int(row.sum())} for name, row in zip(names, counted, strict=True)}
         for path, values in self.aggregate(results, weights).items():
             for name, value in zip(names, values.tolist(), strict=True):
                 set_at_path(found[name], path.removeprefix("aggregates."), value if np.isfinite(value) else Undefined(
