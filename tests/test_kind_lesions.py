@@ -308,6 +308,61 @@ def test_a_noise_mask_of_many_lesions_is_scored_in_bounded_time():
     assert elapsed < 20, elapsed
 
 
+class AnyClass(AnyOverlap):
+    """AnyOverlap's two classes, ranked also on every lesion whatever its class (the label maps
+    as one foreground)."""
+
+    name = "test-lesions-any-class"
+    ranked_metrics: ClassVar = {"class_agnostic_lesion_f1": "pooled", "lesion_f1": "pooled",
+                                "class_agnostic_dice": "mean", "class_agnostic_fn_volume": "mean_positive"}
+    labels_ranked = "mean"
+
+
+def test_class_agnostic_lesions_equal_scipy_counts_on_the_merged_masks(tmp_path):
+    """class_agnostic_<metric>: scipy's components of `label != 0` on both sides; a lesion found
+    with the wrong class (case e-swapped) is a hit there, a miss and a false lesion per class."""
+    cases = case_masks(np.random.default_rng(3))
+    truth = np.zeros(SHAPE, np.uint8)
+    truth[2:6, 3:9, 4:10] = 1
+    truth[7:10, 12:17, 14:20] = 2
+    swapped = np.where(truth == 1, 2, np.where(truth == 2, 1, 0)).astype(np.uint8)  # each found, class wrong
+    cases["e-swapped"] = (truth, swapped)
+    ground_truth, input_dir = written(tmp_path, cases)
+    evaluation = AnyClass(ground_truth)
+    metrics = run.evaluate(evaluation, input_dir)[0]
+    structure = ndimage.generate_binary_structure(3, 1)
+    voxel_ml = float(np.prod(SPACING)) / 1000
+    theirs = {case_id: any_overlap_case(t != 0, p != 0, structure, voxel_ml) for case_id, (t, p) in cases.items()}
+    aggregates = metrics["aggregates"]
+    assert aggregates["class_agnostic"]["lesion_f1"]["pooled"] == pytest.approx(
+        pooled(list(theirs.values()), "lesion_f1"), rel=1e-12)
+    assert aggregates["class_agnostic"]["dice"]["mean"] == pytest.approx(
+        np.mean([t["dice"] for t in theirs.values()]), rel=1e-12)
+    positive = [case_id for case_id, (t, _) in cases.items() if t.any()]
+    assert aggregates["class_agnostic"]["fn_volume"]["mean_positive"] == pytest.approx(
+        np.mean([theirs[c]["fn_volume"] for c in positive]), rel=1e-12)
+    for case_id in cases:
+        for metric in ("lesion_f1", "dice", "fn_volume", "tp", "fp", "fn"):
+            assert metrics["cases"][case_id]["class_agnostic"][metric] == pytest.approx(theirs[case_id][metric],
+                                                                                        rel=1e-12, abs=1e-15)
+    assert metrics["cases"]["e-swapped"]["class_agnostic"]["lesion_f1"] == 1.0
+    assert metrics["cases"]["e-swapped"]["edema"]["lesion_f1"] == 0.0  # per class: missed, and one false
+    assert AnyClass.ranked_paths[:2] == ("aggregates.class_agnostic.lesion_f1.pooled", "aggregates.lesion_f1_pooled")
+    # a bootstrap row of case counts: the pooled counts of the cases drawn
+    results = {case.case_id: run.score_case(evaluation, case) for case in run.matched_cases(evaluation, input_dir)}
+    ids = sorted(results)
+    counts = np.random.default_rng(5).integers(0, 3, size=(4, len(ids)))
+    rows = evaluation.aggregate(results, counts)
+    for row, drawn in enumerate(counts):
+        repeated = [theirs[case_id] for case_id, n in zip(ids, drawn, strict=True) for _ in range(n)]
+        assert rows["aggregates.class_agnostic.lesion_f1.pooled"][row] == pytest.approx(
+            pooled(repeated, "lesion_f1"), rel=1e-12)
+
+
+def test_a_class_agnostic_metric_needs_two_labels():
+    with pytest.raises(TypeError, match="with one label"):
+        type("Bad", (Lesions,), {"name": "bad", "ranked_metrics": {"class_agnostic_dice": "mean"}})
+
 def test_declarations_are_checked_at_import():
     def declare(**attributes):
         return type("Bad", (Lesions,), {"name": "bad", **attributes})

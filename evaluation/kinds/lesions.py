@@ -20,6 +20,10 @@ The organizer declares (class attributes of the challenge; default in brackets):
   be "mean_positive" instead: the mean over the cases whose ground truth holds the label only
   (autoPET: Dice and FN volume over the cases with a lesion, FP volume "mean" over all); a test
   set where no case's truth holds a label stops with exit 3 naming it (the value is undefined);
+  with several labels, any metric may also be declared as "class_agnostic_<metric>" (e.g.
+  "class_agnostic_lesion_f1": "pooled"): every lesion of any label against every true one,
+  whatever its label (a lesion found with the wrong class is a hit there, a miss and a false
+  lesion in the per-label values), ranked at aggregates.class_agnostic.<metric>.<aggregation>;
 - `volume_unit` ("ml"; or "mm3"): volumes from the ground truth's spacing (mm);
 - `undefined_ratio` (0.0): a case's lesion precision when it predicts no lesion while the truth
   has some, and its recall when it predicts some and the truth has none (F1 is 0 there); a case
@@ -89,6 +93,9 @@ class Lesions(PerLabel):
     undefined_ratio: ClassVar[float] = 0.0
     mask_title: ClassVar[str] = "lesion mask"  # how messages name the job's image
     positive_key: ClassVar[str] = "true_volume"  # "mean_positive": the cases whose truth has a voxel of the label
+    # ranked_metrics' "class_agnostic_<metric>": the lesions of all labels as one class
+    agnostic_entry: ClassVar[str] = "class_agnostic"
+    agnostic_title: ClassVar[str] = "any class"
 
     @classmethod
     def metric_specs(cls) -> dict[str, MetricSpec]:
@@ -150,8 +157,11 @@ class Lesions(PerLabel):
     def score_case(self, case: Case, prediction, ground_truth: Path) -> dict[str, dict[str, float]]:
         truth, predicted, geometry = prediction
         spacing = tuple(reversed(geometry.spacing))  # numpy's axis order
-        return {self.labels[label]: self.score_label(predicted == label, truth == label, spacing)
-                for label in sorted(self.labels)}
+        scored = {self.labels[label]: self.score_label(predicted == label, truth == label, spacing)
+                  for label in sorted(self.labels)}
+        if self.agnostic_declared():  # every lesion, whatever its label
+            scored[self.agnostic_entry] = self.score_label(predicted != 0, truth != 0, spacing)
+        return scored
 
     def score_label(self, predicted: np.ndarray, truth: np.ndarray, spacing: tuple[float, ...]) -> dict[str, float]:
         """Every metric of one lesion class in one case, from its two masks (on their union box:
