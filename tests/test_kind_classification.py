@@ -7,6 +7,7 @@ cannot run is refused when it is imported; a ground truth without every class ex
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -568,6 +569,10 @@ def test_a_breakdown_gives_each_groups_ranked_values_through_the_command(package
     assert "scanner-c" in metrics["notes"]["breakdown.scanner-c.roc_auc"]
     subset = np.array([d == "scanner-c" for d in domains])
     assert alone["accuracy"] == pytest.approx(accuracy_score(y[subset], s[subset] >= 0.5))
+    assert alone["sensitivity"] is None  # no positive case in the group
+    with warnings.catch_warnings():  # scikit-learn warns of the class absent from the truth, and leaves it out
+        warnings.simplefilter("ignore")
+        assert alone["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y[subset], s[subset] >= 0.5))
     assert "domain" not in json.dumps(metrics["cases"])  # the truth's fields stay out of the case entries
 
 

@@ -978,6 +978,48 @@ def test_a_skipped_mean_over_cases_with_weights_is_pandas_on_the_repeated_cases(
                 assert rows[path][r] == pytest.approx(expected, rel=1e-12), (r, path)
 
 
+def test_a_metric_undefined_when_both_are_empty_ranks_over_present_labels_only():
+    """Dice(both_empty=None) ranked over the labels present: a label in neither map never enters
+    that mean, so the declaration is accepted and the value is numpy's over the present labels;
+    ranked over every label, or per label, it stays refused (a case would leave it undefined)."""
+    cls = declared(labels=dict(TUMOUR), label_metrics=(Dice(both_empty=None),),
+                   ranked_metrics=(RankedMetric("dice", over_labels="present", none_present=0.5),))
+    evaluation = cls.__new__(cls)
+    cases = tumour_cases()
+    results = {f"c{n}": evaluation.score_case(None, LabelMapPair(t, p, SPACING), None)
+               for n, (p, t) in enumerate(cases)}
+    expected = [np.mean([peer_values(p == v, t == v, SPACING, 2.0)["dice"] for v in TUMOUR
+                         if (p == v).any() or (t == v).any()]) if p.any() or t.any() else 0.5 for p, t in cases]
+    assert any(not ((p == v).any() or (t == v).any()) for p, t in cases for v in TUMOUR)  # a label absent: tested
+    value = evaluation.aggregate(results, np.ones((1, len(cases))))["aggregates.mean_over_present_labels.dice.mean"]
+    assert value[0] == pytest.approx(np.mean(expected), rel=1e-12)
+    for ranked in ((RankedMetric("dice"),), (RankedMetric("dice", label=next(iter(TUMOUR.values()))),)):
+        with pytest.raises(TypeError, match="leaves both_empty undefined"):
+            declared(labels=dict(TUMOUR), label_metrics=(Dice(both_empty=None),), ranked_metrics=ranked)
+    with pytest.raises(TypeError, match="leaves truth_empty undefined"):  # a present label may have an empty truth
+        declared(labels=dict(TUMOUR), label_metrics=(Dice(truth_empty=None),),
+                 ranked_metrics=(RankedMetric("dice", over_labels="present", none_present=0.5),))
+
+def test_a_metric_undefined_when_both_are_empty_ranked_over_present_labels_runs(tmp_path):
+    """Through the command: exit 0, the ranked mean a finite number, a label in neither map null
+    with a note among the per-label values."""
+    body = '''
+    label_metrics = (Dice(both_empty=None),)
+    ranked_metrics = (RankedMetric("dice", over_labels="present", none_present="skip"),)
+'''
+    cases = tumour_cases()
+    folder = group_challenge(tmp_path / "present", body, cases)
+    finished = run(folder, folder / "input", tmp_path / "out")
+    assert finished.returncode == 0, finished.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert math.isfinite(metrics["aggregates"]["mean_over_present_labels"]["dice"]["mean"])
+    absent = [(f"case-{n}", name) for n, (p, t) in enumerate(cases) for v, name in TUMOUR.items()
+              if not ((p == v).any() or (t == v).any())]
+    assert absent
+    for case_id, name in absent:
+        assert metrics["cases"][case_id][name]["dice"] is None
+        assert f"cases.{case_id}.{name}.dice" in metrics["notes"]
+
 def test_a_test_set_with_nothing_present_cannot_skip_every_case(tmp_path):
     """Every case empty in both maps: the skipped mean over present regions has no value; the
     organizer's test set is at fault: exit 3, one line, no metrics.json."""

@@ -254,7 +254,9 @@ def specificity(key: str = "specificity") -> Metric:
 
 def balanced_accuracy(key: str = "balanced_accuracy") -> Metric:
     """The mean over the classes of their sensitivity at the decisions (binary: (sensitivity +
-    specificity) / 2); multi-label: the mean over the labels of each label's balanced accuracy."""
+    specificity) / 2); multi-label: the mean over the labels of each label's balanced accuracy.
+    A class absent from the cases scored is left out of the mean, as scikit-learn leaves it out:
+    a breakdown group of one class gets that class's recall, not an undefined value."""
     def of(o: Outcomes, weights):
         if o.task == "multilabel":
             return _per_label(o, weights, lambda t, d, w: balanced_accuracy_score(t, d, w, labels=[0, 1])).mean(axis=1)

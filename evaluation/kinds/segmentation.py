@@ -54,7 +54,9 @@ checked when the class is made; a wrong declaration is a TypeError at import):
   `none_present`, which "present" requires (no default): a number, or "skip" (the case is left
   out of the mean or median over cases, its per-case value null with a note; a test set where
   every case is skipped has no value: exit 3; not with "case_rank_then_mean", which ranks every
-  case). Default: every metric, mean over labels (or groups) and cases.
+  case). A metric ranked so may leave both_empty undefined (None: a label in neither map is
+  not present, so never in the mean); every other ranked value needs every empty case
+  defined. Default: every metric, mean over labels (or groups) and cases.
 - `composite`: optional `Composite({ranked key: weight}, title=..., better=...)` or the plain
   `{ranked key: weight}` (kinds/declared.py, the same in every kind), a weighted sum of ranked
   values, which then is the score (the leaderboard's first column), the ranked values beside it; the final
@@ -733,10 +735,13 @@ class Segmentation(Declared):
                                 f"(score_labels = False)")
             if value.over == GROUPS and not cls.groups:
                 raise TypeError(f"{cls.__name__}: {value.metric}: a mean over the groups; declare groups")
-            if metric.undefined_when_empty:
+            undefined = metric.undefined_when_empty
+            if value.over_labels == "present":  # a label in neither map is not present: never in the mean
+                undefined = tuple(empty for empty in undefined if empty != "both_empty")
+            if undefined:
                 # a ranked value is always a finite number: an undefined case would leave it none
                 raise TypeError(f"{cls.__name__}: the ranked metric {metric.key} leaves "
-                                f"{', '.join(metric.undefined_when_empty)} undefined (None); declare a number or "
+                                f"{', '.join(undefined)} undefined (None); declare a number or "
                                 f"\"diagonal\" there")
             if value.over_labels == "present":
                 policies = present.setdefault(value.mean_name, {})
