@@ -47,11 +47,13 @@ class Evaluation:
     # The paths metrics.json guarantees finite numbers beyond the leaderboards' columns (those of a
     # setting's other leaderboard, values the final ranking reads).
     extra_ranked_paths: ClassVar[tuple[str, ...]] = ()
+    # The leaderboards' paths that metrics.json may leave null for a documented reason (csv2026's
+    # time scores, when the jobs have no timing): not guaranteed finite.
+    nullable_paths: ClassVar[tuple[str, ...]] = ()
     # Every path metrics.json guarantees finite, so no submission silently drops off a leaderboard:
     # derived when the class is made (`derive_ranked_paths`: the leaderboards' paths, then
-    # extra_ranked_paths), unless the class (or an ancestor) sets it itself.
+    # extra_ranked_paths, less nullable_paths), never declared.
     ranked_paths: ClassVar[tuple[str, ...]] = ()
-    _ranked_paths_set_by_hand: ClassVar[bool] = False
     # The titles of the leaderboard columns that a setting other than the default adds, by path: the
     # final ranking's report titles its columns and charts with the leaderboards' titles, these next.
     value_titles: ClassVar[dict[str, str]] = {}
@@ -69,16 +71,19 @@ class Evaluation:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_charts(cls.__name__, cls.result_charts, cls.settings_class)
-        if "ranked_paths" in cls.__dict__:
-            cls._ranked_paths_set_by_hand = True
+        if "ranked_paths" in cls.__dict__:  # declared once: the leaderboards say what is ranked
+            raise TypeError(f"{cls.__name__}: ranked_paths is derived from the leaderboards; declare the paths "
+                            f"beyond them in extra_ranked_paths, those metrics.json may leave null in "
+                            f"nullable_paths")
         cls.derive_ranked_paths()
 
     @classmethod
     def derive_ranked_paths(cls) -> None:
-        """ranked_paths from leaderboards and extra_ranked_paths, unless set by hand; a kind that
+        """ranked_paths from leaderboards and extra_ranked_paths, less nullable_paths; a kind that
         makes its leaderboards in its own __init_subclass__ calls this again after."""
-        if not cls._ranked_paths_set_by_hand:
-            cls.ranked_paths = leaderboard_paths(cls.leaderboards, *cls.extra_ranked_paths)
+        nullable = set(cls.nullable_paths)
+        cls.ranked_paths = tuple(path for path in leaderboard_paths(cls.leaderboards, *cls.extra_ranked_paths)
+                                 if path not in nullable)
 
     def __init__(self, ground_truth_dir: Path, settings: Settings | None = None):
         self.ground_truth_dir = ground_truth_dir

@@ -434,7 +434,7 @@ class Plain(Evaluation):
 
     name = "plain"
     title = "Plain toy"
-    ranked_paths = ("total",)
+    extra_ranked_paths = ("total",)
 
     def load_ground_truth(self, directory):
         return read_json(self.truth, directory / "truth.json", "truth")

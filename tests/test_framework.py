@@ -47,7 +47,7 @@ class Toy(Evaluation):
     title = "Toy challenge of the tests"
     settings_class = ToySettings
     case_label = "Patient"
-    ranked_paths = ("aggregates.mean_error",)
+    extra_ranked_paths = ("aggregates.mean_error",)
     calls: Path | None = None  # a file recording score_case calls, one line each, across processes
 
     def load_ground_truth(self, directory):
@@ -579,10 +579,10 @@ def test_ranked_paths_are_derived_from_the_leaderboards_then_the_extra_paths():
 
     assert Inherits.ranked_paths == ("aggregates.other", "aggregates.count", "aggregates.shown")
 
-    class ByHand(Derived):
-        ranked_paths = ("aggregates.score",)
+    class Nullable(Derived):  # a leaderboard's value metrics.json may leave null: not guaranteed
+        nullable_paths = ("aggregates.shown",)
 
-    class BelowByHand(ByHand):  # an ancestor's hand-set paths are kept, not derived over
-        leaderboards = (Leaderboard(score=other, decimal_places=3, scoring_method=ABSOLUTE),)
+    assert Nullable.ranked_paths == ("aggregates.score", "aggregates.score_error", "aggregates.count")
 
-    assert ByHand.ranked_paths == BelowByHand.ranked_paths == ("aggregates.score",)
+    with pytest.raises(TypeError, match="ranked_paths is derived from the leaderboards"):
+        type("ByHand", (Derived,), {"ranked_paths": ("aggregates.score",)})

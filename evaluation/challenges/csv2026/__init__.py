@@ -155,11 +155,11 @@ class Csv2026(Evaluation):
         column.path: column.title for timed in (True, False)
         for column in (csv2026_leaderboard(timed).score, *csv2026_leaderboard(timed).extra_columns)
     }
-    # Always finite: every value but the TIMED ones, which its default leaderboard shows (null without
-    # timing), so set by hand rather than derived from `leaderboards`.
-    ranked_paths = tuple(path for path in leaderboard_paths(
-        (csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),
-        *(column.path for column in VALUES)) if path not in TIMED_PATHS)
+    # Always finite: both leaderboards' values and every value, but the TIMED ones, which the
+    # default leaderboard shows (null without timing).
+    extra_ranked_paths = leaderboard_paths((csv2026_leaderboard(timed=True), csv2026_leaderboard(timed=False)),
+                                           *(column.path for column in VALUES))
+    nullable_paths = TIMED_PATHS
 
     # The rule: S_total; a predictions-file phase (no submission has timing) ranks the score
     # without time (csv2026.md, "Leaderboard").
