@@ -57,6 +57,33 @@ class MulticlassExcluding(Classification):
     breakdown = "site"
 
 
+class BinaryStacks(Classification):
+    name = "kindtest-stacks"
+    classes = ("ndbe", "neoplasia")
+    per_case = "list"
+    ranked_metrics = (roc_auc(), average_precision(), balanced_accuracy(), sensitivity_at_specificity(0.9), f1())
+
+
+class MulticlassStacksDecided(Classification):
+    name = "kindtest-stacks-decided"
+    task = "multiclass"
+    classes = ("mild", "moderate", "severe")
+    per_case = "list"
+    decision_socket = "grade"
+    excluded_classes = ("unreadable",)
+    breakdown = "site"
+    ranked_metrics = (roc_auc(), balanced_accuracy(), cohen_kappa("quadratic"), f1("weighted"))
+
+
+class ClassStacks(Classification):
+    name = "kindtest-stacks-classes"
+    task = "multiclass"
+    classes = ("mild", "moderate", "severe")
+    output = "class"
+    per_case = "list"
+    ranked_metrics = (balanced_accuracy(), accuracy())
+
+
 class BinaryComposite(Classification):
     name = "kindtest-composite"
     ranked_metrics = (roc_auc(), balanced_accuracy())

@@ -725,3 +725,188 @@ def test_an_excluded_class_in_the_ground_truth_is_checked(tmp_path, truth, said)
 def test_excluded_classes_that_cannot_run_are_refused_at_import(attributes, message):
     with pytest.raises(TypeError, match=message):
         type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})
+
+
+# ---- a list of items per case (per_case = "list": a stack's frames) ----------------------------------
+
+
+def stacks_case(tmp_path, sizes=(5, 12, 3, 40, 9, 17, 1, 22), seed=31):
+    """Binary stacks of these sizes: the ground truth a list of classes per stack (names and 0/1
+    mixed), each job a list of likelihoods (2 decimals: ties)."""
+    rng = np.random.default_rng(seed)
+    ids = case_ids(len(sizes))
+    y = [rng.integers(0, 2, n) for n in sizes]
+    y[0][0], y[1][0] = 0, 1  # both classes present
+    s = [np.round(np.clip(0.5 + 0.25 * (2 * t - 1) + rng.normal(0, 0.3, len(t)), 0, 1), 2) for t in y]
+    truth = {c: [("neoplasia" if v else "ndbe") if k % 2 else int(v) for k, v in enumerate(t)]
+             for c, t in zip(ids, y, strict=True)}
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": v.tolist()} for c, v in zip(ids, s, strict=True)})
+    return ground_truth, input_dir, y, s
+
+
+def sklearn_stacks(y, s, w=None):
+    d = (s >= 0.5).astype(int)
+    return {"roc_auc": roc_auc_score(y, s, sample_weight=w),
+            "average_precision": average_precision_score(y, s, sample_weight=w),
+            "balanced_accuracy": balanced_accuracy_score(y, d, sample_weight=w),
+            "sensitivity_at_specificity_90": sensitivity_at_specificity(y, s, 0.9, w),
+            "f1": f1_score(y, d, sample_weight=w)}
+
+
+def test_a_list_per_case_is_scored_over_all_items_through_the_command(package, tmp_path):
+    """per_case = "list": every ranked value is scikit-learn's on the items of every case
+    together; metrics.json shows each case's lists and counts cases and items."""
+    ground_truth, input_dir, y, s = stacks_case(tmp_path)
+    result = run(package, "kindtest-stacks", ground_truth, input_dir, tmp_path / "out")
+    assert result.code == 0, result.stderr
+    metrics = result.metrics
+    for key, value in sklearn_stacks(np.concatenate(y), np.concatenate(s)).items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    items = np.concatenate(y)
+    assert metrics["counts"] == {"cases": 8, "items": 109, "ndbe": int((items == 0).sum()),
+                                 "neoplasia": int(items.sum())}
+    entry = metrics["cases"]["case-003"]
+    assert entry["likelihoods"] == s[3].tolist()
+    assert entry["decisions"] == ["neoplasia" if v >= 0.5 else "ndbe" for v in s[3]]
+
+
+def test_the_bootstrap_draws_whole_cases_with_their_items(tmp_path):
+    """A row of case counts: each case's items as often as the case is drawn (scikit-learn on
+    the repeated items)."""
+    ground_truth, input_dir, y, s = stacks_case(tmp_path, seed=32)
+    evaluation = DECLARED.BinaryStacks(ground_truth)
+    results = case_results(evaluation, input_dir)
+    counts = count_rows(np.random.default_rng(6), len(y))
+    counts[:, :2] = np.maximum(counts[:, :2], 1)  # both classes in every row
+    computed = evaluation.aggregate(results, counts)
+    for row, drawn in enumerate(counts):
+        repeated_y = np.concatenate([t for t, n in zip(y, drawn, strict=True) for _ in range(n)])
+        repeated_s = np.concatenate([v for v, n in zip(s, drawn, strict=True) for _ in range(n)])
+        for key, value in sklearn_stacks(repeated_y, repeated_s).items():
+            assert computed[f"aggregates.{key}"][row] == pytest.approx(value, rel=1e-12, abs=1e-12), (row, key)
+
+
+def test_multiclass_lists_with_decisions_excluded_items_and_sites(tmp_path):
+    """Multi-class items, the job's decisions in a second list, an excluded class among the
+    items and a breakdown by site: the values are scikit-learn's on the scored items (per site
+    too), the counts of cases and items."""
+    rng = np.random.default_rng(17)
+    sizes = [6, 11, 4, 15, 8, 9]
+    names = np.array(["mild", "moderate", "severe", "unreadable"])
+    truth_items = [names[rng.choice(4, n, p=[.3, .3, .3, .1])] for n in sizes]
+    truth_items[0][:3] = ["mild", "moderate", "severe"]
+    p = [rng.dirichlet(np.ones(3), n) for n in sizes]
+    decided = [rng.integers(0, 3, n) for n in sizes]  # the job's own decisions, not its argmax
+    sites = ["north" if i % 2 else "south" for i in range(len(sizes))]
+    ids = case_ids(len(sizes))
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: {"class": t.tolist(), "site": g}
+                                                        for c, t, g in zip(ids, truth_items, sites, strict=True)})
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": v.tolist(), "grade": [str(names[k]) for k in d]}
+                                                for c, v, d in zip(ids, p, decided, strict=True)})
+    metrics = evaluated(DECLARED.MulticlassStacksDecided(ground_truth), input_dir)
+    classes = ["mild", "moderate", "severe"]
+
+    def expected(cases):
+        t = np.concatenate([truth_items[i] for i in cases])
+        kept = np.isin(t, classes)
+        y = np.array([classes.index(v) for v in t[kept]])
+        scores = np.concatenate([p[i] for i in cases])[kept]
+        d = np.concatenate([decided[i] for i in cases])[kept]
+        return int(kept.sum()), {
+            "roc_auc": roc_auc_score(y, scores, multi_class="ovr", average="macro", labels=[0, 1, 2]),
+            "balanced_accuracy": balanced_accuracy_score(y, d),
+            "cohen_kappa_quadratic": cohen_kappa_score(y, d, weights="quadratic", labels=[0, 1, 2]),
+            "f1_weighted": f1_score(y, d, average="weighted", labels=[0, 1, 2])}
+
+    scored_items, values = expected(range(len(sizes)))
+    for key, value in values.items():
+        assert metrics["aggregates"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    every = np.concatenate(truth_items)
+    assert metrics["counts"]["items"] == len(every) and metrics["counts"]["cases"] == len(sizes)
+    assert metrics["counts"]["unreadable"] == int((every == "unreadable").sum())
+    assert sum(metrics["counts"][c] for c in classes) == scored_items
+    for site in ("north", "south"):
+        cases = [i for i, g in enumerate(sites) if g == site]
+        count, values = expected(cases)
+        assert metrics["breakdown"][site]["cases"] == len(cases) and metrics["breakdown"][site]["items"] == count
+        for key, value in values.items():
+            assert metrics["breakdown"][site][key] == pytest.approx(value, rel=1e-12, abs=1e-12), (site, key)
+    assert metrics["cases"]["case-001"]["decisions"] == [str(names[k]) for k in decided[1]]
+
+
+def test_class_lists_are_decision_metrics_of_the_items(tmp_path):
+    rng = np.random.default_rng(3)
+    classes = ["mild", "moderate", "severe"]
+    y = [rng.integers(0, 3, n) for n in (4, 7, 5)]
+    y[0][:3] = [0, 1, 2]
+    d = [rng.integers(0, 3, len(t)) for t in y]
+    ids = case_ids(3)
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: [classes[k] for k in t]
+                                                        for c, t in zip(ids, y, strict=True)})
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": [classes[k] for k in v]}
+                                                for c, v in zip(ids, d, strict=True)})
+    metrics = evaluated(DECLARED.ClassStacks(ground_truth), input_dir)
+    assert metrics["aggregates"]["balanced_accuracy"] == pytest.approx(
+        balanced_accuracy_score(np.concatenate(y), np.concatenate(d)), rel=1e-12)
+    assert metrics["aggregates"]["accuracy"] == pytest.approx(accuracy_score(np.concatenate(y), np.concatenate(d)))
+
+
+HOSTILE_STACKS = [
+    ("kindtest-stacks", {"likelihood": [0.1, 0.2]}, "expected 3 values (one per item), found 2"),
+    ("kindtest-stacks", {"likelihood": 0.5}, "must be a JSON array of 3 values (one per item)"),
+    ("kindtest-stacks", {"likelihood": b"[0.1, NaN, 0.3]"}, "the likelihood at index 1"),
+    ("kindtest-stacks", {"likelihood": [0.1, 1.5, 0.3]}, "the likelihood at index 1"),
+    ("kindtest-stacks", {"likelihood": [0.1, "0.2", 0.3]}, "the likelihood at index 1"),
+    ("kindtest-stacks-decided", {"likelihood": [[0.2, 0.3, 0.5]] * 2 + [[0.2, 0.8]], "grade": ["mild"] * 3},
+     "item 2: expected 3 likelihoods"),
+    ("kindtest-stacks-decided", {"likelihood": [[0.2, 0.3, 0.5]] * 3, "grade": ["mild", "mild"]},
+     "'grade': expected 3 values (one per item), found 2"),
+    ("kindtest-stacks-decided", {"likelihood": [[0.2, 0.3, 0.5]] * 3, "grade": ["mild", "unreadable", "mild"]},
+     "'grade', item 1, is \"unreadable\""),
+    ("kindtest-stacks-classes", {"likelihood": ["mild", 2, "severe"]}, "'likelihood', item 1, is 2"),
+]
+
+
+@pytest.mark.parametrize("challenge, written, said", HOSTILE_STACKS)
+def test_hostile_lists_fail_naming_the_case_and_the_item(package, tmp_path, challenge, written, said):
+    ids = case_ids(4)
+    classes = ["ndbe", "neoplasia"] if challenge == "kindtest-stacks" else ["mild", "moderate", "severe"]
+    truth = {c: [classes[(i + k) % len(classes)] for k in range(3)] for i, c in enumerate(ids)}
+    if challenge == "kindtest-stacks-decided":
+        truth = {c: {"class": t, "site": "north"} for c, t in truth.items()}
+    valid = {"kindtest-stacks": {"likelihood": [0.1, 0.6, 0.3]},
+             "kindtest-stacks-decided": {"likelihood": [[0.2, 0.3, 0.5]] * 3, "grade": ["mild", "severe", "mild"]},
+             "kindtest-stacks-classes": {"likelihood": ["mild", "moderate", "severe"]}}[challenge]
+    outputs = dict.fromkeys(ids, valid)
+    outputs["case-002"] = written
+    ground_truth = write_ground_truth(tmp_path / "gt", truth)
+    result = run(package, challenge, ground_truth, write_jobs(tmp_path / "input", outputs), tmp_path / "out")
+    assert_one_line_naming(result, "case-002")
+    assert said in result.last_error_line, result.last_error_line
+    outputs["case-002"] = valid  # the same files, every output valid: exit 0
+    result = run(package, challenge, ground_truth, write_jobs(tmp_path / "valid", outputs), tmp_path / "out2")
+    assert result.code == 0, result.stderr
+
+
+@pytest.mark.parametrize("entry, said", [
+    (0, "each case is a non-empty list of its items' classes"),
+    ([], "each case is a non-empty list of its items' classes"),
+    (["ndbe", "cancer"], "the class of case case-001 (item 1) is \"cancer\""),
+])
+def test_a_ground_truth_list_that_is_not_one_is_the_organizers(tmp_path, entry, said):
+    truth = {"case-000": ["ndbe", "neoplasia"], "case-001": entry}
+    with pytest.raises(SetupError) as raised:
+        DECLARED.BinaryStacks(write_ground_truth(tmp_path / "gt", truth))
+    assert said in str(raised.value)
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"per_case": "many"}, "not 'one' or 'list'"),
+    ({"per_case": "list", "task": "multilabel", "classes": ("a", "b")}, "binary and multiclass"),
+    ({"per_case": "list", "task": "multiclass", "classes": ("a", "b", "c"), "sockets": "per_class"},
+     "binary and multiclass tasks with one socket"),
+])
+def test_a_list_per_case_that_cannot_run_is_refused_at_import(attributes, message):
+    with pytest.raises(TypeError, match=message):
+        type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})

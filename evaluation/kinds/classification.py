@@ -15,6 +15,11 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
 - `sockets`: "one" (the setting `output_socket` holds the value) or "per_class" (multi-class and
   multi-label likelihoods: one socket per class, each one number, the settings
   `<class>_socket`, default "<class>-likelihood") ["one"];
+- `per_case`: "one" (a job writes one value for its case) or "list" (a job scores a list of
+  items, the frames of a stack or the figures of a slide, binary and multi-class: each socket
+  holds a JSON list with one value per item, in the order of the ground truth's list of the
+  case's item classes; every ranked value is of all the items of the test set, and the final
+  ranking's bootstrap draws whole cases, the items of a case together) ["one"];
 - `decision_socket`: "" (the organizer's rule decides: the settings' threshold, or the largest
   likelihood) or the slug of a second output socket where the job writes its own decision beside
   its likelihood(s), the participant choosing the threshold: a class name (binary also 0 or 1,
@@ -59,7 +64,8 @@ perfect ranking (AUC 1) scoring a balanced accuracy of 0.5 when all its likeliho
 and the AUC still ranks the likelihoods whatever that point.
 
 The ground truth is one JSON file {case id: class}: binary 0 or 1 (or a class name),
-multi-class a class name (or its index), multi-label a list of class names; every class
+multi-class a class name (or its index), multi-label a list of class names (with per_case
+"list": a non-empty list of such classes, one per item); every class
 present (multi-label: every label present in one case and absent from another), so that every
 ranked value of the whole test set is defined.
 
@@ -317,9 +323,20 @@ def accuracy(key: str = "accuracy") -> Metric:
     return _metric(key, "Accuracy", "higher", DECISIONS, TASKS, of)
 
 
+def itemised(results: Sequence[dict], weights: np.ndarray) -> tuple[Sequence[dict], np.ndarray]:
+    """Cases of several items (per_case "list": {"items": [...]}) as their items, each item's
+    weight column its case's (a case drawn twice by the bootstrap brings its items twice); cases
+    of one value as they are."""
+    if not results or "items" not in results[0]:
+        return results, weights
+    counts = [len(result["items"]) for result in results]
+    return [item for result in results for item in result["items"]], np.repeat(weights, counts, axis=1)
+
+
 def scored(results: Sequence[dict], weights: np.ndarray) -> tuple[Sequence[dict], np.ndarray]:
-    """The cases a ranked value sees, with their weight columns: those of an excluded class (a
-    negative truth, declared `excluded_classes`) left out."""
+    """The cases (items) a ranked value sees, with their weight columns: those of an excluded
+    class (a negative truth, declared `excluded_classes`) left out."""
+    results, weights = itemised(results, weights)
     kept = [i for i, result in enumerate(results) if not _excluded(result["truth"])]
     if len(kept) == len(results):
         return results, weights
@@ -339,6 +356,10 @@ def _metric_ranked(metric: Metric, task: str, classes: int) -> Ranked:
     return Ranked(Column(metric.title, f"aggregates.{metric.key}", metric.order), compute)
 
 
+class Items(tuple):
+    """The classes of a case's items, in order (per_case "list")."""
+
+
 class Grouped(NamedTuple):
     """A case's ground truth with its group (a declaration with a `breakdown`)."""
 
@@ -353,6 +374,8 @@ class Classification(Declared):
     classes: ClassVar[tuple[str, ...]] = ("negative", "positive")
     output: ClassVar[str] = "likelihood"
     sockets: ClassVar[str] = "one"
+    # "list": each job scores a list of items (a stack's frames), the ranked values over all items
+    per_case: ClassVar[str] = "one"
     # "" : the threshold (or the largest likelihood) decides; a slug: the job writes its decision there
     decision_socket: ClassVar[str] = ""
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
@@ -406,6 +429,11 @@ class Classification(Declared):
             raise TypeError(f"{cls.__name__}: output {cls.output!r} is not one of {', '.join(OUTPUTS)}")
         if cls.sockets not in ("one", "per_class"):
             raise TypeError(f"{cls.__name__}: sockets {cls.sockets!r} is not 'one' or 'per_class'")
+        if cls.per_case not in ("one", "list"):
+            raise TypeError(f"{cls.__name__}: per_case {cls.per_case!r} is not 'one' or 'list'")
+        if cls.per_case == "list" and (cls.task == "multilabel" or cls.sockets == "per_class"):
+            raise TypeError(f"{cls.__name__}: per_case 'list' is for binary and multiclass tasks with one socket "
+                            f"(a list of values in it, one per item)")
         if cls.sockets == "per_class" and (cls.task == "binary" or cls.output != "likelihood"):
             raise TypeError(f"{cls.__name__}: one socket per class is for the likelihoods of a multiclass or "
                             f"multilabel task")
@@ -458,17 +486,21 @@ class Classification(Declared):
 
     def load_ground_truth(self, directory: Path) -> dict[str, Any]:
         shape = {"binary": "0 or 1", "multiclass": "a class name", "multilabel": "a list of class names"}[self.task]
+        if self.per_case == "list":
+            shape = f"a list of {shape.removeprefix('a ')}s, one per item"
         if self.breakdown:
             shape = f'{{"class": {shape}, "{self.breakdown}": its group}}'
         path, document = reference_document(self.truth, directory, shape)
         truth = {case_id: self.entry_of(path, case_id, value) for case_id, value in document.items()}
-        self.check_classes_present(path, {case_id: getattr(entry, "truth", entry) for case_id, entry in truth.items()})
+        classes = [getattr(entry, "truth", entry) for entry in truth.values()]
+        self.check_classes_present(path, [c for value in classes for c in (value if isinstance(value, Items)
+                                                                            else [value])])
         return truth
 
     def entry_of(self, path: Path, case_id: str, value: Any) -> int | tuple[int, ...] | Grouped:
         """A case's ground truth: its class(es), with its group when the declaration has a breakdown."""
         if not self.breakdown:
-            return self.truth_of(path, case_id, value)
+            return self.case_truth_of(path, case_id, value)
         group = value.get(self.breakdown) if isinstance(value, dict) else None
         if not (isinstance(value, dict) and set(value) == {"class", self.breakdown}):
             self.truth.fail(f"Ground truth {path.name}: case {case_id} is {shown(value)}; with a breakdown by "
@@ -476,7 +508,16 @@ class Classification(Declared):
         if not (isinstance(group, str) and group and "." not in group and group.strip() == group):
             self.truth.fail(f"Ground truth {path.name}: the {self.breakdown} of case {case_id} is {shown(group)}; it "
                             f"must be a group's name (text without '.').")
-        return Grouped(self.truth_of(path, case_id, value["class"]), group)
+        return Grouped(self.case_truth_of(path, case_id, value["class"]), group)
+
+    def case_truth_of(self, path: Path, case_id: str, value: Any) -> int | tuple[int, ...] | Items:
+        """A case's class(es); with per_case "list", its items' classes."""
+        if self.per_case == "one":
+            return self.truth_of(path, case_id, value)
+        if not isinstance(value, list) or not value:
+            self.truth.fail(f"Ground truth {path.name}: case {case_id} is {shown(value)}; each case is a non-empty "
+                            f"list of its items' classes (per_case 'list').")
+        return Items(self.truth_of(path, f"{case_id} (item {index})", item) for index, item in enumerate(value))
 
     def truth_of(self, path: Path, case_id: str, value: Any) -> int | tuple[int, ...]:
         names = list(self.classes)
@@ -498,10 +539,11 @@ class Classification(Declared):
                         f"{names} or its index (0 to {len(names) - 1}){excluded}.")
         raise AssertionError  # fail raises
 
-    def check_classes_present(self, path: Path, truth: dict[str, Any]) -> None:
-        """Every class in the ground truth (multi-label: present in one case and absent from
-        another): without it the ranked values of the whole test set are undefined."""
-        values = np.array([value for value in truth.values() if not _excluded(value)])
+    def check_classes_present(self, path: Path, truth: Sequence[Any]) -> None:
+        """Every class in the ground truth, the truths of its cases or items (multi-label: present
+        in one case and absent from another): without it the ranked values of the whole test set
+        are undefined."""
+        values = np.array([value for value in truth if not _excluded(value)])
         if self.task != "multilabel" and not values.size:
             self.truth.fail(f"Ground truth {path.name}: every case is of an excluded class "
                             f"({', '.join(self.excluded_classes)}); nothing would be scored.")
@@ -520,7 +562,11 @@ class Classification(Declared):
     def read_job_prediction(self, case: Case, ground_truth: Any) -> dict[str, Any]:
         """{"scores": the likelihood(s) or None, "decision": class index or 0/1 per label}: the
         decision the job's own when it writes one (output "class", or the decision socket), else
-        the threshold's (multi-class: the largest likelihood's)."""
+        the threshold's (multi-class: the largest likelihood's). per_case "list": {"items": one
+        such dict per item}, each socket a list of the items' values."""
+        truth = getattr(ground_truth, "truth", ground_truth)
+        if isinstance(truth, Items):
+            return {"items": self.read_items(case, len(truth))}
         if self.sockets == "per_class":
             scores: float | tuple[float, ...] = tuple(
                 output_number(case.read_json(slug), case, slug, minimum=0.0, maximum=1.0)
@@ -529,7 +575,7 @@ class Classification(Declared):
             slug = self.settings.output_socket
             value = case.read_json(slug)
             if self.output == "class":
-                return {"scores": None, "decision": self.read_class(case, slug, value)}
+                return {"scores": None, "decision": self.read_class(f"{case.name}: the output {slug!r}", value)}
             if self.task == "binary":
                 scores = output_number(value, case, slug, minimum=0.0, maximum=1.0)
             else:
@@ -537,22 +583,57 @@ class Classification(Declared):
                                               "likelihood", minimum=0.0, maximum=1.0).tolist())
         if self.decision_socket:  # the participant's operating point, not the organizer's threshold
             slug = self.settings.decision_socket
-            return {"scores": scores, "decision": self.read_class(case, slug, case.read_json(slug))}
-        if self.task == "binary":
-            return {"scores": scores, "decision": int(scores >= self.settings.threshold)}
-        if self.task == "multiclass":
-            return {"scores": scores, "decision": int(np.argmax(scores))}
-        return {"scores": scores, "decision": tuple(int(s >= self.settings.threshold) for s in scores)}
+            return {"scores": scores, "decision": self.read_class(f"{case.name}: the output {slug!r}",
+                                                                  case.read_json(slug))}
+        return {"scores": scores, "decision": self.decided(scores)}
 
-    def read_class(self, case: Case, slug: str, value: Any) -> int | tuple[int, ...]:
+    def decided(self, scores: float | tuple[float, ...]) -> int | tuple[int, ...]:
+        """The organizer's decision of likelihoods: the threshold's, multi-class the largest."""
+        if self.task == "binary":
+            return int(scores >= self.settings.threshold)
+        if self.task == "multiclass":
+            return int(np.argmax(scores))
+        return tuple(int(s >= self.settings.threshold) for s in scores)
+
+    def read_items(self, case: Case, count: int) -> list[dict[str, Any]]:
+        """per_case "list": the job's list of `count` values (one per item, the ground truth's
+        order) and, with a decision socket, its list of decisions; one dict per item."""
+        slug = self.settings.output_socket
+        where = f"{case.name}: the output {slug!r}"
+        values = self.item_list(where, case.read_json(slug), count)
+        if self.output == "class":
+            return [{"scores": None, "decision": self.read_class(f"{where}, item {i},", value)}
+                    for i, value in enumerate(values)]
+        if self.task == "binary":
+            scores: list = finite_numbers(values, count, where, "likelihood", minimum=0.0, maximum=1.0).tolist()
+        else:
+            scores = [tuple(finite_numbers(value, len(self.classes), f"{where}, item {i}", "likelihood", minimum=0.0,
+                                           maximum=1.0).tolist()) for i, value in enumerate(values)]
+        if not self.decision_socket:
+            return [{"scores": score, "decision": self.decided(score)} for score in scores]
+        decision_slug = self.settings.decision_socket
+        where = f"{case.name}: the output {decision_slug!r}"
+        decisions = self.item_list(where, case.read_json(decision_slug), count)
+        return [{"scores": score, "decision": self.read_class(f"{where}, item {i},", decision)}
+                for i, (score, decision) in enumerate(zip(scores, decisions, strict=True))]
+
+    @staticmethod
+    def item_list(where: str, value: Any, count: int) -> list:
+        if not isinstance(value, list):
+            raise SubmissionError(f"{where} must be a JSON array of {count} values (one per item), found "
+                                  f"{json_type(value)}.")
+        if len(value) != count:
+            raise SubmissionError(f"{where}: expected {count} values (one per item), found {len(value)}.")
+        return value
+
+    def read_class(self, where: str, value: Any) -> int | tuple[int, ...]:
         """The job's class (output "class", or its decision beside the likelihoods): a class name;
         binary also 0 or 1, false or true (the positive class being the second); multi-label a
-        list of class names. SubmissionError naming the case and the socket otherwise."""
+        list of class names. SubmissionError naming the case and the socket (`where`) otherwise."""
         names = list(self.classes)
         if self.task == "multilabel":
             if not isinstance(value, list) or not all(isinstance(v, str) and v in names for v in value):
-                raise SubmissionError(f"{case.name}: the output {slug!r} is {shown(value)}; it must be a list of class "
-                                      f"names of {names}.")
+                raise SubmissionError(f"{where} is {shown(value)}; it must be a list of class names of {names}.")
             return tuple(int(name in value) for name in names)
         if self.task == "binary" and (isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))):
             return int(value)
@@ -560,18 +641,29 @@ class Classification(Declared):
             found = shown(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
                 else json_type(value)
             wanted = f"one of the class names {names}" + (", 0 or 1, or false or true" if self.task == "binary" else "")
-            raise SubmissionError(f"{case.name}: the output {slug!r} is {found}; it must be {wanted}.")
+            raise SubmissionError(f"{where} is {found}; it must be {wanted}.")
         return names.index(value)
 
     def score_case(self, case: Case, prediction: dict[str, Any], ground_truth: Any) -> dict[str, Any]:
+        truth = getattr(ground_truth, "truth", ground_truth)
+        if isinstance(truth, Items):
+            result: dict[str, Any] = {"items": [{"truth": t, **item}
+                                                for t, item in zip(truth, prediction["items"], strict=True)]}
+        else:
+            result = {"truth": truth, **prediction}
         if isinstance(ground_truth, Grouped):
-            return {"truth": ground_truth.truth, "group": ground_truth.group, **prediction}
-        return {"truth": ground_truth, **prediction}
+            result["group"] = ground_truth.group
+        return result
 
     # ---- metrics.json -----------------------------------------------------------------------
 
     def case_entry(self, result: dict[str, Any]) -> dict[str, Any]:
-        """The job's likelihood(s) and decision; never the truth (metrics.json may be shown)."""
+        """The job's likelihood(s) and decision (per_case "list": a list of each, one per item);
+        never the truth (metrics.json may be shown)."""
+        if "items" in result:
+            entries = [self.case_entry(item) for item in result["items"]]
+            plural = {"likelihood": "likelihoods", "likelihoods": "likelihoods", "decision": "decisions"}
+            return {plural[key]: [entry[key] for entry in entries] for key in entries[0]}
         names = list(self.classes)
         entry: dict[str, Any] = {}
         if result["scores"] is not None:
@@ -588,7 +680,7 @@ class Classification(Declared):
     def report(self, results: dict[str, Any]) -> dict[str, Any]:
         """Counts, and each class's sensitivity and PPV at the decisions (one against the rest),
         over the scored cases (those of an excluded class counted apart)."""
-        everyone = [results[c] for c in sorted(results)]
+        everyone, _ = itemised([results[c] for c in sorted(results)], np.ones((1, len(results))))
         kept, _ = scored(everyone, np.ones((1, len(everyone))))
         o = outcomes_of(kept, self.task, len(self.classes))
         if self.task == "multilabel":
@@ -601,8 +693,9 @@ class Classification(Declared):
             ppv = precision_score(o.truth, o.decisions, labels=_labels(o), average=None)
         per_class = {name: {"sensitivity": float(sensitivity[c]), "ppv": float(ppv[c])}
                      for c, name in enumerate(self.classes)}
-        counts = {"cases": len(results), **{name: int(present[c]) for c, name in enumerate(self.classes)}}
-        if self.excluded_classes:  # the cases of each excluded class, out of the ranked values
+        counts = {"cases": len(results), **({"items": len(everyone)} if self.per_case == "list" else {}),
+                  **{name: int(present[c]) for c, name in enumerate(self.classes)}}
+        if self.excluded_classes:  # the cases (items) of each excluded class, out of the ranked values
             truth = [result["truth"] for result in everyone]
             counts.update({name: truth.count(-1 - k) for k, name in enumerate(self.excluded_classes)})
         document: dict[str, Any] = {"aggregates": per_class, "counts": counts}
@@ -611,15 +704,19 @@ class Classification(Declared):
         return document
 
     def group_values(self, results: dict[str, Any]) -> dict[str, Any]:
-        """{group: {"cases": n, every ranked value of the group's cases alone}}: the aggregate
+        """{group: {"cases": n (its scored cases; per_case "list": its cases, and "items" their scored
+        items), every ranked value of the group's cases alone}}: the aggregate
         with the case weights of the group (1 for its cases, 0 for the others), so each value is
         the ranked one's own definition on that subset; NaN (a group of one class has no AUC) is
         null with a note."""
         groups = np.array([results[case]["group"] for case in sorted(results)])
         names = sorted(set(groups.tolist()))
         weights = (groups[None, :] == np.array(names)[:, None]).astype(np.int64)  # a row per group
-        _, counted = scored([results[case] for case in sorted(results)], weights)  # a group's scored cases
+        _, counted = scored([results[case] for case in sorted(results)], weights)  # a group's scored cases (items)
         found: dict[str, Any] = {name: {"cases": int(row.sum())} for name, row in zip(names, counted, strict=True)}
+        if self.per_case == "list":  # the group's cases, and their scored items
+            found = {name: {"cases": int(row.sum()), "items": found[name]["cases"]}
+                     for name, row in zip(names, weights, strict=True)}
         for path, values in self.aggregate(results, weights).items():
             for name, value in zip(names, values.tolist(), strict=True):
                 set_at_path(found[name], path.removeprefix("aggregates."), value if np.isfinite(value) else Undefined(
