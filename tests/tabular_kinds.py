@@ -84,6 +84,19 @@ class ClassStacks(Classification):
     ranked_metrics = (balanced_accuracy(), accuracy())
 
 
+class BinaryScores(Classification):
+    name = "kindtest-scores"
+    classes = ("gradable", "ungradable")
+    score_bounds = (None, None)  # any finite score, ranked by its order; the job decides
+    decision_socket = "decision"
+    ranked_metrics = (roc_auc(), cohen_kappa(), sensitivity_at_specificity(0.9))
+
+
+class BinaryGrades(BinaryScores):
+    name = "kindtest-grades"
+    score_bounds = (0, 10)
+
+
 class BinaryComposite(Classification):
     name = "kindtest-composite"
     ranked_metrics = (roc_auc(), balanced_accuracy())

@@ -7,6 +7,7 @@ cannot run is refused when it is imported; a ground truth without every class ex
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import numpy as np
@@ -908,5 +909,57 @@ def test_a_ground_truth_list_that_is_not_one_is_the_organizers(tmp_path, entry, 
      "binary and multiclass tasks with one socket"),
 ])
 def test_a_list_per_case_that_cannot_run_is_refused_at_import(attributes, message):
+    with pytest.raises(TypeError, match=message):
+        type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})
+
+
+# ---- scores that are not likelihoods (score_bounds) ----------------------------------------------------
+
+
+def test_unbounded_scores_rank_by_their_order_and_the_jobs_decisions(package, tmp_path):
+    """score_bounds = (None, None): AIROGS's ungradability scores (any number) ranked by their
+    AUC, the job's own decisions by their kappa, scikit-learn's on the same values."""
+    rng = np.random.default_rng(12)
+    n = 40
+    y = rng.permutation(np.arange(n) % 2)
+    scores = np.round(3 * y + rng.normal(0, 2.5, n) - 1, 3)  # below 0 and above 1
+    decisions = (scores + rng.normal(0, 1, n) > 1).astype(int)  # not a threshold of the scores
+    ids = case_ids(n)
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: int(v) for c, v in zip(ids, y, strict=True)})
+    input_dir = write_jobs(tmp_path / "input", {c: {"likelihood": float(v), "decision": bool(d)}
+                                                for c, v, d in zip(ids, scores, decisions, strict=True)})
+    result = run(package, "kindtest-scores", ground_truth, input_dir, tmp_path / "out")
+    assert result.code == 0, result.stderr
+    aggregates = result.metrics["aggregates"]
+    assert scores.min() < 0 and scores.max() > 1
+    assert aggregates["roc_auc"] == pytest.approx(roc_auc_score(y, scores), rel=1e-12)
+    assert aggregates["cohen_kappa"] == pytest.approx(cohen_kappa_score(y, decisions), rel=1e-12)
+    assert aggregates["sensitivity_at_specificity_90"] == pytest.approx(sensitivity_at_specificity(y, scores, 0.9))
+
+
+@pytest.mark.parametrize("challenge, written, said", [
+    ("kindtest-scores", b"NaN", "must be a finite number"),
+    ("kindtest-scores", b'"3"', "must be a finite number"),
+    ("kindtest-grades", b"10.5", "between 0 and 10"),
+    ("kindtest-grades", b"-1", "between 0 and 10"),
+])
+def test_a_score_outside_its_bounds_is_the_participants(package, tmp_path, challenge, written, said):
+    ids = case_ids(4)
+    ground_truth = write_ground_truth(tmp_path / "gt", {c: i % 2 for i, c in enumerate(ids)})
+    outputs = {c: {"likelihood": 7.5, "decision": "gradable"} for c in ids}
+    outputs["case-002"] = {"likelihood": written, "decision": "gradable"}
+    result = run(package, challenge, ground_truth, write_jobs(tmp_path / "input", outputs), tmp_path / "out")
+    assert_one_line_naming(result, "case-002")
+    assert said in result.last_error_line, result.last_error_line
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"score_bounds": (1.0, 0.0)}, "the lowest below the highest"),
+    ({"score_bounds": (0.0, math.inf)}, "each a finite number or None"),
+    ({"score_bounds": ("0", 1)}, "each a finite number or None"),
+    ({"score_bounds": (0, 1, 2)}, "must be .lowest, highest."),
+    ({"score_bounds": (None, None)}, "need the job's own decisions"),
+])
+def test_score_bounds_that_cannot_run_are_refused_at_import(attributes, message):
     with pytest.raises(TypeError, match=message):
         type("Broken", (kind.Classification,), {"name": "kindtest-broken", **attributes})

@@ -15,6 +15,11 @@ A challenge subclasses `Classification` and declares (defaults in brackets):
 - `sockets`: "one" (the setting `output_socket` holds the value) or "per_class" (multi-class and
   multi-label likelihoods: one socket per class, each one number, the settings
   `<class>_socket`, default "<class>-likelihood") ["one"];
+- `score_bounds`: the range a likelihood must lie in, a job's value outside it being the
+  participant's error [(0.0, 1.0)]; another range, or None for a bound (`(None, None)`: any finite
+  number), is for a score whose order alone is ranked (AIROGS's ungradability score): the AUCs,
+  average precision and sensitivity at a specificity read only its order; it needs
+  `decision_socket` (a threshold from 0 to 1 would decide nothing meaningful of it);
 - `per_case`: "one" (a job writes one value for its case) or "list" (a job scores a list of
   items, the frames of a stack or the figures of a slide, binary and multi-class: each socket
   holds a JSON list with one value per item, in the order of the ground truth's list of the
@@ -77,6 +82,7 @@ metrics.json may be shown to the participant).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -376,6 +382,8 @@ class Classification(Declared):
     sockets: ClassVar[str] = "one"
     # "list": each job scores a list of items (a stack's frames), the ranked values over all items
     per_case: ClassVar[str] = "one"
+    # where a job's likelihoods lie; another range (None: unbounded) for a score ranked by its order
+    score_bounds: ClassVar[tuple[float | None, float | None]] = (0.0, 1.0)
     # "" : the threshold (or the largest likelihood) decides; a slug: the job writes its decision there
     decision_socket: ClassVar[str] = ""
     ranked_metrics: ClassVar[tuple[Metric, ...]] = (roc_auc(), balanced_accuracy())
@@ -429,6 +437,16 @@ class Classification(Declared):
             raise TypeError(f"{cls.__name__}: output {cls.output!r} is not one of {', '.join(OUTPUTS)}")
         if cls.sockets not in ("one", "per_class"):
             raise TypeError(f"{cls.__name__}: sockets {cls.sockets!r} is not 'one' or 'per_class'")
+        bounds = cls.score_bounds
+        if not (isinstance(bounds, tuple) and len(bounds) == 2
+                and all(b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b))
+                        for b in bounds)
+                and (None in bounds or bounds[0] < bounds[1])):
+            raise TypeError(f"{cls.__name__}: score_bounds {bounds!r} must be (lowest, highest), each a finite number "
+                            f"or None, the lowest below the highest")
+        if tuple(bounds) != (0.0, 1.0) and cls.output == "likelihood" and not cls.decision_socket:
+            raise TypeError(f"{cls.__name__}: scores in {bounds!r} need the job's own decisions (decision_socket): a "
+                            f"threshold from 0 to 1 decides likelihoods, not such scores")
         if cls.per_case not in ("one", "list"):
             raise TypeError(f"{cls.__name__}: per_case {cls.per_case!r} is not 'one' or 'list'")
         if cls.per_case == "list" and (cls.task == "multilabel" or cls.sockets == "per_class"):
@@ -567,9 +585,10 @@ class Classification(Declared):
         truth = getattr(ground_truth, "truth", ground_truth)
         if isinstance(truth, Items):
             return {"items": self.read_items(case, len(truth))}
+        low, high = self.score_bounds
         if self.sockets == "per_class":
             scores: float | tuple[float, ...] = tuple(
-                output_number(case.read_json(slug), case, slug, minimum=0.0, maximum=1.0)
+                output_number(case.read_json(slug), case, slug, minimum=low, maximum=high)
                 for slug in socket_slugs(self.settings, self.classes))
         else:
             slug = self.settings.output_socket
@@ -577,10 +596,10 @@ class Classification(Declared):
             if self.output == "class":
                 return {"scores": None, "decision": self.read_class(f"{case.name}: the output {slug!r}", value)}
             if self.task == "binary":
-                scores = output_number(value, case, slug, minimum=0.0, maximum=1.0)
+                scores = output_number(value, case, slug, minimum=low, maximum=high)
             else:
                 scores = tuple(finite_numbers(value, len(self.classes), f"{case.name}: the output {slug!r}",
-                                              "likelihood", minimum=0.0, maximum=1.0).tolist())
+                                              "likelihood", minimum=low, maximum=high).tolist())
         if self.decision_socket:  # the participant's operating point, not the organizer's threshold
             slug = self.settings.decision_socket
             return {"scores": scores, "decision": self.read_class(f"{case.name}: the output {slug!r}",
@@ -601,14 +620,15 @@ class Classification(Declared):
         slug = self.settings.output_socket
         where = f"{case.name}: the output {slug!r}"
         values = self.item_list(where, case.read_json(slug), count)
+        low, high = self.score_bounds
         if self.output == "class":
             return [{"scores": None, "decision": self.read_class(f"{where}, item {i},", value)}
                     for i, value in enumerate(values)]
         if self.task == "binary":
-            scores: list = finite_numbers(values, count, where, "likelihood", minimum=0.0, maximum=1.0).tolist()
+            scores: list = finite_numbers(values, count, where, "likelihood", minimum=low, maximum=high).tolist()
         else:
-            scores = [tuple(finite_numbers(value, len(self.classes), f"{where}, item {i}", "likelihood", minimum=0.0,
-                                           maximum=1.0).tolist()) for i, value in enumerate(values)]
+            scores = [tuple(finite_numbers(value, len(self.classes), f"{where}, item {i}", "likelihood", minimum=low,
+                                           maximum=high).tolist()) for i, value in enumerate(values)]
         if not self.decision_socket:
             return [{"scores": score, "decision": self.decided(score)} for score in scores]
         decision_slug = self.settings.decision_socket
