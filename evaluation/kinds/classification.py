@@ -75,9 +75,10 @@ present (multi-label: every label present in one case and absent from another), 
 ranked value of the whole test set is defined.
 
 metrics.json: the ranked values under "aggregates" (e.g. aggregates.roc_auc), each class's
-sensitivity and PPV at the decisions under aggregates.<class>, "counts" (cases and cases per
-class, the excluded classes' too), and per case the job's likelihood(s) and decision under "cases" (never the truth:
-metrics.json may be shown to the participant).
+sensitivity and PPV at the decisions under aggregates.<class>, "counts" (cases, and with per_case
+"list" items; cases or items per class, the excluded classes' too), and per case the job's
+likelihood(s) and decision (per_case "list": "likelihoods" and "decisions", one per item) under
+"cases" (never the truth: metrics.json may be shown to the participant).
 """
 
 from __future__ import annotations
